@@ -1,0 +1,685 @@
+//! Fast, tolerant field extraction from one log line.
+//!
+//! We never build a DOM: a serde visitor walks the top-level object once, keeps the handful of
+//! keys the index needs and skips everything else (still validating it as JSON). Duplicate keys:
+//! the last one wins. A line nested deeper than [`MAX_NESTING`] is invalid JSON.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::coerce::TokenValue;
+use super::profile::Profile;
+use super::time::Timestamp;
+
+/// The deepest nesting a valid line may have, counting the top-level object as 1. It is the
+/// limit of `serde_json::Value`, so our readers and a plain `serde_json` reader agree on which
+/// lines are valid. (serde_json skips ignored values without a depth limit, so we check it.)
+pub const MAX_NESTING: usize = 127;
+
+/// Why a line is not an event. Such lines are skipped and counted, never fatal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineProblem {
+    /// Empty or whitespace only. Counted apart from invalid lines.
+    Blank,
+    /// Not valid UTF-8.
+    NotUtf8,
+    /// Not valid JSON (or nested deeper than the parser's limit).
+    NotJson,
+    /// Valid JSON, but not an object.
+    NotAnObject,
+    /// Longer than the configured maximum line size; skipped without being buffered.
+    TooLong,
+}
+
+impl LineProblem {
+    /// A stable lowercase name, for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineProblem::Blank => "blank",
+            LineProblem::NotUtf8 => "not_utf8",
+            LineProblem::NotJson => "not_json",
+            LineProblem::NotAnObject => "not_an_object",
+            LineProblem::TooLong => "too_long",
+        }
+    }
+}
+
+/// What an event line is, under the profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Carries token usage; counts one API call.
+    Token,
+    /// Starts a new generation.
+    Boundary,
+    /// A session header (only possible at offset 0).
+    Header,
+    /// Anything else.
+    Other,
+}
+
+/// A boundary's generation number, as found in the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum MoltCount {
+    /// The key is absent (a legacy boundary): unverifiable.
+    #[default]
+    Missing,
+    /// Present but not a JSON integer >= 0: unverifiable.
+    Invalid,
+    /// A JSON integer >= 0.
+    Valid(u64),
+}
+
+impl MoltCount {
+    /// The number, if the boundary carries a valid one.
+    pub fn value(self) -> Option<u64> {
+        match self {
+            MoltCount::Valid(n) => Some(n),
+            MoltCount::Missing | MoltCount::Invalid => None,
+        }
+    }
+}
+
+/// A field that may be absent, readable, or present but unreadable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Field<T> {
+    /// The key is absent.
+    #[default]
+    Absent,
+    /// The key is present and its value readable.
+    Valid(T),
+    /// The key is present but its value is not of the expected form.
+    Invalid,
+}
+
+impl<T: Copy> Field<T> {
+    /// The value, if readable.
+    pub fn valid(self) -> Option<T> {
+        match self {
+            Field::Valid(v) => Some(v),
+            Field::Absent | Field::Invalid => None,
+        }
+    }
+}
+
+/// The fields the index needs from one event line. Strings borrow from the line when possible.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventFields<'a> {
+    /// `type` when it is a string, else `event` when it is a string.
+    pub type_name: Option<Cow<'a, str>>,
+    /// An explicit `seq` (a JSON integer >= 0).
+    pub seq: Field<u64>,
+    /// `ts` (seconds or ISO-8601), else `time` (milliseconds).
+    pub time: Field<Timestamp>,
+    /// The four token fields in profile order: input, output, cached, thinking.
+    pub tokens: [TokenValue; 4],
+    /// A boundary's generation number.
+    pub molt_count: MoltCount,
+    /// Who started a boundary; `None` means `"agent"`.
+    pub initiator: Option<Cow<'a, str>>,
+    /// A boundary's context size before the molt.
+    pub before_tokens: TokenValue,
+    /// A boundary's context size after the molt.
+    pub after_tokens: TokenValue,
+}
+
+impl EventFields<'_> {
+    /// Classifies the event under `profile`; `at_start` says whether the line is at offset 0.
+    pub fn kind(&self, profile: &Profile, at_start: bool) -> EventKind {
+        match self.type_name.as_deref() {
+            Some(t) if t == profile.token_event => EventKind::Token,
+            Some(t) if t == profile.boundary_event => EventKind::Boundary,
+            Some(t) if at_start && t == profile.header_type => EventKind::Header,
+            _ => EventKind::Other,
+        }
+    }
+
+    /// The initiator with the default applied: `"agent"` when missing, not a string, or empty.
+    pub fn initiator_or_default(&self) -> &str {
+        match self.initiator.as_deref() {
+            Some(s) if !s.is_empty() => s,
+            _ => "agent",
+        }
+    }
+}
+
+/// The keys an extractor looks for, compiled from a [`Profile`] for fast matching.
+#[derive(Clone, Debug)]
+pub struct Extractor {
+    profile: Profile,
+    /// Candidate keys grouped by byte length, so most keys are dismissed by one comparison.
+    by_len: Vec<Vec<(Box<str>, Key)>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Type,
+    Event,
+    Ts,
+    Time,
+    Seq,
+    Token(usize),
+    MoltCount,
+    Initiator,
+    BeforeTokens,
+    AfterTokens,
+    Other,
+}
+
+impl Extractor {
+    /// Compiles the key table for `profile`.
+    pub fn new(profile: Profile) -> Extractor {
+        let mut keys: Vec<(String, Key)> = vec![
+            ("type".to_owned(), Key::Type),
+            ("event".to_owned(), Key::Event),
+            ("ts".to_owned(), Key::Ts),
+            ("time".to_owned(), Key::Time),
+            ("seq".to_owned(), Key::Seq),
+            (profile.molt_count_field.clone(), Key::MoltCount),
+            (profile.initiator_field.clone(), Key::Initiator),
+            (profile.before_tokens_field.clone(), Key::BeforeTokens),
+            (profile.after_tokens_field.clone(), Key::AfterTokens),
+        ];
+        for (i, name) in profile.token_fields.iter().enumerate() {
+            keys.push((name.clone(), Key::Token(i)));
+        }
+        let mut by_len: Vec<Vec<(Box<str>, Key)>> = Vec::new();
+        for (name, key) in keys {
+            let len = name.len();
+            if by_len.len() <= len {
+                by_len.resize_with(len + 1, Vec::new);
+            }
+            // The first mapping of a name wins, so a profile cannot shadow the envelope keys.
+            if !by_len[len].iter().any(|(n, _)| **n == *name) {
+                by_len[len].push((name.into_boxed_str(), key));
+            }
+        }
+        Extractor { profile, by_len }
+    }
+
+    /// The profile this extractor was compiled from.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn classify(&self, key: &str) -> Key {
+        self.by_len
+            .get(key.len())
+            .and_then(|candidates| candidates.iter().find(|(name, _)| **name == *key))
+            .map_or(Key::Other, |(_, k)| *k)
+    }
+
+    /// Extracts the index fields from one line (without its `\n`).
+    pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
+        let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;
+        if text.bytes().all(|b| b.is_ascii_whitespace()) {
+            return Err(LineProblem::Blank);
+        }
+        if nesting_exceeds(line, MAX_NESTING) {
+            return Err(LineProblem::NotJson);
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let mut raw = RawFields::default();
+        let parsed = (&mut de)
+            .deserialize_map(LineVisitor {
+                extractor: self,
+                raw: &mut raw,
+            })
+            .and_then(|()| de.end());
+        match parsed {
+            Ok(()) => Ok(raw.finish()),
+            Err(e) if e.is_data() => Err(LineProblem::NotAnObject),
+            Err(_) => Err(LineProblem::NotJson),
+        }
+    }
+}
+
+/// Whether `line` opens more than `limit` nested arrays/objects at some point. Counting the
+/// brackets first makes the common case one cheap pass; only lines with many brackets are
+/// walked with string awareness.
+fn nesting_exceeds(line: &[u8], limit: usize) -> bool {
+    let brackets = line.iter().filter(|&&b| b == b'[' || b == b'{').count();
+    if brackets <= limit {
+        return false;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in line {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// What the visitor collects; resolved into [`EventFields`] once the whole object is read.
+#[derive(Default)]
+struct RawFields<'a> {
+    type_field: Option<StrValue<'a>>,
+    event_field: Option<StrValue<'a>>,
+    ts: Field<Timestamp>,
+    time_ms: Field<Timestamp>,
+    fields: EventFields<'a>,
+}
+
+impl<'a> RawFields<'a> {
+    fn finish(mut self) -> EventFields<'a> {
+        self.fields.type_name = match (self.type_field, self.event_field) {
+            (Some(StrValue::Str(t)), _) => Some(t),
+            (_, Some(StrValue::Str(e))) => Some(e),
+            _ => None,
+        };
+        // `ts` wins over `time`; an unreadable `ts` still falls back to a readable `time`.
+        self.fields.time = match (self.ts, self.time_ms) {
+            (Field::Valid(t), _) | (_, Field::Valid(t)) => Field::Valid(t),
+            (Field::Invalid, _) | (_, Field::Invalid) => Field::Invalid,
+            (Field::Absent, Field::Absent) => Field::Absent,
+        };
+        self.fields
+    }
+}
+
+struct LineVisitor<'x, 'r, 'a> {
+    extractor: &'x Extractor,
+    raw: &'r mut RawFields<'a>,
+}
+
+impl<'de> Visitor<'de> for LineVisitor<'_, '_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let raw = self.raw;
+        while let Some(key) = map.next_key_seed(KeySeed(self.extractor))? {
+            match key {
+                Key::Type => raw.type_field = Some(map.next_value()?),
+                Key::Event => raw.event_field = Some(map.next_value()?),
+                Key::Ts => raw.ts = map.next_value::<SecondsValue>()?.0,
+                Key::Time => raw.time_ms = map.next_value::<MillisValue>()?.0,
+                Key::Seq => raw.fields.seq = map.next_value::<SeqValue>()?.0,
+                Key::Token(i) => {
+                    let value = map.next_value()?;
+                    if let Some(slot) = raw.fields.tokens.get_mut(i) {
+                        *slot = value;
+                    }
+                }
+                Key::MoltCount => raw.fields.molt_count = map.next_value::<MoltValue>()?.0,
+                Key::Initiator => {
+                    raw.fields.initiator = match map.next_value()? {
+                        StrValue::Str(s) => Some(s),
+                        StrValue::NotStr => None,
+                    }
+                }
+                Key::BeforeTokens => raw.fields.before_tokens = map.next_value()?,
+                Key::AfterTokens => raw.fields.after_tokens = map.next_value()?,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct KeySeed<'x>(&'x Extractor);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+        Ok(self.0.classify(v))
+    }
+}
+
+/// A value that we only want if it is a string.
+enum StrValue<'a> {
+    Str(Cow<'a, str>),
+    NotStr,
+}
+
+impl<'de> de::Deserialize<'de> for StrValue<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyValue(|v: Scalar<'de>| match v {
+            Scalar::Str(s) => StrValue::Str(s),
+            _ => StrValue::NotStr,
+        }))
+    }
+}
+
+/// `ts`: epoch seconds as a number or numeric string, or an ISO-8601 string.
+struct SecondsValue(Field<Timestamp>);
+
+impl<'de> de::Deserialize<'de> for SecondsValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
+            SecondsValue(match v {
+                Scalar::U64(n) => readable(Timestamp::from_seconds(n as f64)),
+                Scalar::I64(n) => readable(Timestamp::from_seconds(n as f64)),
+                Scalar::F64(n) => readable(Timestamp::from_seconds(n)),
+                Scalar::Str(s) => readable(Timestamp::parse(&s)),
+                Scalar::Other => Field::Invalid,
+            })
+        }))
+    }
+}
+
+/// `time`: epoch milliseconds as a number.
+struct MillisValue(Field<Timestamp>);
+
+impl<'de> de::Deserialize<'de> for MillisValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
+            MillisValue(match v {
+                Scalar::U64(n) => readable(Timestamp::from_millis(n as f64)),
+                Scalar::I64(n) => readable(Timestamp::from_millis(n as f64)),
+                Scalar::F64(n) => readable(Timestamp::from_millis(n)),
+                Scalar::Str(_) | Scalar::Other => Field::Invalid,
+            })
+        }))
+    }
+}
+
+struct SeqValue(Field<u64>);
+
+impl<'de> de::Deserialize<'de> for SeqValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
+            SeqValue(match v {
+                Scalar::U64(n) => Field::Valid(n),
+                _ => Field::Invalid,
+            })
+        }))
+    }
+}
+
+struct MoltValue(MoltCount);
+
+impl<'de> de::Deserialize<'de> for MoltValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
+            MoltValue(match v {
+                Scalar::U64(n) => MoltCount::Valid(n),
+                _ => MoltCount::Invalid,
+            })
+        }))
+    }
+}
+
+fn readable(ts: Option<Timestamp>) -> Field<Timestamp> {
+    ts.map_or(Field::Invalid, Field::Valid)
+}
+
+/// The shape of any JSON value, with compound values skipped.
+enum Scalar<'a> {
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Str(Cow<'a, str>),
+    Other,
+}
+
+/// Accepts any JSON value, skipping arrays and objects, and maps it through `F`.
+struct AnyValue<F>(F);
+
+impl<'de, T, F: FnOnce(Scalar<'de>) -> T> Visitor<'de> for AnyValue<F> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<T, E> {
+        Ok((self.0)(Scalar::U64(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<T, E> {
+        Ok((self.0)(Scalar::I64(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<T, E> {
+        Ok((self.0)(Scalar::F64(v)))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<T, E> {
+        Ok((self.0)(Scalar::Str(Cow::Borrowed(v))))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<T, E> {
+        Ok((self.0)(Scalar::Str(Cow::Owned(v.to_owned()))))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok((self.0)(Scalar::Other))
+    }
+
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok((self.0)(Scalar::Other))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok((self.0)(Scalar::Other))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok((self.0)(Scalar::Other))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extract(line: &str) -> Result<EventFields<'_>, LineProblem> {
+        Extractor::new(Profile::lingtai()).extract(line.as_bytes())
+    }
+
+    #[test]
+    fn lingtai_token_line_is_read() {
+        let line = r#"{"type": "llm_response", "address": "agent-alice", "ts": 1786000004.512, "kernel_runtime": {"version": "0.19.5", "mode": "package"}, "input_tokens": 48213, "output_tokens": 912, "thinking_tokens": 384, "cached_tokens": 45056, "estimated": false}"#;
+        let f = extract(line).unwrap();
+        assert_eq!(f.type_name.as_deref(), Some("llm_response"));
+        assert_eq!(f.kind(&Profile::lingtai(), false), EventKind::Token);
+        let counts: Vec<u64> = f.tokens.iter().map(|t| t.count()).collect();
+        assert_eq!(counts, [48213, 912, 45056, 384]);
+        assert_eq!(
+            f.time,
+            Field::Valid(Timestamp::from_seconds(1786000004.512).unwrap())
+        );
+    }
+
+    #[test]
+    fn boundary_fields_and_initiator_default() {
+        let f = extract(
+            r#"{"type":"psyche_molt","molt_count":4,"before_tokens":171234,"after_tokens":9120}"#,
+        )
+        .unwrap();
+        assert_eq!(f.kind(&Profile::lingtai(), false), EventKind::Boundary);
+        assert_eq!(f.molt_count, MoltCount::Valid(4));
+        assert_eq!(f.initiator_or_default(), "agent");
+        assert_eq!(f.before_tokens.count(), 171234);
+        let f = extract(r#"{"type":"psyche_molt","molt_count":5,"initiator":"system"}"#).unwrap();
+        assert_eq!(f.initiator_or_default(), "system");
+        for initiator in [r#""""#, "7", "null", "[]"] {
+            let line = format!(r#"{{"type":"psyche_molt","initiator":{initiator}}}"#);
+            assert_eq!(
+                extract(&line).unwrap().initiator_or_default(),
+                "agent",
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn molt_count_must_be_a_non_negative_integer() {
+        for (json, expected) in [
+            ("5", MoltCount::Valid(5)),
+            ("0", MoltCount::Valid(0)),
+            ("-1", MoltCount::Invalid),
+            ("5.0", MoltCount::Invalid),
+            (r#""5""#, MoltCount::Invalid),
+            ("true", MoltCount::Invalid),
+            ("null", MoltCount::Invalid),
+        ] {
+            let line = format!(r#"{{"type":"psyche_molt","molt_count":{json}}}"#);
+            assert_eq!(extract(&line).unwrap().molt_count, expected, "{json}");
+        }
+        assert_eq!(
+            extract(r#"{"type":"psyche_molt"}"#).unwrap().molt_count,
+            MoltCount::Missing
+        );
+    }
+
+    #[test]
+    fn type_falls_back_to_event_only_when_not_a_string() {
+        assert_eq!(
+            extract(r#"{"event":"daemon_start","ts":"2026-08-08T09:00:00Z"}"#)
+                .unwrap()
+                .type_name
+                .as_deref(),
+            Some("daemon_start")
+        );
+        assert_eq!(
+            extract(r#"{"type":5,"event":"x"}"#)
+                .unwrap()
+                .type_name
+                .as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            extract(r#"{"type":"a","event":"x"}"#)
+                .unwrap()
+                .type_name
+                .as_deref(),
+            Some("a")
+        );
+        assert_eq!(extract(r#"{"type":null}"#).unwrap().type_name, None);
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins() {
+        let f = extract(
+            r#"{"type":"psyche_molt","type":"llm_response","input_tokens":1,"input_tokens":"7"}"#,
+        )
+        .unwrap();
+        assert_eq!(f.type_name.as_deref(), Some("llm_response"));
+        assert_eq!(f.tokens[0], TokenValue::Truncated(7));
+        // A later non-string `type` hides the earlier string one, so `event` is used.
+        let f = extract(r#"{"type":"a","type":1,"event":"b"}"#).unwrap();
+        assert_eq!(f.type_name.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn escaped_strings_are_decoded() {
+        let f = extract(r#"{"typ\u0065":"llm_\u0072esponse","input_tokens":3}"#).unwrap();
+        assert_eq!(f.type_name.as_deref(), Some("llm_response"));
+        assert_eq!(f.tokens[0].count(), 3);
+    }
+
+    #[test]
+    fn time_sources_and_precedence() {
+        let ms = extract(r#"{"type":"x","time":1786000000500}"#).unwrap();
+        assert_eq!(
+            ms.time,
+            Field::Valid(Timestamp::from_seconds(1786000000.5).unwrap())
+        );
+        let both = extract(r#"{"type":"x","time":1,"ts":2}"#).unwrap();
+        assert_eq!(
+            both.time,
+            Field::Valid(Timestamp::from_seconds(2.0).unwrap())
+        );
+        let bad = extract(r#"{"type":"x","ts":"not-a-time"}"#).unwrap();
+        assert_eq!(bad.time, Field::Invalid);
+        let huge = extract(r#"{"type":"x","ts":1e300}"#).unwrap();
+        assert_eq!(huge.time, Field::Invalid);
+    }
+
+    #[test]
+    fn explicit_seq_only_as_non_negative_integer() {
+        assert_eq!(extract(r#"{"seq":3}"#).unwrap().seq, Field::Valid(3));
+        assert_eq!(extract(r#"{"seq":-3}"#).unwrap().seq, Field::Invalid);
+        assert_eq!(extract(r#"{"seq":"3"}"#).unwrap().seq, Field::Invalid);
+        assert_eq!(extract(r#"{}"#).unwrap().seq, Field::Absent);
+    }
+
+    #[test]
+    fn bad_lines_are_classified() {
+        assert_eq!(extract("").unwrap_err(), LineProblem::Blank);
+        assert_eq!(extract("  \t\r").unwrap_err(), LineProblem::Blank);
+        assert_eq!(extract("{\"type\":").unwrap_err(), LineProblem::NotJson);
+        assert_eq!(extract("{} {}").unwrap_err(), LineProblem::NotJson);
+        assert_eq!(extract("[1,2]").unwrap_err(), LineProblem::NotAnObject);
+        assert_eq!(extract("42").unwrap_err(), LineProblem::NotAnObject);
+        assert_eq!(extract("\"s\"").unwrap_err(), LineProblem::NotAnObject);
+        let extractor = Extractor::new(Profile::lingtai());
+        assert_eq!(
+            extractor.extract(b"{\"a\":\"\xff\"}").unwrap_err(),
+            LineProblem::NotUtf8
+        );
+        assert_eq!(
+            extract("{\"a\":\"\u{0}\"}").unwrap_err(),
+            LineProblem::NotJson
+        );
+        let nested = |depth: usize| {
+            format!(
+                "{{\"a\":{}{}}}",
+                "[".repeat(depth - 1),
+                "]".repeat(depth - 1)
+            )
+        };
+        assert!(extract(&nested(MAX_NESTING)).is_ok());
+        assert_eq!(
+            extract(&nested(MAX_NESTING + 1)).unwrap_err(),
+            LineProblem::NotJson
+        );
+        assert_eq!(extract(&nested(5000)).unwrap_err(), LineProblem::NotJson);
+        // Brackets inside strings do not nest.
+        let in_string = format!("{{\"a\":\"{}\"}}", "[".repeat(500));
+        assert!(extract(&in_string).is_ok());
+    }
+
+    #[test]
+    fn crlf_line_endings_are_tolerated() {
+        assert!(extract("{\"type\":\"x\"}\r").is_ok());
+    }
+
+    #[test]
+    fn header_only_at_offset_zero() {
+        let f = extract(r#"{"type":"session","version":0,"id":"s1"}"#).unwrap();
+        assert_eq!(f.kind(&Profile::lingtai(), true), EventKind::Header);
+        assert_eq!(f.kind(&Profile::lingtai(), false), EventKind::Other);
+    }
+}

@@ -1,0 +1,349 @@
+//! Bringing a writable index up to date: validate, then catch up on new complete lines, or
+//! rebuild from the log. Used by readers that find the index free and by the writer.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase};
+
+use super::db::{self, RepairFlag, WritableOpenError};
+use super::rows::{Row, RowSink, TypeMap};
+use super::schema::{Meta, PARSER_VERSION};
+use super::validate::{self, Expected, MetaRead, Validity};
+use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
+use crate::event::{FoldState, Folded, Folder, LineProblem};
+use crate::log::{Line, LineScanner, WindowSum};
+
+/// Progress of a long build: bytes done and bytes to do.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Why a writable open did not happen.
+pub(crate) enum Unwritable {
+    /// Another process holds the index for writing.
+    Busy,
+    /// The index cannot be written here.
+    NotWritable(String),
+    /// Any other failure.
+    Failed(IndexError),
+}
+
+impl From<IndexError> for Unwritable {
+    fn from(e: IndexError) -> Unwritable {
+        Unwritable::Failed(e)
+    }
+}
+
+/// What to do with the index found on disk.
+enum Plan {
+    /// No index (or an empty one): build it.
+    Create,
+    /// A valid index: index new lines, if any.
+    Update,
+    /// An index that must not be trusted: rebuild it.
+    Rebuild(StaleReason),
+}
+
+/// An index open for writing, with its meta record and type names in memory.
+pub(crate) struct WritableIndex {
+    pub(crate) db: Database,
+    pub(crate) path: PathBuf,
+    pub(crate) meta: Meta,
+    pub(crate) types: TypeMap,
+    /// Whether redb had to repair the file after an unclean shutdown.
+    pub(crate) repaired: bool,
+}
+
+pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
+    IndexError::Storage {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    }
+}
+
+pub(crate) fn expected(options: &IndexOptions) -> Expected {
+    Expected {
+        profile: options.profile.fingerprint(),
+        max_line: options.max_line as u64,
+    }
+}
+
+fn empty_meta(options: &IndexOptions) -> Meta {
+    Meta {
+        parser: PARSER_VERSION,
+        profile: options.profile.fingerprint(),
+        max_line: options.max_line as u64,
+        head: WindowSum::default(),
+        tail: WindowSum::default(),
+        running_crc: 0,
+        fold: FoldState::default(),
+        duplicate_seqs: 0,
+    }
+}
+
+pub(crate) fn log_len(log: &File, index: &Path) -> Result<u64, IndexError> {
+    log.metadata()
+        .map(|m| m.len())
+        .map_err(|e| storage(index, format!("cannot inspect the log: {e}")))
+}
+
+impl WritableIndex {
+    /// Opens the index for writing and brings it up to date with the log's complete lines.
+    pub(crate) fn open(
+        path: &Path,
+        log: &File,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
+        let repair = RepairFlag::default();
+        let (db, damaged) = match db::open_writable(path, &repair, options.repair_budget) {
+            Ok(db) => (db, None),
+            Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
+            Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
+            Err(WritableOpenError::Damaged(detail)) => {
+                remove_index(path)?;
+                (open_fresh(path, options)?, Some(detail))
+            }
+        };
+        let mut index = WritableIndex {
+            db,
+            path: path.to_path_buf(),
+            meta: empty_meta(options),
+            types: TypeMap::default(),
+            repaired: repair.happened(),
+        };
+        if index.repaired {
+            tracing::warn!(index = %path.display(), "index repaired after an unclean shutdown");
+        }
+        let plan = match damaged {
+            // The file was just recreated: nothing to reset.
+            Some(detail) => Plan::Rebuild(StaleReason::Unreadable { detail }),
+            None => index.plan(log, options)?,
+        };
+        let outcome = index.run(plan, log, options, progress)?;
+        Ok((index, outcome))
+    }
+
+    /// Validates the index against the log again and catches up or rebuilds (used by the
+    /// writer when the log changed under it).
+    pub(crate) fn update(
+        &mut self,
+        log: &File,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<IndexOutcome, Unwritable> {
+        let plan = self.plan(log, options)?;
+        self.run(plan, log, options, progress)
+    }
+
+    /// Decides what to do; a stale index is reset to an empty one here.
+    fn plan(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, Unwritable> {
+        let log_len = log_len(log, &self.path)?;
+        let plan = self.load(log, log_len, options)?;
+        if let Plan::Rebuild(_) = &plan {
+            self.reset(options)?;
+        }
+        Ok(plan)
+    }
+
+    fn run(
+        &mut self,
+        plan: Plan,
+        log: &File,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<IndexOutcome, Unwritable> {
+        let log_len = log_len(log, &self.path)?;
+        let (bytes, events) = self.catch_up(log, log_len, options, progress)?;
+        let outcome = match plan {
+            Plan::Create => IndexOutcome::Created { bytes, events },
+            Plan::Rebuild(reason) => IndexOutcome::Rebuilt {
+                reason,
+                bytes,
+                events,
+            },
+            Plan::Update if bytes == 0 => IndexOutcome::Fresh,
+            Plan::Update => IndexOutcome::CaughtUp { bytes, events },
+        };
+        if bytes == 0 && !matches!(outcome, IndexOutcome::Fresh) {
+            // Commit an (empty) meta record, so the next open finds a valid index.
+            self.refresh_windows(log)?;
+            self.commit_rows(&[])?;
+        }
+        outcome.trace(&self.path);
+        Ok(outcome)
+    }
+
+    /// Replaces the index file with an empty one.
+    fn reset(&mut self, options: &IndexOptions) -> Result<(), Unwritable> {
+        remove_index(&self.path)?;
+        let fresh = open_fresh(&self.path, options)?;
+        let old = std::mem::replace(&mut self.db, fresh);
+        // The old file is unlinked; its close errors do not matter.
+        let _ = old.close();
+        self.meta = empty_meta(options);
+        self.types = TypeMap::default();
+        Ok(())
+    }
+
+    /// Reads the meta record and type names and decides what to do.
+    fn load(
+        &mut self,
+        log: &File,
+        log_len: u64,
+        options: &IndexOptions,
+    ) -> Result<Plan, IndexError> {
+        let path = self.path.clone();
+        let checked = db::guarded("reading the index", || -> Result<Plan, redb::Error> {
+            let txn = self.db.begin_read()?;
+            let meta = match validate::read_meta(&txn)? {
+                MetaRead::Empty => return Ok(Plan::Create),
+                MetaRead::Stale(reason) => return Ok(Plan::Rebuild(reason)),
+                MetaRead::Found(meta) => meta,
+            };
+            let validity = validate::validate(&meta, &expected(options), log, log_len)
+                .map_err(|e| redb::Error::Io(e))?;
+            if let Validity::Stale(reason) = validity {
+                return Ok(Plan::Rebuild(reason));
+            }
+            if let Some(reason) = validate::check_structure(&txn, &meta)? {
+                return Ok(Plan::Rebuild(reason));
+            }
+            self.types = TypeMap::load(&txn)?;
+            self.meta = meta;
+            Ok(Plan::Update)
+        });
+        match checked {
+            Ok(Ok(plan)) => Ok(plan),
+            Ok(Err(redb::Error::Io(e))) => Err(storage(&path, format!("cannot read the log: {e}"))),
+            // A read error inside redb means the file is damaged: rebuild it.
+            Ok(Err(e)) => Ok(Plan::Rebuild(StaleReason::Unreadable {
+                detail: e.to_string(),
+            })),
+            Err(panic) => Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
+        }
+    }
+
+    /// Indexes the complete lines in `[watermark, limit)`, committing every
+    /// `options.commit_bytes` so memory stays flat and a crash loses little work.
+    pub(crate) fn catch_up(
+        &mut self,
+        log: &File,
+        limit: u64,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<(u64, u64), IndexError> {
+        let start = self.meta.watermark();
+        if limit <= start {
+            return Ok((0, 0));
+        }
+        let events_before = self.meta.fold.events;
+        let mut folder = Folder::new(options.extractor(), self.meta.fold.clone());
+        let mut scanner =
+            LineScanner::new(log, start, limit, options.max_line, self.meta.running_crc);
+        let path = self.path.clone();
+        let read_error = |e: std::io::Error| storage(&path, format!("cannot read the log: {e}"));
+        loop {
+            let txn = self.db.begin_write().map_err(|e| storage(&self.path, e))?;
+            let mut sink = RowSink::open(&txn).map_err(|e| storage(&self.path, e))?;
+            let chunk_start = scanner.end();
+            let mut finished = false;
+            while scanner.end() - chunk_start < options.commit_bytes {
+                let folded = match scanner.next_line().map_err(read_error)? {
+                    None => {
+                        finished = true;
+                        break;
+                    }
+                    Some(Line::Complete { offset, bytes }) => {
+                        (offset, folder.fold_line(offset, bytes))
+                    }
+                    Some(Line::TooLong { offset, len }) => {
+                        folder.fold_too_long(offset, len);
+                        (offset, Folded::Skipped(LineProblem::TooLong))
+                    }
+                };
+                let (offset, folded) = folded;
+                if let Some(row) =
+                    Row::from_folded(&folded, offset, folder.state(), &mut self.types)
+                {
+                    sink.write(&row, &mut self.meta.duplicate_seqs)
+                        .map_err(|e| storage(&self.path, e))?;
+                }
+            }
+            self.meta.fold = folder.state().clone();
+            self.meta.running_crc = scanner.crc();
+            self.refresh_windows(log)?;
+            sink.finish(&mut self.types, &self.meta)
+                .map_err(|e| storage(&self.path, e))?;
+            drop(sink);
+            commit(txn, &self.path)?;
+            progress(scanner.end() - start, limit - start);
+            if finished {
+                break;
+            }
+        }
+        Ok((
+            self.meta.watermark() - start,
+            self.meta.fold.events - events_before,
+        ))
+    }
+
+    /// Recomputes the head and tail windows at the current watermark.
+    pub(crate) fn refresh_windows(&mut self, log: &File) -> Result<(), IndexError> {
+        let end = self.meta.watermark();
+        let changed = || IndexError::LogChanged {
+            path: self.path.clone(),
+        };
+        let read = |e: std::io::Error| storage(&self.path, format!("cannot read the log: {e}"));
+        self.meta.head = WindowSum::head(log, end)
+            .map_err(read)?
+            .ok_or_else(changed)?;
+        self.meta.tail = WindowSum::tail(log, end)
+            .map_err(read)?
+            .ok_or_else(changed)?;
+        Ok(())
+    }
+
+    /// Writes `rows` and the current meta record in one durable commit.
+    pub(crate) fn commit_rows(&mut self, rows: &[Row]) -> Result<(), IndexError> {
+        let txn = self.db.begin_write().map_err(|e| storage(&self.path, e))?;
+        let mut sink = RowSink::open(&txn).map_err(|e| storage(&self.path, e))?;
+        for row in rows {
+            sink.write(row, &mut self.meta.duplicate_seqs)
+                .map_err(|e| storage(&self.path, e))?;
+        }
+        sink.finish(&mut self.types, &self.meta)
+            .map_err(|e| storage(&self.path, e))?;
+        drop(sink);
+        commit(txn, &self.path)
+    }
+
+    /// Closes the database, reporting errors that dropping it would swallow.
+    pub(crate) fn close(self) -> Result<(), IndexError> {
+        self.db.close().map_err(|e| storage(&self.path, e))
+    }
+}
+
+fn commit(mut txn: redb::WriteTransaction, path: &Path) -> Result<(), IndexError> {
+    // Saving allocator state makes recovery after a crash almost instant (no full repair).
+    txn.set_quick_repair(true);
+    txn.commit().map_err(|e| storage(path, e))
+}
+
+fn remove_index(path: &Path) -> Result<(), Unwritable> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Unwritable::NotWritable(format!(
+            "cannot remove the stale index: {e}"
+        ))),
+    }
+}
+
+fn open_fresh(path: &Path, options: &IndexOptions) -> Result<Database, Unwritable> {
+    match db::open_writable(path, &RepairFlag::default(), options.repair_budget) {
+        Ok(db) => Ok(db),
+        Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
+        Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
+        Err(WritableOpenError::Damaged(detail)) => Err(Unwritable::Failed(storage(path, detail))),
+    }
+}

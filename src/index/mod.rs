@@ -1,0 +1,65 @@
+//! The derived index: a redb file beside the log, keyed by byte offset, validated against the
+//! log on every open and never silently believed.
+//!
+//! * [`Index`] is the reader's handle: open = validate, then catch up or rebuild (or, if the
+//!   index is held by a writer or cannot be written, use its last commit plus an in-memory scan
+//!   of what follows).
+//! * [`Writer`] appends events to the log and keeps the index current.
+//!
+//! The schema and the open protocol are specified in `docs/FORMAT.md`.
+
+mod db;
+mod error;
+mod maintain;
+mod outcome;
+mod reader;
+mod rows;
+pub mod schema;
+mod validate;
+mod writer;
+
+use std::time::Duration;
+
+pub use db::DEFAULT_REPAIR_BUDGET;
+pub use error::IndexError;
+pub use maintain::Progress;
+pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
+pub use reader::Index;
+pub use writer::{CommitPolicy, Writer, WriterOptions};
+
+use crate::event::{Extractor, Profile};
+use crate::log::DEFAULT_MAX_LINE;
+
+/// How to read the log and maintain its index.
+#[derive(Clone, Debug)]
+pub struct IndexOptions {
+    /// Which events carry tokens and mark boundaries.
+    pub profile: Profile,
+    /// Lines longer than this many bytes are invalid (and never buffered whole).
+    pub max_line: usize,
+    /// Never write the index, even if it is free (e.g. for `verify`).
+    pub read_only: bool,
+    /// During long builds, commit every this many bytes of log, so memory stays flat and a
+    /// crash loses little work.
+    pub commit_bytes: u64,
+    /// How long redb may repair the index after a crash before we rebuild it instead.
+    pub repair_budget: Duration,
+}
+
+impl Default for IndexOptions {
+    fn default() -> IndexOptions {
+        IndexOptions {
+            profile: Profile::lingtai(),
+            max_line: DEFAULT_MAX_LINE,
+            read_only: false,
+            commit_bytes: 64 << 20,
+            repair_budget: DEFAULT_REPAIR_BUDGET,
+        }
+    }
+}
+
+impl IndexOptions {
+    pub(crate) fn extractor(&self) -> Extractor {
+        Extractor::new(self.profile.clone())
+    }
+}

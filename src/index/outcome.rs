@@ -1,0 +1,227 @@
+//! What opening an index found and did: a typed value for callers, and a `tracing` event for
+//! operators.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// Why an existing index could not be trusted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StaleReason {
+    /// The index was written in another on-disk format.
+    FormatChanged {
+        /// Format found in the index.
+        found: u32,
+        /// Format this build writes.
+        expected: u32,
+    },
+    /// The index was built by a parser that may read lines differently.
+    ParserChanged {
+        /// Parser version found in the index.
+        found: u32,
+        /// Parser version of this build.
+        expected: u32,
+    },
+    /// The index was built with another profile or maximum line size.
+    ProfileChanged,
+    /// The log is shorter than what the index covers: truncated or rewritten.
+    LogTruncated {
+        /// Bytes the index covers.
+        indexed: u64,
+        /// Bytes the log has now.
+        len: u64,
+    },
+    /// The first bytes of the log changed: replaced, or the index belongs to another log.
+    HeadChanged,
+    /// The bytes before the watermark changed: rewritten in place (growth is no proof).
+    TailChanged,
+    /// The index contradicts itself (e.g. its counts disagree with its tables).
+    Inconsistent {
+        /// What disagreed.
+        detail: String,
+    },
+    /// The index file cannot be read as an index (damaged, foreign, random bytes).
+    Unreadable {
+        /// What the storage layer said.
+        detail: String,
+    },
+}
+
+impl fmt::Display for StaleReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StaleReason::FormatChanged { found, expected } => {
+                write!(f, "index format {found}, this build reads {expected}")
+            }
+            StaleReason::ParserChanged { found, expected } => {
+                write!(
+                    f,
+                    "built by parser {found}, this build is parser {expected}"
+                )
+            }
+            StaleReason::ProfileChanged => f.write_str("built with another profile or line limit"),
+            StaleReason::LogTruncated { indexed, len } => {
+                write!(
+                    f,
+                    "log truncated: index covers {indexed} bytes, log has {len}"
+                )
+            }
+            StaleReason::HeadChanged => {
+                f.write_str("log head changed (replaced, or another log's index)")
+            }
+            StaleReason::TailChanged => f.write_str("log rewritten before the indexed watermark"),
+            StaleReason::Inconsistent { detail } => write!(f, "index inconsistent: {detail}"),
+            StaleReason::Unreadable { detail } => write!(f, "index unreadable: {detail}"),
+        }
+    }
+}
+
+/// Why an index was used read-only instead of being brought up to date on disk.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "why", content = "detail", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReadOnlyReason {
+    /// Another process (normally the agent's writer) has the index open for writing.
+    HeldByAnotherProcess,
+    /// The index file or its directory cannot be written.
+    NotWritable(String),
+    /// The caller asked for read-only access.
+    Requested,
+}
+
+impl fmt::Display for ReadOnlyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadOnlyReason::HeldByAnotherProcess => {
+                f.write_str("another process holds the index for writing")
+            }
+            ReadOnlyReason::NotWritable(detail) => write!(f, "index not writable: {detail}"),
+            ReadOnlyReason::Requested => f.write_str("read-only access requested"),
+        }
+    }
+}
+
+/// What opening (or refreshing) an index found and did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum IndexOutcome {
+    /// The index already covered every complete line.
+    Fresh,
+    /// New complete lines were indexed; nothing else changed.
+    CaughtUp {
+        /// Bytes newly indexed.
+        bytes: u64,
+        /// Events newly indexed.
+        events: u64,
+    },
+    /// There was no index; it was built.
+    Created {
+        /// Bytes indexed.
+        bytes: u64,
+        /// Events indexed.
+        events: u64,
+    },
+    /// The index could not be trusted and was rebuilt from the log.
+    Rebuilt {
+        /// Why it was not trusted.
+        #[serde(flatten)]
+        reason: StaleReason,
+        /// Bytes indexed.
+        bytes: u64,
+        /// Events indexed.
+        events: u64,
+    },
+    /// The index was valid but could not be written: the answer combines its last commit with
+    /// an in-memory scan of the bytes after it.
+    ReadOnly {
+        /// Why it was not written.
+        #[serde(flatten)]
+        why: ReadOnlyReason,
+        /// Bytes scanned after the index's watermark.
+        tail_bytes: u64,
+        /// Events among them.
+        tail_events: u64,
+    },
+}
+
+impl IndexOutcome {
+    /// A stable snake_case name for scripts.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IndexOutcome::Fresh => "fresh",
+            IndexOutcome::CaughtUp { .. } => "caught_up",
+            IndexOutcome::Created { .. } => "created",
+            IndexOutcome::Rebuilt { .. } => "rebuilt",
+            IndexOutcome::ReadOnly { .. } => "read_only",
+        }
+    }
+
+    /// Bytes and events this open indexed or scanned.
+    pub fn work(&self) -> (u64, u64) {
+        match self {
+            IndexOutcome::Fresh => (0, 0),
+            IndexOutcome::CaughtUp { bytes, events }
+            | IndexOutcome::Created { bytes, events }
+            | IndexOutcome::Rebuilt { bytes, events, .. } => (*bytes, *events),
+            IndexOutcome::ReadOnly {
+                tail_bytes,
+                tail_events,
+                ..
+            } => (*tail_bytes, *tail_events),
+        }
+    }
+
+    /// Emits the outcome as a `tracing` event.
+    pub(crate) fn trace(&self, index: &std::path::Path) {
+        let index = index.display();
+        match self {
+            IndexOutcome::Fresh => tracing::debug!(%index, "index fresh"),
+            IndexOutcome::CaughtUp { bytes, events } => {
+                tracing::info!(%index, bytes, events, "index caught up");
+            }
+            IndexOutcome::Created { bytes, events } => {
+                tracing::info!(%index, bytes, events, "index created");
+            }
+            IndexOutcome::Rebuilt {
+                reason,
+                bytes,
+                events,
+            } => tracing::warn!(%index, %reason, bytes, events, "stale index rebuilt"),
+            IndexOutcome::ReadOnly {
+                why,
+                tail_bytes,
+                tail_events,
+            } => tracing::info!(%index, %why, tail_bytes, tail_events, "index used read-only"),
+        }
+    }
+}
+
+impl fmt::Display for IndexOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IndexOutcome::Fresh => f.write_str("fresh"),
+            IndexOutcome::CaughtUp { bytes, events } => {
+                write!(f, "caught up ({events} events, {bytes} bytes)")
+            }
+            IndexOutcome::Created { bytes, events } => {
+                write!(f, "created ({events} events, {bytes} bytes)")
+            }
+            IndexOutcome::Rebuilt {
+                reason,
+                bytes,
+                events,
+            } => write!(f, "rebuilt: {reason} ({events} events, {bytes} bytes)"),
+            IndexOutcome::ReadOnly {
+                why,
+                tail_bytes,
+                tail_events,
+            } => write!(
+                f,
+                "read-only: {why}; scanned {tail_events} newer events ({tail_bytes} bytes) in memory"
+            ),
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! [`Index`]: a validated, up-to-date view of one log's index, for readers.
+//!
+//! Opening tries to bring the index up to date on disk (catch up or rebuild). If another
+//! process holds it for writing (normally the agent's writer) or it cannot be written, the
+//! index is used read-only: its last commit is validated against the log like any other open,
+//! and the bytes after its watermark are folded in memory. Either way the answers cover every
+//! complete line of the log at the moment of opening. A reader never keeps the index open for
+//! writing, so it never blocks the agent's writer.
+
+use std::fs::File;
+use std::sync::OnceLock;
+
+use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
+
+use super::db::{self, guarded};
+use super::maintain::{Progress, Unwritable, WritableIndex, expected, log_len, storage};
+use super::rows::{TypeMap, problem_from_code};
+use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
+use super::validate::{self, MetaRead, Validity};
+use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason};
+use crate::event::{EventKind, FoldState, Folded, Folder, GenerationStart, LineProblem, Totals};
+use crate::log::{Line, LineScanner, LogPaths, open_for_read};
+
+/// What an in-memory scan after the watermark found, beyond the fold state.
+#[derive(Clone, Debug, Default)]
+struct Tail {
+    /// Boundaries found after the watermark.
+    boundaries: Vec<GenerationStart>,
+    /// (offset, totals after) of token events after the watermark.
+    prefix: Vec<(u64, Totals)>,
+}
+
+/// A validated view of a log's index. See the module docs.
+pub struct Index {
+    paths: LogPaths,
+    /// The committed meta record the answers start from.
+    meta: Meta,
+    /// The fold over every complete line: `meta.fold` plus the in-memory tail.
+    state: FoldState,
+    tail: Tail,
+    types: TypeMap,
+    outcome: IndexOutcome,
+    repaired: bool,
+    /// Opened on the first query that needs rows.
+    db: OnceLock<ReadOnlyDatabase>,
+}
+
+impl Index {
+    /// Opens the index of the log at `paths`, building, catching up or rebuilding it when it
+    /// can, and validating it in every case.
+    ///
+    /// # Errors
+    ///
+    /// The log is missing or unreadable; the index is stale and cannot be rebuilt by this
+    /// process; no index exists and none can be created; a storage failure.
+    pub fn open(paths: &LogPaths, options: &IndexOptions) -> Result<Index, IndexError> {
+        Index::open_with_progress(paths, options, &mut |_, _| {})
+    }
+
+    /// [`Index::open`], reporting `(bytes done, bytes to do)` during long builds.
+    pub fn open_with_progress(
+        paths: &LogPaths,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<Index, IndexError> {
+        let log = open_for_read(&paths.log)?;
+        let why = if options.read_only {
+            ReadOnlyReason::Requested
+        } else {
+            match WritableIndex::open(&paths.index, &log, options, progress) {
+                Ok((index, outcome)) => {
+                    let (meta, types, repaired) =
+                        (index.meta.clone(), index.types.clone(), index.repaired);
+                    index.close()?;
+                    return Ok(Index {
+                        paths: paths.clone(),
+                        state: meta.fold.clone(),
+                        meta,
+                        tail: Tail::default(),
+                        types,
+                        outcome,
+                        repaired,
+                        db: OnceLock::new(),
+                    });
+                }
+                Err(Unwritable::Busy) => ReadOnlyReason::HeldByAnotherProcess,
+                Err(Unwritable::NotWritable(why)) => ReadOnlyReason::NotWritable(why),
+                Err(Unwritable::Failed(e)) => return Err(e),
+            }
+        };
+        Index::open_read_only(paths, options, &log, why)
+    }
+
+    fn open_read_only(
+        paths: &LogPaths,
+        options: &IndexOptions,
+        log: &File,
+        why: ReadOnlyReason,
+    ) -> Result<Index, IndexError> {
+        let unavailable = |detail: String| IndexError::Unavailable {
+            path: paths.index.clone(),
+            detail,
+        };
+        let db = match db::open_read_only(&paths.index) {
+            Ok(Some(db)) => db,
+            Ok(None) => return Err(unavailable(format!("there is no index and {why}"))),
+            Err(detail) => return Err(unavailable(format!("{detail} ({why})"))),
+        };
+        let log_len = log_len(log, &paths.index)?;
+        let stale = |reason| IndexError::StaleReadOnly {
+            path: paths.index.clone(),
+            reason,
+            why: why.clone(),
+        };
+        let read = guarded("reading the index", || -> Result<_, redb::Error> {
+            let txn = db.begin_read()?;
+            let meta = match validate::read_meta(&txn)? {
+                MetaRead::Found(meta) => meta,
+                MetaRead::Empty => return Ok(Err(None)),
+                MetaRead::Stale(reason) => return Ok(Err(Some(reason))),
+            };
+            let validity = validate::validate(&meta, &expected(options), log, log_len)?;
+            if let Validity::Stale(reason) = validity {
+                return Ok(Err(Some(reason)));
+            }
+            if let Some(reason) = validate::check_structure(&txn, &meta)? {
+                return Ok(Err(Some(reason)));
+            }
+            Ok(Ok((meta, TypeMap::load(&txn)?)))
+        });
+        let (meta, types) = match read {
+            Ok(Ok(Ok(found))) => found,
+            Ok(Ok(Err(Some(reason)))) => return Err(stale(reason)),
+            Ok(Ok(Err(None))) => {
+                return Err(unavailable(format!(
+                    "the index holds no commit yet and {why}"
+                )));
+            }
+            Ok(Err(e)) => return Err(storage(&paths.index, e)),
+            Err(panic) => return Err(unavailable(panic)),
+        };
+        let (state, tail, bytes, events) = fold_tail(log, &meta.fold, log_len, options)
+            .map_err(|e| storage(&paths.index, format!("cannot read the log: {e}")))?;
+        let outcome = IndexOutcome::ReadOnly {
+            why,
+            tail_bytes: bytes,
+            tail_events: events,
+        };
+        outcome.trace(&paths.index);
+        let cell = OnceLock::new();
+        let _ = cell.set(db);
+        Ok(Index {
+            paths: paths.clone(),
+            meta,
+            state,
+            tail,
+            types,
+            outcome,
+            repaired: false,
+            db: cell,
+        })
+    }
+
+    /// What opening found and did.
+    pub fn outcome(&self) -> &IndexOutcome {
+        &self.outcome
+    }
+
+    /// Whether redb had to repair the index after an unclean shutdown.
+    pub fn was_repaired(&self) -> bool {
+        self.repaired
+    }
+
+    /// The facts over every complete line of the log: O(1), from memory.
+    pub fn state(&self) -> &FoldState {
+        &self.state
+    }
+
+    /// The bytes of the log covered by the index on disk (the rest was folded in memory).
+    pub fn watermark(&self) -> u64 {
+        self.meta.watermark()
+    }
+
+    /// Events whose explicit seq repeated an earlier one.
+    pub fn duplicate_seqs(&self) -> u64 {
+        self.meta.duplicate_seqs
+    }
+
+    /// The crc32 of the indexed prefix `[0, watermark)`, for deep verification.
+    pub fn running_crc(&self) -> u32 {
+        self.meta.running_crc
+    }
+
+    /// The paths of the log and index.
+    pub fn paths(&self) -> &LogPaths {
+        &self.paths
+    }
+
+    fn db(&self) -> Result<&ReadOnlyDatabase, IndexError> {
+        if let Some(db) = self.db.get() {
+            return Ok(db);
+        }
+        match db::open_read_only(&self.paths.index) {
+            Ok(Some(db)) => Ok(self.db.get_or_init(|| db)),
+            Ok(None) => Err(IndexError::Unavailable {
+                path: self.paths.index.clone(),
+                detail: "the index file disappeared".to_owned(),
+            }),
+            Err(detail) => Err(storage(&self.paths.index, detail)),
+        }
+    }
+
+    fn damaged(&self, detail: impl Into<String>) -> IndexError {
+        IndexError::Damaged {
+            path: self.paths.index.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Runs a read transaction, turning storage errors and panics into [`IndexError`].
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&redb::ReadTransaction) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        let db = self.db()?;
+        let outcome = guarded("reading the index", || {
+            let txn = db.begin_read().map_err(|e| storage(&self.paths.index, e))?;
+            f(&txn)
+        });
+        outcome.unwrap_or_else(|panic| Err(self.damaged(panic)))
+    }
+
+    /// Every boundary in file order (the start of generations 1, 2, ...): O(generations).
+    pub fn boundaries(&self) -> Result<Vec<GenerationStart>, IndexError> {
+        let count = self.meta.fold.boundaries;
+        let mut out = self.read(|txn| {
+            let table = txn
+                .open_table(BOUNDARIES)
+                .map_err(|e| storage(&self.paths.index, e))?;
+            let mut out = Vec::new();
+            for entry in table
+                .range(1..=count)
+                .map_err(|e| storage(&self.paths.index, e))?
+            {
+                let (_, row) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                out.push(
+                    schema::decode::<GenerationStart>(row.value())
+                        .ok_or_else(|| self.damaged("a boundary row fails its checksum"))?,
+                );
+            }
+            Ok(out)
+        })?;
+        if out.len() as u64 != count {
+            return Err(self.damaged("boundary rows are missing"));
+        }
+        out.extend(self.tail.boundaries.iter().cloned());
+        Ok(out)
+    }
+
+    /// Totals of the token events strictly before `offset`: one lookup.
+    pub fn totals_before(&self, offset: u64) -> Result<Totals, IndexError> {
+        if let Some((_, totals)) = self.tail.prefix.iter().rev().find(|(at, _)| *at < offset) {
+            return Ok(*totals);
+        }
+        let watermark = self.meta.watermark();
+        self.read(|txn| {
+            let table = txn
+                .open_table(PREFIX)
+                .map_err(|e| storage(&self.paths.index, e))?;
+            let mut range = table
+                .range(..offset.min(watermark))
+                .map_err(|e| storage(&self.paths.index, e))?;
+            match range.next_back() {
+                None => Ok(Totals::default()),
+                Some(entry) => {
+                    let (_, row) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                    schema::decode::<Totals>(row.value())
+                        .ok_or_else(|| self.damaged("a prefix row fails its checksum"))
+                }
+            }
+        })
+    }
+
+    /// Totals of the token events in `[from, to)`: two lookups.
+    pub fn totals_between(&self, from: u64, to: u64) -> Result<Totals, IndexError> {
+        Ok(self.totals_before(to)?.since(&self.totals_before(from)?))
+    }
+
+    /// The stored row of the event line at `offset`, if it is an indexed event.
+    pub fn event_at(&self, offset: u64) -> Result<Option<EventRow>, IndexError> {
+        if offset >= self.meta.watermark() {
+            return Ok(None);
+        }
+        self.read(|txn| {
+            let table = txn
+                .open_table(EVENTS)
+                .map_err(|e| storage(&self.paths.index, e))?;
+            match table
+                .get(offset)
+                .map_err(|e| storage(&self.paths.index, e))?
+            {
+                None => Ok(None),
+                Some(row) => schema::decode::<EventRow>(row.value())
+                    .map(Some)
+                    .ok_or_else(|| self.damaged("an event row fails its checksum")),
+            }
+        })
+    }
+
+    /// The offset of the (first) event with `seq`, among indexed events.
+    pub fn offset_of_seq(&self, seq: u64) -> Result<Option<u64>, IndexError> {
+        let watermark = self.meta.watermark();
+        self.read(|txn| {
+            let table = txn
+                .open_table(SEQS)
+                .map_err(|e| storage(&self.paths.index, e))?;
+            let found = table.get(seq).map_err(|e| storage(&self.paths.index, e))?;
+            Ok(found
+                .map(|v| v.value())
+                .filter(|offset| *offset < watermark))
+        })
+    }
+
+    /// Offsets of indexed events of type `name`, in file order, starting at `from`, at most
+    /// `limit` of them.
+    pub fn offsets_of_type(
+        &self,
+        name: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<u64>, IndexError> {
+        let Some(id) = self.types.get(name) else {
+            return Ok(Vec::new());
+        };
+        let watermark = self.meta.watermark();
+        self.read(|txn| {
+            let table = txn
+                .open_table(TYPE_EVENTS)
+                .map_err(|e| storage(&self.paths.index, e))?;
+            let mut out = Vec::new();
+            let range = table
+                .range((id, from)..(id, watermark))
+                .map_err(|e| storage(&self.paths.index, e))?;
+            for entry in range.take(limit) {
+                let (key, _) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                out.push(key.value().1);
+            }
+            Ok(out)
+        })
+    }
+
+    /// The name of a type id found in an [`EventRow`].
+    pub fn type_name(&self, id: u32) -> Option<&str> {
+        self.types.name(id)
+    }
+
+    /// Every invalid line (offset and problem) of the indexed prefix.
+    pub fn invalid_lines(&self) -> Result<Vec<(u64, LineProblem)>, IndexError> {
+        self.read(|txn| {
+            let table = txn
+                .open_table(INVALID)
+                .map_err(|e| storage(&self.paths.index, e))?;
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(|e| storage(&self.paths.index, e))? {
+                let (offset, code) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                let problem = problem_from_code(code.value())
+                    .ok_or_else(|| self.damaged("an invalid-line row has an unknown code"))?;
+                out.push((offset.value(), problem));
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// Folds `[state.end, limit)` in memory, keeping the boundaries and prefix sums it finds.
+fn fold_tail(
+    log: &File,
+    from: &FoldState,
+    limit: u64,
+    options: &IndexOptions,
+) -> std::io::Result<(FoldState, Tail, u64, u64)> {
+    let mut folder = Folder::new(options.extractor(), from.clone());
+    let mut scanner = LineScanner::new(log, from.end, limit, options.max_line, 0);
+    let mut tail = Tail::default();
+    while let Some(line) = scanner.next_line()? {
+        match line {
+            Line::TooLong { offset, len } => folder.fold_too_long(offset, len),
+            Line::Complete { offset, bytes } => {
+                if let Folded::Event(event) = folder.fold_line(offset, bytes) {
+                    let state = folder.state();
+                    match event.kind {
+                        EventKind::Token => tail.prefix.push((offset, state.totals)),
+                        EventKind::Boundary => tail.boundaries.extend(state.latest.clone()),
+                        EventKind::Header | EventKind::Other => {}
+                    }
+                }
+            }
+        }
+    }
+    let state = folder.into_state();
+    let (bytes, events) = (state.end - from.end, state.events - from.events);
+    Ok((state, tail, bytes, events))
+}

@@ -1,0 +1,163 @@
+//! The open-time checks. Each costs O(1) in the log's size: two 64 KiB windows, a handful of
+//! table lookups.
+
+use std::fs::File;
+use std::io;
+
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
+
+use super::StaleReason;
+use super::schema::{
+    self, BOUNDARIES, EVENTS, FORMAT_KEY, FORMAT_VERSION, META, META_KEY, Meta, PARSER_VERSION,
+    PREFIX,
+};
+use crate::event::{GenerationStart, Totals};
+
+/// What reading the meta record found.
+pub(crate) enum MetaRead {
+    /// A new, empty index.
+    Empty,
+    /// A meta record of this format.
+    Found(Meta),
+    /// Something that cannot be used as is.
+    Stale(StaleReason),
+}
+
+/// How an index relates to its log.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Validity {
+    /// It covers exactly the log's complete lines (or there may be a torn tail after W).
+    Current,
+    /// The log has bytes after the watermark.
+    Behind,
+    /// It must not be used.
+    Stale(StaleReason),
+}
+
+/// What the index must have been built with to be usable.
+pub(crate) struct Expected {
+    pub(crate) profile: u32,
+    pub(crate) max_line: u64,
+}
+
+pub(crate) fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> {
+    let table = match txn.open_table(META) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(MetaRead::Empty),
+        Err(e) => return Err(e.into()),
+    };
+    let unreadable = |detail: &str| {
+        MetaRead::Stale(StaleReason::Unreadable {
+            detail: detail.to_owned(),
+        })
+    };
+    let Some(format) = table.get(FORMAT_KEY)? else {
+        return Ok(unreadable("no format record"));
+    };
+    let Ok(format) = <[u8; 4]>::try_from(format.value()) else {
+        return Ok(unreadable("malformed format record"));
+    };
+    let format = u32::from_le_bytes(format);
+    if format != FORMAT_VERSION {
+        return Ok(MetaRead::Stale(StaleReason::FormatChanged {
+            found: format,
+            expected: FORMAT_VERSION,
+        }));
+    }
+    let Some(meta) = table.get(META_KEY)? else {
+        return Ok(unreadable("no meta record"));
+    };
+    Ok(match schema::decode::<Meta>(meta.value()) {
+        Some(meta) => MetaRead::Found(meta),
+        None => unreadable("meta record fails its checksum"),
+    })
+}
+
+/// Compares the meta record with the log: versions, length, head and tail windows.
+pub(crate) fn validate(
+    meta: &Meta,
+    expected: &Expected,
+    log: &File,
+    log_len: u64,
+) -> io::Result<Validity> {
+    if meta.parser != PARSER_VERSION {
+        return Ok(Validity::Stale(StaleReason::ParserChanged {
+            found: meta.parser,
+            expected: PARSER_VERSION,
+        }));
+    }
+    if meta.profile != expected.profile || meta.max_line != expected.max_line {
+        return Ok(Validity::Stale(StaleReason::ProfileChanged));
+    }
+    let watermark = meta.watermark();
+    if log_len < watermark {
+        return Ok(Validity::Stale(StaleReason::LogTruncated {
+            indexed: watermark,
+            len: log_len,
+        }));
+    }
+    if !meta.head.matches(log)? {
+        return Ok(Validity::Stale(StaleReason::HeadChanged));
+    }
+    if !meta.tail.matches(log)? {
+        return Ok(Validity::Stale(StaleReason::TailChanged));
+    }
+    Ok(if log_len > watermark {
+        Validity::Behind
+    } else {
+        Validity::Current
+    })
+}
+
+/// Cheap self-consistency checks of the tables against the meta record (in the spirit of
+/// Kafka's index sanity check): counts, the latest boundary, the last prefix sum.
+pub(crate) fn check_structure(
+    txn: &ReadTransaction,
+    meta: &Meta,
+) -> Result<Option<StaleReason>, redb::Error> {
+    let inconsistent = |detail: String| Ok(Some(StaleReason::Inconsistent { detail }));
+    let fold = &meta.fold;
+    let events = txn.open_table(EVENTS)?;
+    if events.len()? != fold.events {
+        return inconsistent(format!(
+            "{} event rows, meta says {}",
+            events.len()?,
+            fold.events
+        ));
+    }
+    if let Some((last, _)) = events.last()?
+        && last.value() >= meta.watermark()
+    {
+        return inconsistent("an event row lies beyond the watermark".to_owned());
+    }
+    let boundaries = txn.open_table(BOUNDARIES)?;
+    if boundaries.len()? != fold.boundaries {
+        return inconsistent(format!(
+            "{} boundary rows, meta says {}",
+            boundaries.len()?,
+            fold.boundaries
+        ));
+    }
+    let last_boundary = match boundaries.last()? {
+        Some((_, row)) => match schema::decode::<GenerationStart>(row.value()) {
+            Some(start) => Some(start),
+            None => return inconsistent("latest boundary row fails its checksum".to_owned()),
+        },
+        None => None,
+    };
+    if last_boundary != fold.latest {
+        return inconsistent("latest boundary row differs from meta".to_owned());
+    }
+    let prefix = txn.open_table(PREFIX)?;
+    let last_totals = match prefix.last()? {
+        Some((_, row)) => match schema::decode::<Totals>(row.value()) {
+            Some(totals) => totals,
+            None => return inconsistent("last prefix row fails its checksum".to_owned()),
+        },
+        None => Totals::default(),
+    };
+    if last_totals != fold.totals {
+        return inconsistent("last prefix sum differs from meta totals".to_owned());
+    }
+    Ok(None)
+}

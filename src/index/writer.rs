@@ -1,0 +1,390 @@
+//! [`Writer`]: appends events to the log and keeps the index current.
+//!
+//! The log is written first, then the event is folded into the in-memory state (so the O(1)
+//! answers are current at once) and its rows are queued. Rows reach redb in groups, by a
+//! [`CommitPolicy`]; until then other processes fold the few newest bytes themselves, so the
+//! index never has to be current on disk to be correct.
+
+use std::fs::File;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::maintain::{Unwritable, WritableIndex, storage};
+use super::rows::Row;
+use super::{IndexError, IndexOptions, IndexOutcome};
+use crate::event::{EventFields, Extractor, FoldState, Folded, Folder, LineProblem};
+use crate::log::{Appended, Line, LineScanner, LogError, LogPaths, LogWriter, SyncPolicy};
+
+/// When queued index rows are committed to redb. Each commit is durable (an fsync of the
+/// log, then redb's two-phase commit), so commits are grouped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitPolicy {
+    /// Commit once this many rows are queued.
+    pub rows: usize,
+    /// Commit once this many log bytes are unindexed on disk.
+    pub bytes: u64,
+    /// Commit once the oldest queued row is this old (checked on each append).
+    pub interval: Duration,
+}
+
+impl Default for CommitPolicy {
+    fn default() -> CommitPolicy {
+        CommitPolicy {
+            rows: 65_536,
+            bytes: 8 << 20,
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How a [`Writer`] writes.
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    /// When an appended event is acknowledged.
+    pub sync: SyncPolicy,
+    /// How the log is read and indexed.
+    pub index: IndexOptions,
+    /// When index rows are committed.
+    pub commit: CommitPolicy,
+    /// How long to wait for another process (a reader catching the index up) to release the
+    /// index before giving up.
+    pub index_wait: Duration,
+}
+
+impl Default for WriterOptions {
+    fn default() -> WriterOptions {
+        WriterOptions {
+            sync: SyncPolicy::Fsync,
+            index: IndexOptions::default(),
+            commit: CommitPolicy::default(),
+            index_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The single writer of a log and its index.
+pub struct Writer {
+    paths: LogPaths,
+    options: WriterOptions,
+    log: LogWriter,
+    index: WritableIndex,
+    /// The fold over every line written so far (committed or not).
+    folder: Folder,
+    /// crc32 of `[0, folder.state().end)`.
+    crc: crc32fast::Hasher,
+    pending: Vec<Row>,
+    pending_since: Option<Instant>,
+    outcome: IndexOutcome,
+    /// Reused write buffer.
+    batch: Vec<u8>,
+}
+
+impl Writer {
+    /// Opens the log for writing (taking its lock; a second writer gets
+    /// [`LogError::Locked`]) and brings its index up to date.
+    pub fn open(paths: &LogPaths, options: WriterOptions) -> Result<Writer, IndexError> {
+        let log = LogWriter::open(&paths.log, options.sync)?;
+        let started = Instant::now();
+        let (index, outcome) = loop {
+            match WritableIndex::open(&paths.index, log.file(), &options.index, &mut |_, _| {}) {
+                Ok(opened) => break opened,
+                Err(Unwritable::Busy) if started.elapsed() < options.index_wait => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(Unwritable::Busy) => {
+                    return Err(IndexError::Busy {
+                        path: paths.index.clone(),
+                        waited: started.elapsed(),
+                    });
+                }
+                Err(Unwritable::NotWritable(detail)) => {
+                    return Err(IndexError::Unavailable {
+                        path: paths.index.clone(),
+                        detail,
+                    });
+                }
+                Err(Unwritable::Failed(e)) => return Err(e),
+            }
+        };
+        let folder = Folder::new(options.index.extractor(), index.meta.fold.clone());
+        let crc = crc32fast::Hasher::new_with_initial(index.meta.running_crc);
+        Ok(Writer {
+            paths: paths.clone(),
+            options,
+            log,
+            index,
+            folder,
+            crc,
+            pending: Vec::new(),
+            pending_since: None,
+            outcome,
+            batch: Vec::new(),
+        })
+    }
+
+    /// What opening the index found and did.
+    pub fn outcome(&self) -> &IndexOutcome {
+        &self.outcome
+    }
+
+    /// The facts over every line written so far: O(1), from memory.
+    pub fn state(&self) -> &FoldState {
+        self.folder.state()
+    }
+
+    /// The paths of the log and index.
+    pub fn paths(&self) -> &LogPaths {
+        &self.paths
+    }
+
+    /// Serializes `event` as one JSON line and appends it.
+    pub fn append<T: Serialize + ?Sized>(&mut self, event: &T) -> Result<Appended, IndexError> {
+        let bytes = serde_json::to_vec(event).map_err(|e| LogError::InvalidEvent {
+            index: 0,
+            reason: format!("cannot serialize: {e}"),
+        })?;
+        self.append_json(&bytes)
+    }
+
+    /// Appends one event given as JSON text (a single object; newlines between tokens are
+    /// allowed and written as spaces).
+    pub fn append_json(&mut self, event: &[u8]) -> Result<Appended, IndexError> {
+        let mut receipts = self.append_batch_json(&[event])?;
+        receipts
+            .pop()
+            .ok_or_else(|| storage(&self.paths.index, "empty receipt"))
+    }
+
+    /// Appends events in one write: if any is not a JSON object, none is written. Under
+    /// [`SyncPolicy::Fsync`] they are on disk when this returns.
+    pub fn append_batch_json<B: AsRef<[u8]>>(
+        &mut self,
+        events: &[B],
+    ) -> Result<Vec<Appended>, IndexError> {
+        let extractor = self.folder.extractor().clone();
+        let mut fields = Vec::with_capacity(events.len());
+        for (index, event) in events.iter().enumerate() {
+            fields.push(validate_event(
+                &extractor,
+                event.as_ref(),
+                self.options.index.max_line,
+                index,
+            )?);
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        let mut spans = Vec::with_capacity(events.len());
+        for (event, _) in events.iter().zip(&fields) {
+            let start = batch.len();
+            push_normalized(event.as_ref(), &mut batch);
+            spans.push((start as u64, (batch.len() - start) as u64));
+            batch.push(b'\n');
+        }
+        let written = self.log.append(&batch);
+        let result = written
+            .map_err(IndexError::from)
+            .and_then(|appended| self.absorb(appended, &batch, &spans, fields));
+        self.batch = batch;
+        let receipts = result?;
+        self.commit_if_due()?;
+        Ok(receipts)
+    }
+
+    /// Folds a successful write into the state and queues its rows.
+    fn absorb(
+        &mut self,
+        appended: Appended,
+        batch: &[u8],
+        spans: &[(u64, u64)],
+        fields: Vec<EventFields<'_>>,
+    ) -> Result<Vec<Appended>, IndexError> {
+        let expected = self.folder.state().end;
+        let receipts = spans
+            .iter()
+            .map(|&(start, len)| Appended {
+                start: appended.start + start,
+                end: appended.start + start + len + 1,
+                previous_end: appended.previous_end,
+            })
+            .collect();
+        if appended.start < expected {
+            // The log shrank under us: only a full validation can say what it holds now.
+            tracing::warn!(log = %self.paths.log.display(), expected, found = appended.start, "log truncated under the writer");
+            self.resync()?;
+            return Ok(receipts);
+        }
+        if appended.start > expected {
+            // Another program appended while we hold the writer lock: index its lines first.
+            tracing::warn!(log = %self.paths.log.display(), bytes = appended.start - expected, "indexing lines appended by another program");
+            self.absorb_foreign(appended.start)?;
+            if self.folder.state().end != appended.start {
+                self.resync()?;
+                return Ok(receipts);
+            }
+        }
+        for (&(start, len), fields) in spans.iter().zip(fields) {
+            let offset = appended.start + start;
+            let folded = self.folder.fold_extracted(offset, len, Ok(fields));
+            self.queue(&folded, offset);
+        }
+        self.crc.update(batch);
+        Ok(receipts)
+    }
+
+    fn queue(&mut self, folded: &Folded<'_>, offset: u64) {
+        if let Some(row) =
+            Row::from_folded(folded, offset, self.folder.state(), &mut self.index.types)
+        {
+            self.pending.push(row);
+            self.pending_since.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// Folds lines another program appended, up to `until`.
+    fn absorb_foreign(&mut self, until: u64) -> Result<(), IndexError> {
+        let start = self.folder.state().end;
+        let file: &File = self.log.file();
+        let crc = self.crc.clone().finalize();
+        let mut scanner = LineScanner::new(file, start, until, self.options.index.max_line, crc);
+        let mut rows = Vec::new();
+        while let Some(line) = scanner
+            .next_line()
+            .map_err(|e| storage(&self.paths.index, format!("cannot read the log: {e}")))?
+        {
+            let (offset, folded) = match line {
+                Line::Complete { offset, bytes } => (offset, self.folder.fold_line(offset, bytes)),
+                Line::TooLong { offset, len } => {
+                    self.folder.fold_too_long(offset, len);
+                    (offset, Folded::Skipped(LineProblem::TooLong))
+                }
+            };
+            rows.extend(Row::from_folded(
+                &folded,
+                offset,
+                self.folder.state(),
+                &mut self.index.types,
+            ));
+        }
+        self.crc = crc32fast::Hasher::new_with_initial(scanner.crc());
+        self.pending.extend(rows);
+        self.pending_since.get_or_insert_with(Instant::now);
+        Ok(())
+    }
+
+    /// Drops queued rows and re-validates the index against the log, rebuilding if needed.
+    fn resync(&mut self) -> Result<(), IndexError> {
+        self.pending.clear();
+        self.pending_since = None;
+        let outcome = self
+            .index
+            .update(self.log.file(), &self.options.index, &mut |_, _| {})
+            .map_err(|e| match e {
+                Unwritable::Failed(e) => e,
+                Unwritable::Busy | Unwritable::NotWritable(_) => {
+                    storage(&self.paths.index, "index lost during resync")
+                }
+            })?;
+        tracing::warn!(index = %self.paths.index.display(), %outcome, "index resynchronised with the log");
+        self.folder = Folder::new(self.options.index.extractor(), self.index.meta.fold.clone());
+        self.crc = crc32fast::Hasher::new_with_initial(self.index.meta.running_crc);
+        Ok(())
+    }
+
+    fn commit_if_due(&mut self) -> Result<(), IndexError> {
+        let policy = &self.options.commit;
+        let unindexed = self.folder.state().end - self.index.meta.watermark();
+        let due = self.pending.len() >= policy.rows
+            || unindexed >= policy.bytes
+            || self
+                .pending_since
+                .is_some_and(|t| t.elapsed() >= policy.interval);
+        if due { self.commit_index() } else { Ok(()) }
+    }
+
+    /// Commits queued rows to the index now. The log is synced first, so the index never
+    /// covers bytes that could vanish in a power loss.
+    pub fn commit_index(&mut self) -> Result<(), IndexError> {
+        if self.folder.state().end == self.index.meta.watermark() {
+            return Ok(());
+        }
+        if self.options.sync != SyncPolicy::Fsync {
+            self.log.sync()?;
+        }
+        self.index.meta.fold = self.folder.state().clone();
+        self.index.meta.running_crc = self.crc.clone().finalize();
+        self.index.refresh_windows(self.log.file())?;
+        self.index.commit_rows(&self.pending)?;
+        self.pending.clear();
+        self.pending_since = None;
+        Ok(())
+    }
+
+    /// The offset up to which the log is known to be on disk.
+    pub fn durable_len(&self) -> u64 {
+        self.log.durable_len()
+    }
+
+    /// Blocks until the log is durable up to `end` (see [`SyncPolicy`]).
+    pub fn wait_durable(&self, end: u64) -> Result<(), IndexError> {
+        Ok(self.log.wait_durable(end)?)
+    }
+
+    /// Forces the log to disk now.
+    pub fn sync(&self) -> Result<(), IndexError> {
+        Ok(self.log.sync()?)
+    }
+
+    /// Commits the index, syncs and closes everything, reporting errors that dropping would
+    /// swallow. (Dropping without `close` loses nothing: the next open catches up.)
+    pub fn close(mut self) -> Result<(), IndexError> {
+        self.commit_index()?;
+        let Writer { log, index, .. } = self;
+        log.close()?;
+        index.close()
+    }
+}
+
+/// Checks that `event` is one JSON object within the line limit; returns its fields.
+fn validate_event<'a>(
+    extractor: &Extractor,
+    event: &'a [u8],
+    max_line: usize,
+    index: usize,
+) -> Result<EventFields<'a>, IndexError> {
+    let trimmed = event.trim_ascii();
+    let reject = |reason: String| IndexError::Log(LogError::InvalidEvent { index, reason });
+    if trimmed.len() > max_line {
+        return Err(reject(format!(
+            "the event is {} bytes; the maximum line size is {max_line}",
+            trimmed.len()
+        )));
+    }
+    extractor.extract(trimmed).map_err(|problem| {
+        reject(
+            match problem {
+                LineProblem::Blank => "the event is empty",
+                LineProblem::NotUtf8 => "the event is not valid UTF-8",
+                LineProblem::NotJson => "the event is not valid JSON (or is nested too deeply)",
+                LineProblem::NotAnObject => "the event is JSON but not an object",
+                LineProblem::TooLong => "the event is longer than the maximum line size",
+            }
+            .to_owned(),
+        )
+    })
+}
+
+/// Appends `event` trimmed, with any newline (only possible between JSON tokens in a valid
+/// event) written as a space, so the event stays one line.
+fn push_normalized(event: &[u8], out: &mut Vec<u8>) {
+    let trimmed = event.trim_ascii();
+    if memchr::memchr2(b'\n', b'\r', trimmed).is_none() {
+        out.extend_from_slice(trimmed);
+    } else {
+        out.extend(
+            trimmed
+                .iter()
+                .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! Framing: complete lines from a byte range of the log, with a running checksum.
+//!
+//! Only lines that end in `\n` exist for us: a final fragment without one is a torn tail or a
+//! write in progress, and is never returned. Lines of any length are handled; those longer than
+//! the configured maximum are reported as too long and skipped without being buffered, so a
+//! multi-hundred-megabyte line cannot exhaust memory.
+//!
+//! We read with `pread` into a buffer rather than memory-mapping the file: a log truncated by
+//! another process under a mapping would kill the reader with SIGBUS, while `pread` just sees a
+//! shorter file.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// The default maximum line size: 64 MiB (real Claude Code lines reach ~1 MB).
+pub const DEFAULT_MAX_LINE: usize = 64 << 20;
+
+const CHUNK: usize = 256 << 10;
+
+/// One line found by a [`LineScanner`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'b> {
+    /// A complete line; `bytes` excludes the `\n`.
+    Complete {
+        /// Byte offset of the line's first byte.
+        offset: u64,
+        /// The line without its `\n`.
+        bytes: &'b [u8],
+    },
+    /// A complete line longer than the maximum line size; its bytes were not kept.
+    TooLong {
+        /// Byte offset of the line's first byte.
+        offset: u64,
+        /// Length without the `\n`.
+        len: u64,
+    },
+}
+
+/// Reads complete lines of a file from `start` up to `limit`, keeping a crc32 of the bytes of
+/// the complete lines it returned (including their `\n`).
+pub struct LineScanner<'f> {
+    file: &'f File,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    buf_start: u64,
+    filled: usize,
+    /// Start of the next unreturned line in `buf`.
+    cursor: usize,
+    /// `buf[..hashed]` is already in `crc`.
+    hashed: usize,
+    limit: u64,
+    max_line: usize,
+    crc: crc32fast::Hasher,
+    /// After a too-long torn tail nothing more can be returned.
+    exhausted: bool,
+}
+
+impl<'f> LineScanner<'f> {
+    /// Scans `file` from `start` (which must be a line start) up to `limit` bytes into the file.
+    /// `crc_so_far` is the crc32 of the bytes before `start`, so the running checksum continues.
+    pub fn new(
+        file: &'f File,
+        start: u64,
+        limit: u64,
+        max_line: usize,
+        crc_so_far: u32,
+    ) -> LineScanner<'f> {
+        LineScanner {
+            file,
+            buf: vec![0; CHUNK.min(max_line.saturating_add(1)).max(4096)],
+            buf_start: start,
+            filled: 0,
+            cursor: 0,
+            hashed: 0,
+            limit,
+            max_line: max_line.max(1),
+            crc: crc32fast::Hasher::new_with_initial(crc_so_far),
+            exhausted: false,
+        }
+    }
+
+    /// The offset just after the last complete line returned (the start if none).
+    pub fn end(&self) -> u64 {
+        self.buf_start + self.cursor as u64
+    }
+
+    /// The crc32 of everything from offset 0 (given `crc_so_far`) to [`end`](Self::end).
+    pub fn crc(&mut self) -> u32 {
+        self.hash_consumed();
+        self.crc.clone().finalize()
+    }
+
+    /// The next complete line, or `None` at the limit, at the end of the file, or before a
+    /// torn tail.
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        if self.exhausted {
+            return Ok(None);
+        }
+        loop {
+            let pending = &self.buf[self.cursor..self.filled];
+            if let Some(i) = memchr::memchr(b'\n', pending) {
+                let start = self.cursor;
+                self.cursor += i + 1;
+                let offset = self.buf_start + start as u64;
+                if i > self.max_line {
+                    return Ok(Some(Line::TooLong {
+                        offset,
+                        len: i as u64,
+                    }));
+                }
+                return Ok(Some(Line::Complete {
+                    offset,
+                    bytes: &self.buf[start..start + i],
+                }));
+            }
+            if pending.len() > self.max_line {
+                return self.skip_too_long();
+            }
+            if !self.refill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn hash_consumed(&mut self) {
+        if self.hashed < self.cursor {
+            self.crc.update(&self.buf[self.hashed..self.cursor]);
+            self.hashed = self.cursor;
+        }
+    }
+
+    /// Moves unreturned bytes to the front and reads more. False when nothing more can be read.
+    fn refill(&mut self) -> io::Result<bool> {
+        self.hash_consumed();
+        self.buf.copy_within(self.cursor..self.filled, 0);
+        self.buf_start += self.cursor as u64;
+        self.filled -= self.cursor;
+        self.cursor = 0;
+        self.hashed = 0;
+        if self.filled == self.buf.len() {
+            // A long line: grow, but never beyond what deciding "too long" needs.
+            let cap = self.max_line.saturating_add(1);
+            let grown = self
+                .buf
+                .len()
+                .saturating_mul(2)
+                .min(cap)
+                .max(self.filled + 1);
+            self.buf.resize(grown, 0);
+        }
+        self.read_more()
+    }
+
+    fn read_more(&mut self) -> io::Result<bool> {
+        let pos = self.buf_start + self.filled as u64;
+        if pos >= self.limit {
+            return Ok(false);
+        }
+        let room = self.buf.len() - self.filled;
+        let want = room.min(usize::try_from(self.limit - pos).unwrap_or(usize::MAX));
+        let n = read_at_retrying(
+            self.file,
+            &mut self.buf[self.filled..self.filled + want],
+            pos,
+        )?;
+        self.filled += n;
+        // Zero bytes: the file ends before `limit` (it may have been truncated under us).
+        Ok(n > 0)
+    }
+
+    /// Skips the too-long line starting at `cursor`, hashing it only once its `\n` is seen,
+    /// so a torn too-long tail leaves `end` and the checksum at the last complete line.
+    fn skip_too_long(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.hash_consumed();
+        let offset = self.buf_start + self.cursor as u64;
+        let mut line_crc = self.crc.clone();
+        loop {
+            let pending = &self.buf[self.cursor..self.filled];
+            if let Some(i) = memchr::memchr(b'\n', pending) {
+                line_crc.update(&pending[..=i]);
+                self.crc = line_crc;
+                self.cursor += i + 1;
+                self.hashed = self.cursor;
+                let len = self.buf_start + self.cursor as u64 - 1 - offset;
+                return Ok(Some(Line::TooLong { offset, len }));
+            }
+            line_crc.update(pending);
+            // Drop the bytes but remember where they were.
+            self.buf_start += self.filled as u64;
+            self.filled = 0;
+            self.cursor = 0;
+            self.hashed = 0;
+            if !self.read_more()? {
+                // Torn too-long tail: rewind `end` to the line start.
+                self.buf_start = offset;
+                self.exhausted = true;
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// `pread` that retries on `Interrupted`; returns 0 at end of file.
+pub fn read_at_retrying(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    loop {
+        match file.read_at(buf, offset) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `offset`; `Ok(false)` if the file is shorter.
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = read_at_retrying(file, &mut buf[done..], offset + done as u64)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        done += n;
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file_with(bytes: &[u8]) -> File {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    fn collect(file: &File, max_line: usize) -> (Vec<(u64, Option<Vec<u8>>)>, u64, u32) {
+        let mut scanner = LineScanner::new(file, 0, u64::MAX, max_line, 0);
+        let mut out = Vec::new();
+        while let Some(line) = scanner.next_line().unwrap() {
+            out.push(match line {
+                Line::Complete { offset, bytes } => (offset, Some(bytes.to_vec())),
+                Line::TooLong { offset, .. } => (offset, None),
+            });
+        }
+        let end = scanner.end();
+        (out, end, scanner.crc())
+    }
+
+    #[test]
+    fn torn_tail_is_never_returned() {
+        let f = file_with(b"a\nbb\ncc");
+        let (lines, end, crc) = collect(&f, 100);
+        assert_eq!(
+            lines,
+            vec![(0, Some(b"a".to_vec())), (2, Some(b"bb".to_vec()))]
+        );
+        assert_eq!(end, 5);
+        assert_eq!(crc, crc32fast::hash(b"a\nbb\n"));
+    }
+
+    #[test]
+    fn lines_longer_than_the_buffer_are_whole() {
+        let long = vec![b'x'; 3 * CHUNK + 17];
+        let mut bytes = long.clone();
+        bytes.extend_from_slice(b"\nz\n");
+        let f = file_with(&bytes);
+        let (lines, end, crc) = collect(&f, DEFAULT_MAX_LINE);
+        assert_eq!(lines[0], (0, Some(long)));
+        assert_eq!(lines[1].0, 3 * CHUNK as u64 + 18);
+        assert_eq!(end, bytes.len() as u64);
+        assert_eq!(crc, crc32fast::hash(&bytes));
+    }
+
+    #[test]
+    fn too_long_lines_are_skipped_but_hashed() {
+        let mut bytes = b"ok\n".to_vec();
+        bytes.extend(vec![b'y'; 10_000]);
+        bytes.extend_from_slice(b"\nafter\n");
+        let f = file_with(&bytes);
+        let (lines, end, crc) = collect(&f, 100);
+        assert_eq!(
+            lines,
+            vec![
+                (0, Some(b"ok".to_vec())),
+                (3, None),
+                (10_004, Some(b"after".to_vec()))
+            ]
+        );
+        assert_eq!(end, bytes.len() as u64);
+        assert_eq!(crc, crc32fast::hash(&bytes));
+    }
+
+    #[test]
+    fn torn_too_long_tail_leaves_end_at_last_line() {
+        let mut bytes = b"ok\n".to_vec();
+        bytes.extend(vec![b'y'; 600_000]);
+        let f = file_with(&bytes);
+        let (lines, end, crc) = collect(&f, 100);
+        assert_eq!(lines, vec![(0, Some(b"ok".to_vec()))]);
+        assert_eq!(end, 3);
+        assert_eq!(crc, crc32fast::hash(b"ok\n"));
+    }
+
+    #[test]
+    fn limit_stops_the_scan_and_crc_continues() {
+        let f = file_with(b"a\nb\nc\n");
+        let mut first = LineScanner::new(&f, 0, 4, 100, 0);
+        while first.next_line().unwrap().is_some() {}
+        assert_eq!(first.end(), 4);
+        let crc = first.crc();
+        let mut rest = LineScanner::new(&f, 4, u64::MAX, 100, crc);
+        while rest.next_line().unwrap().is_some() {}
+        assert_eq!(rest.crc(), crc32fast::hash(b"a\nb\nc\n"));
+    }
+}

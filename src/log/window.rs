@@ -1,0 +1,77 @@
+//! Window checksums: how an index recognises "its" log in time independent of the log's size.
+//!
+//! The index remembers the crc32 of the log's first bytes (the head window) and of the bytes
+//! just before its watermark (the tail window). If either differs, the log was replaced or
+//! rewritten. Growth alone proves nothing: a log truncated and rewritten longer is caught by
+//! the tail window.
+
+use std::fs::File;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use super::lines::read_exact_at;
+
+/// The size of the head and tail windows: 64 KiB.
+pub const WINDOW_BYTES: u64 = 64 << 10;
+
+/// The crc32 of the byte range `[start, start + len)` of a log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowSum {
+    /// First byte of the window.
+    pub start: u64,
+    /// Length of the window.
+    pub len: u64,
+    /// crc32 of the window's bytes.
+    pub crc: u32,
+}
+
+impl WindowSum {
+    /// The head window of a log whose first `end` bytes are indexed.
+    pub fn head(file: &File, end: u64) -> io::Result<Option<WindowSum>> {
+        WindowSum::of(file, 0, end.min(WINDOW_BYTES))
+    }
+
+    /// The tail window ending at `end`.
+    pub fn tail(file: &File, end: u64) -> io::Result<Option<WindowSum>> {
+        let len = end.min(WINDOW_BYTES);
+        WindowSum::of(file, end - len, len)
+    }
+
+    /// Checksums `[start, start + len)`; `None` if the file is shorter than that.
+    pub fn of(file: &File, start: u64, len: u64) -> io::Result<Option<WindowSum>> {
+        let mut buf = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
+        if !read_exact_at(file, &mut buf, start)? {
+            return Ok(None);
+        }
+        Ok(Some(WindowSum {
+            start,
+            len,
+            crc: crc32fast::hash(&buf),
+        }))
+    }
+
+    /// Whether `file` still holds the same bytes in this window.
+    pub fn matches(&self, file: &File) -> io::Result<bool> {
+        Ok(WindowSum::of(file, self.start, self.len)?.as_ref() == Some(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn windows_detect_changed_bytes_and_short_files() {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(b"hello\nworld\n").unwrap();
+        let tail = WindowSum::tail(&f, 12).unwrap().unwrap();
+        assert_eq!((tail.start, tail.len), (0, 12));
+        assert!(tail.matches(&f).unwrap());
+        f.set_len(6).unwrap();
+        assert!(!tail.matches(&f).unwrap());
+        f.write_all(b"w0rld\n").unwrap();
+        assert!(!tail.matches(&f).unwrap());
+    }
+}

@@ -1,0 +1,396 @@
+//! The appender: one writer per log (an OS lock), whole lines with `O_APPEND`, and a durability
+//! policy that decides when an appended event counts as acknowledged.
+
+use std::fs::{File, TryLockError};
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::LogError;
+use super::file::open_for_append;
+use super::lines::read_exact_at;
+
+/// When an appended event is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// `fdatasync` after every append call, before it returns: an acknowledged event survives
+    /// power loss.
+    Fsync,
+    /// Group commit: a background thread syncs at this interval; an event is acknowledged once
+    /// [`LogWriter::durable_len`] covers it (see [`LogWriter::wait_durable`]).
+    Interval(Duration),
+    /// Flush only: written to the operating system (survives a crash of this process, not
+    /// power loss); never synced unless [`LogWriter::sync`] is called.
+    None,
+}
+
+impl SyncPolicy {
+    /// The default group-commit interval: 50 ms.
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(50);
+}
+
+/// Where an append landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// Offset of the first appended byte.
+    pub start: u64,
+    /// Offset just after the last appended byte.
+    pub end: u64,
+    /// Where this writer believed the log ended before the append. If `start` is larger,
+    /// another program appended in between; if smaller, the log was truncated under us.
+    pub previous_end: u64,
+}
+
+#[derive(Default)]
+struct SyncState {
+    written: u64,
+    durable: u64,
+    stop: bool,
+    failure: Option<String>,
+}
+
+#[derive(Default)]
+struct SyncShared {
+    state: Mutex<SyncState>,
+    /// Wakes the group-commit thread early (on stop).
+    wake: Condvar,
+    /// Wakes callers of `wait_durable`.
+    synced: Condvar,
+}
+
+impl SyncShared {
+    fn lock(&self) -> MutexGuard<'_, SyncState> {
+        // A panic while holding this lock cannot leave the counters inconsistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The single writer of one log file.
+pub struct LogWriter {
+    path: PathBuf,
+    file: File,
+    end: u64,
+    policy: SyncPolicy,
+    shared: Arc<SyncShared>,
+    syncer: Option<JoinHandle<()>>,
+    /// A failed write left bytes we could not remove: terminate them before the next event.
+    torn: bool,
+    terminated_fragment: bool,
+}
+
+impl LogWriter {
+    /// Opens `path` for appending (creating it and its directory if needed) and takes the
+    /// writer lock. If the file does not end with `\n`, the torn fragment is terminated first,
+    /// so it can never merge with the next event.
+    pub fn open(path: &Path, policy: SyncPolicy) -> Result<LogWriter, LogError> {
+        let mut file = open_for_append(path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(LogError::Locked {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(LogError::io("lock", path, e)),
+        }
+        let len = file
+            .metadata()
+            .map_err(|e| LogError::io("inspect", path, e))?
+            .len();
+        let mut terminated_fragment = false;
+        if len > 0 {
+            let mut last = [0u8];
+            let complete = read_exact_at(&file, &mut last, len - 1)
+                .map_err(|e| LogError::io("read", path, e))?;
+            if complete && last[0] != b'\n' {
+                file.write_all(b"\n")
+                    .map_err(|e| LogError::io("terminate torn line in", path, e))?;
+                file.sync_data()
+                    .map_err(|e| LogError::io("sync", path, e))?;
+                terminated_fragment = true;
+                tracing::warn!(log = %path.display(), offset = len, "terminated a torn final line before appending");
+            }
+        }
+        let end = file
+            .stream_position()
+            .map_err(|e| LogError::io("seek", path, e))?
+            .max(len + u64::from(terminated_fragment));
+        let shared = Arc::new(SyncShared::default());
+        {
+            let mut state = shared.lock();
+            state.written = end;
+            state.durable = end;
+        }
+        let syncer = match policy {
+            SyncPolicy::Interval(every) => {
+                let file = file
+                    .try_clone()
+                    .map_err(|e| LogError::io("duplicate handle of", path, e))?;
+                let shared = Arc::clone(&shared);
+                Some(std::thread::spawn(move || {
+                    group_commit(&file, &shared, every)
+                }))
+            }
+            SyncPolicy::Fsync | SyncPolicy::None => None,
+        };
+        Ok(LogWriter {
+            path: path.to_path_buf(),
+            file,
+            end,
+            policy,
+            shared,
+            syncer,
+            torn: false,
+            terminated_fragment,
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file handle (for reading back what was written).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where the log ends, as far as this writer knows.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// The durability policy.
+    pub fn policy(&self) -> SyncPolicy {
+        self.policy
+    }
+
+    /// Whether `open` had to terminate a torn final line.
+    pub fn terminated_fragment(&self) -> bool {
+        self.terminated_fragment
+    }
+
+    /// Appends `lines`: one or more complete lines, each ending with `\n`, written in one
+    /// call. Under [`SyncPolicy::Fsync`] they are on disk when this returns.
+    pub fn append(&mut self, lines: &[u8]) -> Result<Appended, LogError> {
+        if lines.last() != Some(&b'\n') {
+            return Err(LogError::InvalidEvent {
+                index: 0,
+                reason: "appended bytes must end with a newline".to_owned(),
+            });
+        }
+        if self.torn {
+            self.write_or_roll_back(b"\n")?;
+            self.torn = false;
+        }
+        let previous_end = self.end;
+        self.write_or_roll_back(lines)?;
+        // With O_APPEND the position after the write is the true end of our bytes, even if
+        // another program appended before us.
+        let end = self
+            .file
+            .stream_position()
+            .map_err(|e| LogError::io("seek", &self.path, e))?;
+        self.end = end;
+        let start = end.saturating_sub(lines.len() as u64);
+        match self.policy {
+            SyncPolicy::Fsync => self.sync()?,
+            SyncPolicy::Interval(_) => self.shared.lock().written = end,
+            SyncPolicy::None => {}
+        }
+        Ok(Appended {
+            start,
+            end,
+            previous_end,
+        })
+    }
+
+    fn write_or_roll_back(&mut self, bytes: &[u8]) -> Result<(), LogError> {
+        let Err(source) = self.file.write_all(bytes) else {
+            return Ok(());
+        };
+        let len = self.file.metadata().map(|m| m.len()).unwrap_or(self.end);
+        let rolled_back = if len > self.end {
+            // Under the writer lock the extra bytes are ours: remove the partial line.
+            let undone = self.file.set_len(self.end).is_ok();
+            self.torn = !undone;
+            undone
+        } else {
+            true
+        };
+        tracing::error!(log = %self.path.display(), error = %source, rolled_back, "append failed");
+        Err(LogError::Write {
+            path: self.path.clone(),
+            source,
+            rolled_back,
+        })
+    }
+
+    /// Forces everything written so far to disk.
+    pub fn sync(&self) -> Result<(), LogError> {
+        self.file
+            .sync_data()
+            .map_err(|e| LogError::io("sync", &self.path, e))?;
+        let mut state = self.shared.lock();
+        state.durable = state.durable.max(self.end);
+        self.shared.synced.notify_all();
+        Ok(())
+    }
+
+    /// The offset up to which the log is known to be on disk.
+    pub fn durable_len(&self) -> u64 {
+        self.shared.lock().durable
+    }
+
+    /// Blocks until the log is durable up to `end` (under [`SyncPolicy::Interval`], the next
+    /// group commit; under the other policies it syncs now if needed).
+    pub fn wait_durable(&self, end: u64) -> Result<(), LogError> {
+        if self.syncer.is_none() {
+            return if self.durable_len() >= end {
+                Ok(())
+            } else {
+                self.sync()
+            };
+        }
+        let mut state = self.shared.lock();
+        while state.durable < end {
+            if let Some(failure) = &state.failure {
+                return Err(LogError::io(
+                    "sync",
+                    &self.path,
+                    std::io::Error::other(failure.clone()),
+                ));
+            }
+            state = self
+                .shared
+                .synced
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        Ok(())
+    }
+
+    /// Stops the group-commit thread and syncs what is left (except under
+    /// [`SyncPolicy::None`]). Dropping the writer does the same but cannot report errors.
+    pub fn close(mut self) -> Result<(), LogError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), LogError> {
+        let Some(handle) = self.syncer.take() else {
+            return Ok(());
+        };
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_all();
+        // The thread only syncs; a panic there is not ours to propagate.
+        let _ = handle.join();
+        self.sync()
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!(error = %e, "final sync of the log failed");
+        }
+    }
+}
+
+fn group_commit(file: &File, shared: &SyncShared, every: Duration) {
+    let mut state = shared.lock();
+    loop {
+        if !state.stop {
+            state = shared
+                .wake
+                .wait_timeout(state, every)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let target = state.written;
+        if target > state.durable {
+            drop(state);
+            let result = file.sync_data();
+            state = shared.lock();
+            match result {
+                Ok(()) => state.durable = state.durable.max(target),
+                Err(e) => state.failure = Some(e.to_string()),
+            }
+            shared.synced.notify_all();
+        }
+        if state.stop {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_writer_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/events.jsonl");
+        let _first = LogWriter::open(&path, SyncPolicy::None).unwrap();
+        let second = LogWriter::open(&path, SyncPolicy::None);
+        assert!(
+            matches!(second, Err(LogError::Locked { .. })),
+            "{:?}",
+            second.err()
+        );
+    }
+
+    #[test]
+    fn torn_fragment_is_terminated_before_the_first_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n{\"torn\":").unwrap();
+        let mut w = LogWriter::open(&path, SyncPolicy::Fsync).unwrap();
+        assert!(w.terminated_fragment());
+        let at = w.append(b"{\"b\":2}\n").unwrap();
+        assert_eq!(at.start, 17);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"{\"a\":1}\n{\"torn\":\n{\"b\":2}\n"
+        );
+    }
+
+    #[test]
+    fn offsets_account_for_foreign_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut w = LogWriter::open(&path, SyncPolicy::None).unwrap();
+        assert_eq!(w.append(b"{}\n").unwrap().start, 0);
+        let mut other = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        other.write_all(b"{\"x\":1}\n").unwrap();
+        let at = w.append(b"{}\n").unwrap();
+        assert_eq!((at.previous_end, at.start, at.end), (3, 11, 14));
+    }
+
+    #[test]
+    fn interval_policy_acknowledges_after_group_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut w = LogWriter::open(&path, SyncPolicy::Interval(Duration::from_millis(5))).unwrap();
+        let at = w.append(b"{}\n").unwrap();
+        w.wait_durable(at.end).unwrap();
+        assert!(w.durable_len() >= at.end);
+        w.close().unwrap();
+    }
+
+    #[test]
+    fn appended_bytes_must_end_with_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LogWriter::open(&dir.path().join("e.jsonl"), SyncPolicy::None).unwrap();
+        assert!(matches!(
+            w.append(b"{}"),
+            Err(LogError::InvalidEvent { .. })
+        ));
+        assert_eq!(w.end(), 0);
+    }
+}
