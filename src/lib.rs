@@ -3,3 +3,4 @@ pub mod event;
 pub mod index;
 pub mod log;
 pub mod session;
+pub mod synth;

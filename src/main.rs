@@ -1,1 +1,7 @@
-fn main() {}
+//! The `agentlog` command: a thin layer over the library. See `agentlog --help`.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
+}

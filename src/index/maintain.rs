@@ -198,10 +198,10 @@ impl WritableIndex {
             let meta = match validate::read_meta(&txn)? {
                 MetaRead::Empty => return Ok(Plan::Create),
                 MetaRead::Stale(reason) => return Ok(Plan::Rebuild(reason)),
-                MetaRead::Found(meta) => meta,
+                MetaRead::Found(meta) => *meta,
             };
             let validity = validate::validate(&meta, &expected(options), log, log_len)
-                .map_err(|e| redb::Error::Io(e))?;
+                .map_err(redb::Error::Io)?;
             if let Validity::Stale(reason) = validity {
                 return Ok(Plan::Rebuild(reason));
             }

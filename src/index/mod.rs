@@ -59,7 +59,8 @@ impl Default for IndexOptions {
 }
 
 impl IndexOptions {
-    pub(crate) fn extractor(&self) -> Extractor {
+    /// An extractor for this profile.
+    pub fn extractor(&self) -> Extractor {
         Extractor::new(self.profile.clone())
     }
 }

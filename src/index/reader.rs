@@ -41,6 +41,8 @@ pub struct Index {
     types: TypeMap,
     outcome: IndexOutcome,
     repaired: bool,
+    /// Bytes of the log this open read: validation windows and caught-up or scanned bytes.
+    bytes_read: u64,
     /// Opened on the first query that needs rows.
     db: OnceLock<ReadOnlyDatabase>,
 }
@@ -72,7 +74,9 @@ impl Index {
                     let (meta, types, repaired) =
                         (index.meta.clone(), index.types.clone(), index.repaired);
                     index.close()?;
+                    let bytes_read = meta.head.len + meta.tail.len + outcome.work().0;
                     return Ok(Index {
+                        bytes_read,
                         paths: paths.clone(),
                         state: meta.fold.clone(),
                         meta,
@@ -115,7 +119,7 @@ impl Index {
         let read = guarded("reading the index", || -> Result<_, redb::Error> {
             let txn = db.begin_read()?;
             let meta = match validate::read_meta(&txn)? {
-                MetaRead::Found(meta) => meta,
+                MetaRead::Found(meta) => *meta,
                 MetaRead::Empty => return Ok(Err(None)),
                 MetaRead::Stale(reason) => return Ok(Err(Some(reason))),
             };
@@ -150,6 +154,7 @@ impl Index {
         let cell = OnceLock::new();
         let _ = cell.set(db);
         Ok(Index {
+            bytes_read: meta.head.len + meta.tail.len + bytes,
             paths: paths.clone(),
             meta,
             state,
@@ -164,6 +169,11 @@ impl Index {
     /// What opening found and did.
     pub fn outcome(&self) -> &IndexOutcome {
         &self.outcome
+    }
+
+    /// Bytes of the log this open read (validation windows plus new or rebuilt bytes).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
     }
 
     /// Whether redb had to repair the index after an unclean shutdown.

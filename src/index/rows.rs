@@ -26,7 +26,7 @@ pub(crate) enum Row {
         /// Prefix totals after a token event.
         totals_after: Option<Totals>,
         /// The generation a boundary starts.
-        boundary: Option<GenerationStart>,
+        boundary: Option<Box<GenerationStart>>,
     },
 }
 
@@ -60,7 +60,7 @@ impl Row {
             }
             EventKind::Boundary => {
                 bits |= flags::BOUNDARY;
-                (None, state.latest.clone())
+                (None, state.latest.clone().map(Box::new))
             }
             EventKind::Header | EventKind::Other => (None, None),
         };

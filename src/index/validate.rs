@@ -18,7 +18,7 @@ pub(crate) enum MetaRead {
     /// A new, empty index.
     Empty,
     /// A meta record of this format.
-    Found(Meta),
+    Found(Box<Meta>),
     /// Something that cannot be used as is.
     Stale(StaleReason),
 }
@@ -68,7 +68,7 @@ pub(crate) fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> 
         return Ok(unreadable("no meta record"));
     };
     Ok(match schema::decode::<Meta>(meta.value()) {
-        Some(meta) => MetaRead::Found(meta),
+        Some(meta) => MetaRead::Found(Box::new(meta)),
         None => unreadable("meta record fails its checksum"),
     })
 }

@@ -236,7 +236,10 @@ mod tests {
         f
     }
 
-    fn collect(file: &File, max_line: usize) -> (Vec<(u64, Option<Vec<u8>>)>, u64, u32) {
+    /// (offset, bytes or None when too long) of each line, the end, and the crc.
+    type Scanned = (Vec<(u64, Option<Vec<u8>>)>, u64, u32);
+
+    fn collect(file: &File, max_line: usize) -> Scanned {
         let mut scanner = LineScanner::new(file, 0, u64::MAX, max_line, 0);
         let mut out = Vec::new();
         while let Some(line) = scanner.next_line().unwrap() {

@@ -131,8 +131,10 @@ pub struct AgentSession {
     pub stepped_aside: Vec<SteppedAside>,
     /// What opening the index found and did, when the index was tried.
     pub index_outcome: Option<IndexOutcome>,
-    /// Complete lines the answering tier examined (all of them for the index and full scan).
-    pub lines_examined: u64,
+    /// Bytes of the log the answering tier read: the two validation windows plus any bytes
+    /// caught up for the index, the tail window for the reverse scan, everything for the full
+    /// scan.
+    pub bytes_read: u64,
     /// Odd lines and values among them.
     pub diagnostics: Diagnostics,
 }
@@ -243,7 +245,7 @@ pub fn label(
         tier,
         stepped_aside: Vec::new(),
         index_outcome: None,
-        lines_examined: view.lines_examined,
+        bytes_read: view.bytes_read,
         diagnostics: view.diagnostics,
     })
 }
@@ -278,7 +280,9 @@ pub fn agent_session_at(
         match Index::open(paths, &request.index) {
             Ok(index) => {
                 index_outcome = Some(index.outcome().clone());
-                answer = Some((Tier::Index, GenerationView::from_state(index.state())));
+                let mut view = GenerationView::from_state(index.state());
+                view.bytes_read = index.bytes_read();
+                answer = Some((Tier::Index, view));
             }
             Err(e) => stepped_aside.push(step_aside(Tier::Index, e, &paths.log)?),
         }
@@ -432,7 +436,7 @@ pub fn generations_at(
     }
     let log = open_log(&paths.log)?;
     let (starts, lifetime) =
-        scan_generations(&log, &request.index).map_err(|source| SessionError::Read {
+        full_scan_boundaries(&log, &request.index).map_err(|source| SessionError::Read {
             path: paths.log.clone(),
             source,
         })?;
@@ -445,8 +449,8 @@ pub fn generations_at(
     })
 }
 
-/// A full scan that keeps every boundary.
-fn scan_generations(
+/// A full scan that keeps every boundary; returns them and the lifetime totals.
+pub fn full_scan_boundaries(
     log: &std::fs::File,
     options: &IndexOptions,
 ) -> std::io::Result<(Vec<GenerationStart>, Totals)> {

@@ -17,8 +17,8 @@ pub struct GenerationView {
     pub boundary: Option<Boundary>,
     /// Totals since the boundary (since the start of the log without one).
     pub since: Totals,
-    /// Complete lines examined to answer.
-    pub lines_examined: u64,
+    /// Bytes of the log read to answer.
+    pub bytes_read: u64,
     /// Odd lines among those examined.
     pub diagnostics: Diagnostics,
 }
@@ -29,7 +29,7 @@ impl GenerationView {
         GenerationView {
             boundary: state.latest.as_ref().map(|start| start.boundary.clone()),
             since: state.since_latest(),
-            lines_examined: state.lines,
+            bytes_read: state.end,
             diagnostics: state.diagnostics.clone(),
         }
     }
@@ -76,7 +76,9 @@ pub fn reverse_scan(
     let starts_on_line = start == 0 || buf.first() == Some(&b'\n');
     // Complete lines end at the last `\n`: anything after it is a torn tail, never read.
     let Some(last_newline) = memchr::memrchr(b'\n', window_bytes) else {
-        return Ok(whole_log(start, GenerationView::empty()));
+        let mut view = GenerationView::empty();
+        view.bytes_read = buf.len() as u64;
+        return Ok(whole_log(start, view));
     };
     let mut region = &window_bytes[..last_newline];
     // The first line is partial unless the window starts on a line start.
@@ -89,6 +91,7 @@ pub fn reverse_scan(
         }
     };
     let mut view = GenerationView::empty();
+    view.bytes_read = buf.len() as u64;
     let profile = extractor.profile();
     loop {
         let line_start = memchr::memrchr(b'\n', region).map_or(0, |i| i + 1);
@@ -97,7 +100,6 @@ pub fn reverse_scan(
         }
         let line = &region[line_start..];
         let offset = start + line_start as u64;
-        view.lines_examined += 1;
         if line.len() > max_line {
             view.diagnostics.note_invalid(offset, LineProblem::TooLong);
         } else {
@@ -134,7 +136,7 @@ impl GenerationView {
         GenerationView {
             boundary: None,
             since: Totals::default(),
-            lines_examined: 0,
+            bytes_read: 0,
             diagnostics: Diagnostics::default(),
         }
     }

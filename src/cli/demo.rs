@@ -1,0 +1,218 @@
+//! `agentlog demo [DIR]`: the embedded default. Writes a realistic lingtai-shaped agent
+//! directory through the writer, then answers "tokens since the last molt" with each tier and
+//! shows what the index saves.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agentlog::index::{Writer, WriterOptions};
+use agentlog::log::SyncPolicy;
+use agentlog::session::{SessionRequest, Tier, agent_session_at, generations_at};
+use agentlog::synth::{SynthOptions, write_lingtai_log};
+
+use super::table::{render, thousands};
+use super::{EXIT_FAILURE, EXIT_OK, Failure, agent_paths};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where to write the agent directory (must not hold a log yet). Default: a new
+    /// directory under the system's temp dir, kept so you can run the other commands on it.
+    dir: Option<PathBuf>,
+    /// Number of LLM responses to generate (each comes with calls, tool events, ...).
+    #[arg(long, default_value_t = 20_000)]
+    responses: u64,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+fn io(context: &str) -> impl Fn(std::io::Error) -> Failure + '_ {
+    move |e| Failure::new("io_error", EXIT_FAILURE, format!("{context}: {e}"))
+}
+
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => tempfile::Builder::new()
+            .prefix("agentlog-demo-")
+            .tempdir()
+            .map_err(io("cannot create a temp dir"))?
+            .keep(),
+    };
+    let paths = agent_paths(&dir);
+    if paths.log.exists() {
+        return Err(Failure::new(
+            "exists",
+            EXIT_FAILURE,
+            format!(
+                "{} already has a log; give the demo an empty directory",
+                dir.display()
+            ),
+        ));
+    }
+    eprintln!(
+        "writing a lingtai-shaped agent log to {} ...",
+        dir.display()
+    );
+    let options = SynthOptions {
+        seed: args.seed,
+        responses: args.responses,
+        ..SynthOptions::default()
+    };
+    let mut generated = Vec::new();
+    let summary = write_lingtai_log(&mut generated, &options).map_err(io("cannot generate"))?;
+    let started = Instant::now();
+    let mut writer = Writer::open(
+        &paths,
+        WriterOptions {
+            sync: SyncPolicy::None,
+            ..WriterOptions::default()
+        },
+    )?;
+    let lines: Vec<&[u8]> = generated
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    for chunk in lines.chunks(1024) {
+        writer.append_batch_json(chunk)?;
+    }
+    let boundaries = writer.state().boundaries;
+    writer.close()?;
+    let write_time = started.elapsed();
+    std::fs::write(
+        dir.join(".agent.json"),
+        format!(
+            "{{\"agent_name\": \"{}\", \"molt_count\": {}}}\n",
+            options.agent, summary.molt_count
+        ),
+    )
+    .map_err(io("cannot write .agent.json"))?;
+    println!(
+        "wrote {} events ({} MB) in {} generations through the writer, index kept current: {:.2} s\n",
+        thousands(summary.lines),
+        thousands(summary.bytes / 1_000_000),
+        boundaries + 1,
+        write_time.as_secs_f64()
+    );
+
+    let request = SessionRequest::expecting(summary.molt_count);
+    let session = agent_session_at(&paths, &request)?;
+    println!(
+        "agentlog status {} (generation {} from .agent.json)",
+        dir.display(),
+        summary.molt_count
+    );
+    let t = &session.totals;
+    print!(
+        "{}",
+        render(&[
+            vec![
+                "tier".into(),
+                "api_calls".into(),
+                "input".into(),
+                "cached".into(),
+                "output".into(),
+                "thinking".into(),
+                "boundary".into()
+            ],
+            vec![
+                session.tier.to_string(),
+                thousands(t.api_calls),
+                thousands(t.input_tokens),
+                thousands(t.cached_tokens),
+                thousands(t.output_tokens),
+                thousands(t.thinking_tokens),
+                format!(
+                    "{} @ {}",
+                    session.boundary_initiator(),
+                    session.boundary.as_ref().map_or(0, |b| b.offset)
+                ),
+            ],
+        ])
+    );
+
+    println!("\nagentlog generations (first 5 and last)");
+    let generations = generations_at(&paths, &request)?;
+    let mut rows = vec![
+        ["gen", "molt_count", "initiator", "api_calls", "input"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    let all = &generations.generations;
+    for g in all.iter().take(5).chain(all.iter().skip(5).last()) {
+        rows.push(vec![
+            g.ordinal.to_string(),
+            g.molt_count.map_or("-".into(), |n| n.to_string()),
+            g.initiator().to_owned(),
+            thousands(g.totals.api_calls),
+            thousands(g.totals.input_tokens),
+        ]);
+    }
+    print!("{}", render(&rows));
+
+    println!("\nthe same question, answered by each tier (fresh open each time, median of 5):");
+    let mut rows = vec![vec![
+        "tier".to_owned(),
+        "time".to_owned(),
+        "log bytes read".to_owned(),
+        "agrees".to_owned(),
+    ]];
+    for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
+        let mut request = request.clone();
+        request.start_tier = tier;
+        let (time, answer) = median_time(&paths, &request)?;
+        rows.push(vec![
+            format!(
+                "{tier}{}",
+                if answer.tier == tier {
+                    String::new()
+                } else {
+                    format!(" -> {}", answer.tier)
+                }
+            ),
+            format_duration(time),
+            thousands(answer.bytes_read),
+            if answer.totals == session.totals {
+                "yes".into()
+            } else {
+                "NO".into()
+            },
+        ]);
+    }
+    print!("{}", render(&rows));
+    println!(
+        "\n(the index answers from two stored values after checking 128 KiB of the log; \
+         the reverse scan reads up to 8 MiB; the full scan reads every line)"
+    );
+    println!(
+        "\ntry: agentlog status {d} --json | agentlog generations {d} | agentlog verify {d} --deep",
+        d = dir.display()
+    );
+    Ok(EXIT_OK)
+}
+
+fn median_time(
+    paths: &agentlog::log::LogPaths,
+    request: &SessionRequest,
+) -> Result<(Duration, agentlog::session::AgentSession), Failure> {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let answer = agent_session_at(paths, request)?;
+        times.push(started.elapsed());
+        last = Some(answer);
+    }
+    times.sort();
+    let answer = last.ok_or_else(|| Failure::new("internal", EXIT_FAILURE, "no run"))?;
+    Ok((times[times.len() / 2], answer))
+}
+
+fn format_duration(d: Duration) -> String {
+    let micros = d.as_secs_f64() * 1e6;
+    if micros < 1_000.0 {
+        format!("{micros:.0} µs")
+    } else {
+        format!("{:.1} ms", micros / 1_000.0)
+    }
+}

@@ -1,0 +1,213 @@
+//! Argument handling, output conventions and exit codes.
+//!
+//! Conventions scripts rely on: with `--json`, stdout carries exactly one JSON document, error
+//! objects included (`{"error":"<code>","message":...}`); human messages go to stderr. Exit
+//! codes: 0 success, 1 failure, 2 bad input, 3 molt_count mismatch, 4 no log.
+
+mod append;
+mod demo;
+mod generations;
+mod index;
+mod status;
+mod table;
+mod verify;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use agentlog::index::IndexError;
+use agentlog::log::LogError;
+use agentlog::session::{SessionError, Tier};
+
+/// Exit status for success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status for a failure (I/O, index, ...).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status for bad input (a bad event line, a bad manifest).
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status when the log does not prove the expected generation.
+pub const EXIT_MISMATCH: u8 = 3;
+/// Exit status when there is no log.
+pub const EXIT_NO_LOG: u8 = 4;
+
+#[derive(Parser)]
+#[command(
+    name = "agentlog",
+    version,
+    about = "Since-molt token totals and a self-validating index for agent event logs",
+    long_about = "agentlog keeps a derived, self-validating index beside an agent's logs/events.jsonl \
+                  so that \"tokens used since the last molt\" is answered in O(1), and never from a \
+                  stale index. Set AGENTLOG_LOG=info (or debug) to see what the index does on stderr."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Token totals of the current generation (since the last molt).
+    Status(status::Args),
+    /// One row per generation, oldest first, and lifetime totals.
+    Generations(generations::Args),
+    /// Build or catch up the index.
+    Index(index::Args),
+    /// Check the index against the log without changing it.
+    Verify(verify::Args),
+    /// Append events (one JSON object per stdin line), printing each one's byte offset once
+    /// it is acknowledged.
+    Append(append::Args),
+    /// Write a realistic agent directory, index it, and compare the tiers.
+    Demo(demo::Args),
+}
+
+/// `--tier` values.
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum TierArg {
+    /// The derived index.
+    Index,
+    /// A bounded read of the log's tail.
+    ReverseScan,
+    /// A read of the whole log.
+    FullScan,
+}
+
+impl From<TierArg> for Tier {
+    fn from(arg: TierArg) -> Tier {
+        match arg {
+            TierArg::Index => Tier::Index,
+            TierArg::ReverseScan => Tier::ReverseScan,
+            TierArg::FullScan => Tier::FullScan,
+        }
+    }
+}
+
+/// A failure to report: a stable code, an exit status, a message, and extra JSON fields.
+pub struct Failure {
+    pub code: &'static str,
+    pub exit: u8,
+    pub message: String,
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Failure {
+    pub fn new(code: &'static str, exit: u8, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            exit,
+            message: message.into(),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Failure {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+}
+
+impl From<SessionError> for Failure {
+    fn from(error: SessionError) -> Failure {
+        let message = error.to_string();
+        match error {
+            SessionError::NoLog { path } => Failure::new("no_log", EXIT_NO_LOG, message)
+                .with("path", path.display().to_string()),
+            SessionError::MoltMismatch {
+                expected,
+                found,
+                boundary,
+                tier,
+            } => Failure::new("molt_mismatch", EXIT_MISMATCH, message)
+                .with("expected", expected)
+                .with("found", found)
+                .with("boundary_offset", boundary.map(|b| b.offset))
+                .with("tier", tier.as_str()),
+            SessionError::Manifest(_) => Failure::new("bad_manifest", EXIT_BAD_INPUT, message),
+            SessionError::Log(e) => Failure::from(e),
+            SessionError::Index(e) => Failure::from(e),
+            _ => Failure::new("io_error", EXIT_FAILURE, message),
+        }
+    }
+}
+
+impl From<LogError> for Failure {
+    fn from(error: LogError) -> Failure {
+        let message = error.to_string();
+        match error {
+            LogError::NotFound { path } => Failure::new("no_log", EXIT_NO_LOG, message)
+                .with("path", path.display().to_string()),
+            LogError::NotAFile { .. } => Failure::new("not_a_file", EXIT_FAILURE, message),
+            LogError::Locked { .. } => Failure::new("locked", EXIT_FAILURE, message),
+            LogError::InvalidEvent { .. } => Failure::new("invalid_event", EXIT_BAD_INPUT, message),
+            _ => Failure::new("io_error", EXIT_FAILURE, message),
+        }
+    }
+}
+
+impl From<IndexError> for Failure {
+    fn from(error: IndexError) -> Failure {
+        match error {
+            IndexError::Log(e) => Failure::from(e),
+            other => Failure::new("index_error", EXIT_FAILURE, other.to_string()),
+        }
+    }
+}
+
+/// Prints a JSON document on stdout.
+pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn report(failure: &Failure, json: bool) {
+    if json {
+        let mut object = serde_json::Map::new();
+        object.insert("error".to_owned(), failure.code.into());
+        object.insert("message".to_owned(), failure.message.clone().into());
+        object.extend(failure.extra.clone());
+        println!("{}", serde_json::Value::Object(object));
+    }
+    eprintln!("agentlog: {}", failure.message);
+}
+
+/// Parses the arguments, runs the command, and maps the result to an exit status.
+pub fn run() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTLOG_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+    let cli = Cli::parse();
+    let (result, json) = match cli.command {
+        Command::Status(args) => (status::run(&args), args.json),
+        Command::Generations(args) => (generations::run(&args), args.json),
+        Command::Index(args) => (index::run(&args), args.json),
+        Command::Verify(args) => (verify::run(&args), args.json),
+        Command::Append(args) => (append::run(&args), false),
+        Command::Demo(args) => (demo::run(&args), false),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            report(&failure, json);
+            ExitCode::from(failure.exit)
+        }
+    }
+}
+
+/// The agent directory argument shared by the commands.
+pub fn agent_paths(dir: &std::path::Path) -> agentlog::log::LogPaths {
+    agentlog::log::LogPaths::for_agent_dir(dir)
+}
+
+/// A path argument as text for JSON.
+pub fn display(path: &std::path::Path) -> String {
+    path.display().to_string()
+}

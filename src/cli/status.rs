@@ -1,0 +1,176 @@
+//! `agentlog status AGENT_DIR`: the current generation's totals.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use agentlog::event::Diagnostics;
+use agentlog::index::IndexOutcome;
+use agentlog::session::{
+    AgentSession, SessionRequest, SteppedAside, agent_session_at, read_manifest_molt_count,
+};
+
+use super::table::thousands;
+use super::{EXIT_OK, Failure, TierArg, agent_paths, display, print_json};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    agent_dir: PathBuf,
+    /// The generation to expect. Default: `molt_count` of AGENT_DIR/.agent.json; without
+    /// either, the latest generation is reported as found, unverified.
+    #[arg(long, value_name = "N")]
+    molt_count: Option<u64>,
+    /// The first tier to try; a tier that cannot answer steps down to the next.
+    #[arg(long, value_enum, value_name = "TIER")]
+    tier: Option<TierArg>,
+    /// How many tail bytes the reverse scan reads.
+    #[arg(long, value_name = "BYTES", default_value_t = agentlog::session::DEFAULT_REVERSE_SCAN_BYTES)]
+    reverse_scan_bytes: u64,
+    /// Accept a latest boundary without a valid molt_count as the expected generation.
+    #[arg(long)]
+    trust_legacy_boundaries: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    agent_dir: String,
+    tier: &'static str,
+    molt_count: Option<u64>,
+    verified: bool,
+    expected_molt_count: Option<u64>,
+    expected_from: Option<&'static str>,
+    input_tokens: u128,
+    output_tokens: u128,
+    cached_tokens: u128,
+    thinking_tokens: u128,
+    api_calls: u64,
+    boundary_offset: Option<u64>,
+    boundary_initiator: &'a str,
+    boundary_ts: Option<f64>,
+    boundary_molt_count: Option<u64>,
+    index_outcome: Option<&'static str>,
+    index: Option<&'a IndexOutcome>,
+    stepped_aside: &'a [SteppedAside],
+    bytes_read: u64,
+    diagnostics: &'a Diagnostics,
+}
+
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    let paths = agent_paths(&args.agent_dir);
+    let (expected, from) = match args.molt_count {
+        Some(n) => (Some(n), Some("flag")),
+        None => match read_manifest_molt_count(&args.agent_dir)
+            .map_err(agentlog::session::SessionError::from)?
+        {
+            Some(n) => (Some(n), Some("manifest")),
+            None => (None, None),
+        },
+    };
+    let mut request = SessionRequest::latest();
+    request.expected_molt_count = expected;
+    request.trust_unverifiable_boundaries = args.trust_legacy_boundaries;
+    request.reverse_scan_bytes = args.reverse_scan_bytes;
+    if let Some(tier) = args.tier {
+        request.start_tier = tier.into();
+    }
+    let session = agent_session_at(&paths, &request)?;
+    if args.json {
+        print_json(&to_json(args, &session, expected, from))?;
+    } else {
+        print!("{}", human(&session, expected, from));
+    }
+    Ok(EXIT_OK)
+}
+
+fn to_json<'a>(
+    args: &Args,
+    session: &'a AgentSession,
+    expected: Option<u64>,
+    from: Option<&'static str>,
+) -> StatusJson<'a> {
+    let boundary = session.boundary.as_ref();
+    StatusJson {
+        agent_dir: display(&args.agent_dir),
+        tier: session.tier.as_str(),
+        molt_count: session.molt_count,
+        verified: session.verified,
+        expected_molt_count: expected,
+        expected_from: from,
+        input_tokens: session.totals.input_tokens,
+        output_tokens: session.totals.output_tokens,
+        cached_tokens: session.totals.cached_tokens,
+        thinking_tokens: session.totals.thinking_tokens,
+        api_calls: session.totals.api_calls,
+        boundary_offset: boundary.map(|b| b.offset),
+        boundary_initiator: session.boundary_initiator(),
+        boundary_ts: boundary.and_then(|b| b.time).map(|t| t.as_seconds()),
+        boundary_molt_count: boundary.and_then(|b| b.molt_count.value()),
+        index_outcome: session.index_outcome.as_ref().map(IndexOutcome::code),
+        index: session.index_outcome.as_ref(),
+        stepped_aside: &session.stepped_aside,
+        bytes_read: session.bytes_read,
+        diagnostics: &session.diagnostics,
+    }
+}
+
+fn human(session: &AgentSession, expected: Option<u64>, from: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut row = |label: &str, value: String| out.push_str(&format!("{label:<16}{value}\n"));
+    let generation = match (session.molt_count, session.verified, from) {
+        (Some(n), true, _) => format!("{n} (verified: the log's latest boundary says {n})"),
+        (Some(n), false, Some(_)) if expected.is_some() => {
+            format!("{n} (trusted: the latest boundary carries no molt_count)")
+        }
+        (Some(n), false, _) => format!("{n} (unverified: no --molt-count and no .agent.json)"),
+        (None, _, _) => "unknown (the latest boundary carries no valid molt_count)".to_owned(),
+    };
+    row("generation", generation);
+    let outcome = session
+        .index_outcome
+        .as_ref()
+        .map_or(String::new(), |o| format!(" ({o})"));
+    row("tier", format!("{}{outcome}", session.tier));
+    for step in &session.stepped_aside {
+        row("  stepped aside", format!("{}: {}", step.tier, step.reason));
+    }
+    row(
+        "boundary",
+        match &session.boundary {
+            None => "none: the agent never molted (boot)".to_owned(),
+            Some(b) => format!(
+                "offset {}, {}{}",
+                thousands(b.offset),
+                b.initiator,
+                b.time
+                    .map_or(String::new(), |t| format!(", {}", t.to_rfc3339()))
+            ),
+        },
+    );
+    let t = &session.totals;
+    row("api calls", thousands(t.api_calls));
+    row(
+        "input tokens",
+        format!(
+            "{} (cached {})",
+            thousands(t.input_tokens),
+            thousands(t.cached_tokens)
+        ),
+    );
+    row("output tokens", thousands(t.output_tokens));
+    row("thinking tokens", thousands(t.thinking_tokens));
+    let d = &session.diagnostics;
+    if d.invalid_lines > 0 || d.token_values_zeroed > 0 || d.token_values_truncated > 0 {
+        row(
+            "diagnostics",
+            format!(
+                "{} invalid lines, {} token values counted as 0, {} truncated",
+                d.invalid_lines, d.token_values_zeroed, d.token_values_truncated
+            ),
+        );
+    }
+    out
+}

@@ -1,0 +1,60 @@
+//! Plain aligned tables and number formatting for human output.
+
+/// Formats an integer with thousands separators: 12345678 → "12,345,678".
+pub fn thousands(value: impl Into<u128>) -> String {
+    let digits = value.into().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Renders rows as columns; the first row is the header. Numeric-looking cells align right.
+pub fn render(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let width = widths.get(c).copied().unwrap_or(0);
+            let numeric = cell.chars().next().is_some_and(|ch| ch.is_ascii_digit());
+            if c > 0 {
+                line.push_str("  ");
+            }
+            if numeric {
+                line.push_str(&format!("{cell:>width$}"));
+            } else {
+                line.push_str(&format!("{cell:<width$}"));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0u64), "0");
+        assert_eq!(thousands(999u64), "999");
+        assert_eq!(thousands(1_000u64), "1,000");
+        assert_eq!(thousands(12_345_678u64), "12,345,678");
+    }
+}

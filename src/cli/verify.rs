@@ -1,0 +1,152 @@
+//! `agentlog verify AGENT_DIR [--deep]`: check the index against the log without changing it.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use agentlog::index::{Index, IndexError, IndexOptions};
+use agentlog::log::{LineScanner, open_for_read};
+use agentlog::session::{full_scan, full_scan_boundaries};
+
+use super::{EXIT_FAILURE, EXIT_OK, Failure, agent_paths, print_json};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    agent_dir: PathBuf,
+    /// Also recompute everything from the whole log: the running checksum of the indexed
+    /// prefix, the totals, counts and boundaries.
+    #[arg(long)]
+    deep: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Check {
+    check: &'static str,
+    ok: bool,
+    detail: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    valid: bool,
+    watermark: Option<u64>,
+    log_bytes: u64,
+    checks: Vec<Check>,
+}
+
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    let paths = agent_paths(&args.agent_dir);
+    let log = open_for_read(&paths.log)?;
+    let log_bytes = log
+        .metadata()
+        .map_err(|e| Failure::new("io_error", EXIT_FAILURE, e.to_string()))?
+        .len();
+    let options = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    let mut checks = Vec::new();
+    let mut watermark = None;
+    match Index::open(&paths, &options) {
+        Err(IndexError::Log(e)) => return Err(e.into()),
+        Err(e) => checks.push(Check {
+            check: "open",
+            ok: false,
+            detail: e.to_string(),
+        }),
+        Ok(index) => {
+            watermark = Some(index.watermark());
+            checks.push(Check {
+                check: "open",
+                ok: true,
+                detail: format!(
+                    "versions, head and tail windows and table counts agree with the log; {} bytes after the watermark",
+                    log_bytes - index.watermark()
+                ),
+            });
+            if args.deep {
+                deep(&index, &log, &options, &mut checks)?;
+            }
+        }
+    }
+    let valid = checks.iter().all(|c| c.ok);
+    let report = Report {
+        valid,
+        watermark,
+        log_bytes,
+        checks,
+    };
+    if args.json {
+        print_json(&report)?;
+    } else {
+        for check in &report.checks {
+            println!(
+                "{:<8} {:<5} {}",
+                check.check,
+                if check.ok { "ok" } else { "FAIL" },
+                check.detail
+            );
+        }
+        println!(
+            "index is {}",
+            if valid {
+                "valid"
+            } else {
+                "NOT valid: run `agentlog index` to rebuild it"
+            }
+        );
+    }
+    Ok(if valid { EXIT_OK } else { EXIT_FAILURE })
+}
+
+fn deep(
+    index: &Index,
+    log: &std::fs::File,
+    options: &IndexOptions,
+    checks: &mut Vec<Check>,
+) -> Result<(), Failure> {
+    let io = |e: std::io::Error| Failure::new("io_error", EXIT_FAILURE, e.to_string());
+    let mut scanner = LineScanner::new(log, 0, index.watermark(), options.max_line, 0);
+    while scanner.next_line().map_err(io)?.is_some() {}
+    let crc = scanner.crc();
+    checks.push(Check {
+        check: "crc",
+        ok: crc == index.running_crc() && scanner.end() == index.watermark(),
+        detail: format!(
+            "running crc32 of [0, {}): index {:08x}, log {:08x}",
+            index.watermark(),
+            index.running_crc(),
+            crc
+        ),
+    });
+    let state = full_scan(log, options.extractor(), options.max_line).map_err(io)?;
+    checks.push(Check {
+        check: "fold",
+        ok: &state == index.state(),
+        detail: format!(
+            "events {} / {}, boundaries {} / {}, api calls {} / {} (index / scan)",
+            index.state().events,
+            state.events,
+            index.state().boundaries,
+            state.boundaries,
+            index.state().totals.api_calls,
+            state.totals.api_calls
+        ),
+    });
+    let scanned = full_scan_boundaries(log, options).map_err(io)?.0;
+    let stored = index.boundaries().map_err(Failure::from)?;
+    checks.push(Check {
+        check: "bounds",
+        ok: scanned == stored,
+        detail: format!(
+            "{} boundaries stored, {} in the log",
+            stored.len(),
+            scanned.len()
+        ),
+    });
+    Ok(())
+}
