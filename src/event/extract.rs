@@ -228,6 +228,12 @@ impl Extractor {
             })
             .and_then(|()| de.end());
         match parsed {
+            // Skipped strings are not decoded, so a lone surrogate escape would slip through.
+            Ok(()) if has_surrogate_escape(line)
+                && serde_json::from_str::<serde_json::Value>(text).is_err() =>
+            {
+                Err(LineProblem::NotJson)
+            }
             Ok(()) => Ok(raw.finish()),
             Err(e) if e.is_data() => Err(LineProblem::NotAnObject),
             Err(_) => Err(LineProblem::NotJson),
@@ -267,6 +273,16 @@ fn nesting_exceeds(line: &[u8], limit: usize) -> bool {
         }
     }
     false
+}
+
+/// Whether `line` may contain a `\\uD800`-`\\uDFFF` escape (a UTF-16 surrogate). Valid JSON
+/// text must decode to Unicode, so a lone surrogate makes a line invalid; only lines with such
+/// an escape pay for the strict check. False positives only cost time.
+fn has_surrogate_escape(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"\\u").any(|i| {
+        matches!(line.get(i + 2), Some(b'd' | b'D'))
+            && matches!(line.get(i + 3), Some(b'8' | b'9' | b'a' | b'b' | b'A' | b'B' | b'c' | b'C' | b'e' | b'E' | b'f' | b'F'))
+    })
 }
 
 /// What the visitor collects; resolved into [`EventFields`] once the whole object is read.
@@ -669,6 +685,17 @@ mod tests {
         // Brackets inside strings do not nest.
         let in_string = format!("{{\"a\":\"{}\"}}", "[".repeat(500));
         assert!(extract(&in_string).is_ok());
+    }
+
+    #[test]
+    fn lone_surrogates_are_invalid_even_in_skipped_values() {
+        assert_eq!(extract(r#"{"type":"x","note":"\ud800"}"#).unwrap_err(), LineProblem::NotJson);
+        assert_eq!(extract(r#"{"type":"x","note":"\udc00 after"}"#).unwrap_err(), LineProblem::NotJson);
+        assert_eq!(extract(r#"{"type":"\ud800"}"#).unwrap_err(), LineProblem::NotJson);
+        // A surrogate pair (an emoji written with ensure_ascii) is fine.
+        assert!(extract(r#"{"type":"x","note":"\ud83d\ude00"}"#).is_ok());
+        // An escaped backslash followed by "ud800" is plain text.
+        assert!(extract(r#"{"type":"x","note":"\\ud800"}"#).is_ok());
     }
 
     #[test]

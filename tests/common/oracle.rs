@@ -1,0 +1,186 @@
+//! A naive full-scan oracle, written independently of the implementation: whole lines split
+//! on `\n`, parsed with `serde_json::Value`, the coercion rule re-derived from its statement in
+//! DESIGN.md §3 and the core issue. Every aggregate the engine computes is checked against it.
+#![allow(dead_code)]
+
+use serde_json::Value;
+
+/// The latest boundary as the oracle sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OBoundary {
+    pub offset: u64,
+    pub molt_count: Option<u64>,
+    pub initiator: String,
+}
+
+/// Token totals: input, output, cached, thinking, api_calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OTotals {
+    pub input: u128,
+    pub output: u128,
+    pub cached: u128,
+    pub thinking: u128,
+    pub calls: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Oracle {
+    /// Every boundary in file order.
+    pub boundaries: Vec<OBoundary>,
+    /// Totals per generation (index 0 is before the first boundary).
+    pub generations: Vec<OTotals>,
+    pub invalid_lines: u64,
+    pub events: u64,
+}
+
+pub const MAX_TOKEN: u64 = 1 << 53;
+pub const MAX_LINE: usize = 64 << 20;
+
+/// The rule: integers in 0..=2^53 as is; floats and plain decimal strings truncated toward
+/// zero if the result is in range; everything else 0.
+pub fn coerce(value: Option<&Value>) -> u64 {
+    match value {
+        Some(Value::Number(n)) => {
+            if let Some(u) = n.as_u64() {
+                if u <= MAX_TOKEN { u } else { 0 }
+            } else if n.as_i64().is_some() {
+                0
+            } else {
+                let f = n.as_f64().unwrap_or(-1.0);
+                if f >= 0.0 && f.trunc() <= MAX_TOKEN as f64 { f.trunc() as u64 } else { 0 }
+            }
+        }
+        Some(Value::String(s)) => {
+            let (whole, frac) = match s.split_once('.') {
+                Some((w, f)) => (w, Some(f)),
+                None => (s.as_str(), None),
+            };
+            let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+            if !digits(whole) || frac.is_some_and(|f| !digits(f)) {
+                return 0;
+            }
+            match whole.parse::<u128>() {
+                Ok(v) if v <= MAX_TOKEN as u128 => v as u64,
+                _ => 0,
+            }
+        }
+        _ => 0,
+    }
+}
+
+fn string(value: Option<&Value>) -> Option<&str> {
+    value.and_then(Value::as_str)
+}
+
+impl Oracle {
+    /// Reads the complete lines of `bytes` (a final line without `\n` is ignored).
+    pub fn of(bytes: &[u8]) -> Oracle {
+        Oracle::with_max_line(bytes, MAX_LINE)
+    }
+
+    pub fn with_max_line(bytes: &[u8], max_line: usize) -> Oracle {
+        let mut oracle = Oracle {
+            generations: vec![OTotals::default()],
+            ..Oracle::default()
+        };
+        let mut offset = 0u64;
+        let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(last) => &bytes[..=last],
+            None => &bytes[..0],
+        };
+        for raw in complete.split_inclusive(|&b| b == b'\n') {
+            let line = &raw[..raw.len() - 1];
+            let at = offset;
+            offset += raw.len() as u64;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let parsed = if line.len() > max_line {
+                None
+            } else {
+                serde_json::from_slice::<Value>(line).ok()
+            };
+            let Some(Value::Object(object)) = parsed else {
+                oracle.invalid_lines += 1;
+                continue;
+            };
+            let kind = string(object.get("type")).or_else(|| string(object.get("event")));
+            if at == 0 && kind == Some("session") {
+                continue;
+            }
+            oracle.events += 1;
+            match kind {
+                Some("llm_response") => {
+                    let current = oracle.generations.last_mut().expect("generation 0 exists");
+                    current.input += u128::from(coerce(object.get("input_tokens")));
+                    current.output += u128::from(coerce(object.get("output_tokens")));
+                    current.cached += u128::from(coerce(object.get("cached_tokens")));
+                    current.thinking += u128::from(coerce(object.get("thinking_tokens")));
+                    current.calls += 1;
+                }
+                Some("psyche_molt") => {
+                    let initiator = match string(object.get("initiator")) {
+                        Some(s) if !s.is_empty() => s.to_owned(),
+                        _ => "agent".to_owned(),
+                    };
+                    oracle.boundaries.push(OBoundary {
+                        offset: at,
+                        molt_count: object.get("molt_count").and_then(Value::as_u64),
+                        initiator,
+                    });
+                    oracle.generations.push(OTotals::default());
+                }
+                _ => {}
+            }
+        }
+        oracle
+    }
+
+    pub fn latest(&self) -> Option<&OBoundary> {
+        self.boundaries.last()
+    }
+
+    /// Totals since the latest boundary.
+    pub fn since(&self) -> OTotals {
+        *self.generations.last().expect("generation 0 exists")
+    }
+
+    pub fn lifetime(&self) -> OTotals {
+        self.generations.iter().fold(OTotals::default(), |a, g| OTotals {
+            input: a.input + g.input,
+            output: a.output + g.output,
+            cached: a.cached + g.cached,
+            thinking: a.thinking + g.thinking,
+            calls: a.calls + g.calls,
+        })
+    }
+
+    /// What a session request must give: `Ok(label)` or `Err(found)` for a mismatch,
+    /// restated from the contract (DESIGN §4.2 and the core issue).
+    pub fn expect(&self, expected: Option<u64>, trust_unverifiable: bool) -> Result<Option<u64>, Option<u64>> {
+        match (expected, self.latest()) {
+            (None, None) => Ok(Some(0)),
+            (None, Some(b)) => Ok(b.molt_count),
+            (Some(0), None) => Ok(Some(0)),
+            (Some(_), None) => Err(None),
+            (Some(n), Some(b)) => match b.molt_count {
+                Some(m) if m == n => Ok(Some(n)),
+                Some(m) => Err(Some(m)),
+                None if trust_unverifiable => Ok(Some(n)),
+                None => Err(None),
+            },
+        }
+    }
+}
+
+impl From<agentlog::event::Totals> for OTotals {
+    fn from(t: agentlog::event::Totals) -> OTotals {
+        OTotals {
+            input: t.input_tokens,
+            output: t.output_tokens,
+            cached: t.cached_tokens,
+            thinking: t.thinking_tokens,
+            calls: t.api_calls,
+        }
+    }
+}
