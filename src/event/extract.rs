@@ -229,8 +229,9 @@ impl Extractor {
             .and_then(|()| de.end());
         match parsed {
             // Skipped strings are not decoded, so a lone surrogate escape would slip through.
-            Ok(()) if has_surrogate_escape(line)
-                && serde_json::from_str::<serde_json::Value>(text).is_err() =>
+            Ok(())
+                if has_surrogate_escape(line)
+                    && serde_json::from_str::<serde_json::Value>(text).is_err() =>
             {
                 Err(LineProblem::NotJson)
             }
@@ -281,7 +282,22 @@ fn nesting_exceeds(line: &[u8], limit: usize) -> bool {
 fn has_surrogate_escape(line: &[u8]) -> bool {
     memchr::memmem::find_iter(line, b"\\u").any(|i| {
         matches!(line.get(i + 2), Some(b'd' | b'D'))
-            && matches!(line.get(i + 3), Some(b'8' | b'9' | b'a' | b'b' | b'A' | b'B' | b'c' | b'C' | b'e' | b'E' | b'f' | b'F'))
+            && matches!(
+                line.get(i + 3),
+                Some(
+                    b'8' | b'9'
+                        | b'a'
+                        | b'b'
+                        | b'A'
+                        | b'B'
+                        | b'c'
+                        | b'C'
+                        | b'e'
+                        | b'E'
+                        | b'f'
+                        | b'F'
+                )
+            )
     })
 }
 
@@ -689,9 +705,18 @@ mod tests {
 
     #[test]
     fn lone_surrogates_are_invalid_even_in_skipped_values() {
-        assert_eq!(extract(r#"{"type":"x","note":"\ud800"}"#).unwrap_err(), LineProblem::NotJson);
-        assert_eq!(extract(r#"{"type":"x","note":"\udc00 after"}"#).unwrap_err(), LineProblem::NotJson);
-        assert_eq!(extract(r#"{"type":"\ud800"}"#).unwrap_err(), LineProblem::NotJson);
+        assert_eq!(
+            extract(r#"{"type":"x","note":"\ud800"}"#).unwrap_err(),
+            LineProblem::NotJson
+        );
+        assert_eq!(
+            extract(r#"{"type":"x","note":"\udc00 after"}"#).unwrap_err(),
+            LineProblem::NotJson
+        );
+        assert_eq!(
+            extract(r#"{"type":"\ud800"}"#).unwrap_err(),
+            LineProblem::NotJson
+        );
         // A surrogate pair (an emoji written with ensure_ascii) is fine.
         assert!(extract(r#"{"type":"x","note":"\ud83d\ude00"}"#).is_ok());
         // An escaped backslash followed by "ud800" is plain text.

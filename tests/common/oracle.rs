@@ -47,7 +47,11 @@ pub fn coerce(value: Option<&Value>) -> u64 {
                 0
             } else {
                 let f = n.as_f64().unwrap_or(-1.0);
-                if f >= 0.0 && f.trunc() <= MAX_TOKEN as f64 { f.trunc() as u64 } else { 0 }
+                if f >= 0.0 && f.trunc() <= MAX_TOKEN as f64 {
+                    f.trunc() as u64
+                } else {
+                    0
+                }
             }
         }
         Some(Value::String(s)) => {
@@ -146,18 +150,24 @@ impl Oracle {
     }
 
     pub fn lifetime(&self) -> OTotals {
-        self.generations.iter().fold(OTotals::default(), |a, g| OTotals {
-            input: a.input + g.input,
-            output: a.output + g.output,
-            cached: a.cached + g.cached,
-            thinking: a.thinking + g.thinking,
-            calls: a.calls + g.calls,
-        })
+        self.generations
+            .iter()
+            .fold(OTotals::default(), |a, g| OTotals {
+                input: a.input + g.input,
+                output: a.output + g.output,
+                cached: a.cached + g.cached,
+                thinking: a.thinking + g.thinking,
+                calls: a.calls + g.calls,
+            })
     }
 
     /// What a session request must give: `Ok(label)` or `Err(found)` for a mismatch,
     /// restated from the contract (DESIGN §4.2 and the core issue).
-    pub fn expect(&self, expected: Option<u64>, trust_unverifiable: bool) -> Result<Option<u64>, Option<u64>> {
+    pub fn expect(
+        &self,
+        expected: Option<u64>,
+        trust_unverifiable: bool,
+    ) -> Result<Option<u64>, Option<u64>> {
         match (expected, self.latest()) {
             (None, None) => Ok(Some(0)),
             (None, Some(b)) => Ok(b.molt_count),

@@ -1,0 +1,218 @@
+//! Helpers shared by the integration tests: agent directories in temp dirs, event line
+//! builders, and comparison of every tier against the naive oracle.
+#![allow(dead_code)]
+
+pub mod oracle;
+
+use std::io::Write;
+use std::path::Path;
+
+use agentlog::index::{Index, IndexOptions};
+use agentlog::log::LogPaths;
+use agentlog::session::{SessionError, SessionRequest, Tier, agent_session_at, generations_at};
+use oracle::{OTotals, Oracle};
+
+/// An agent directory in a temp dir.
+pub struct Agent {
+    pub dir: tempfile::TempDir,
+    pub paths: LogPaths,
+}
+
+impl Agent {
+    pub fn new() -> Agent {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let paths = LogPaths::for_agent_dir(dir.path());
+        std::fs::create_dir_all(dir.path().join("logs")).expect("logs dir");
+        Agent { dir, paths }
+    }
+
+    pub fn with_log(bytes: &[u8]) -> Agent {
+        let agent = Agent::new();
+        agent.write_log(bytes);
+        agent
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write_log(&self, bytes: &[u8]) {
+        std::fs::write(&self.paths.log, bytes).expect("write log");
+    }
+
+    /// Appends like an external program (`>>`), no agentlog involved.
+    pub fn append_raw(&self, bytes: &[u8]) {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.paths.log)
+            .expect("open log");
+        file.write_all(bytes).expect("append");
+    }
+
+    pub fn log(&self) -> Vec<u8> {
+        std::fs::read(&self.paths.log).expect("read log")
+    }
+
+    pub fn oracle(&self) -> Oracle {
+        Oracle::of(&self.log())
+    }
+
+    pub fn open_index(&self) -> Index {
+        Index::open(&self.paths, &IndexOptions::default()).expect("open index")
+    }
+
+    pub fn write_manifest(&self, molt_count: u64) {
+        std::fs::write(
+            self.path().join(".agent.json"),
+            format!("{{\"molt_count\": {molt_count}}}"),
+        )
+        .expect("manifest");
+    }
+}
+
+/// `{"type":"llm_response", ...}` as the lingtai unit tests build it.
+pub fn token(ts: f64, input: u64, output: u64, cached: u64) -> String {
+    format!(
+        "{{\"type\": \"llm_response\", \"ts\": {ts}, \"input_tokens\": {input}, \"output_tokens\": {output}, \"thinking_tokens\": 10, \"cached_tokens\": {cached}}}\n"
+    )
+}
+
+/// `{"type":"psyche_molt", ...}` with an initiator.
+pub fn molt(ts: f64, molt_count: u64, initiator: &str) -> String {
+    format!(
+        "{{\"type\": \"psyche_molt\", \"ts\": {ts}, \"molt_count\": {molt_count}, \"initiator\": \"{initiator}\"}}\n"
+    )
+}
+
+/// An agent-initiated molt as the kernel writes it: no `initiator` key.
+pub fn agent_molt(ts: f64, molt_count: u64) -> String {
+    format!(
+        "{{\"type\": \"psyche_molt\", \"ts\": {ts}, \"molt_count\": {molt_count}, \"before_tokens\": 171234, \"after_tokens\": 9120}}\n"
+    )
+}
+
+pub fn lines(parts: &[String]) -> Vec<u8> {
+    parts.concat().into_bytes()
+}
+
+pub fn tier_request(tier: Tier, expected: Option<u64>) -> SessionRequest {
+    let mut request = SessionRequest::latest();
+    request.expected_molt_count = expected;
+    request.start_tier = tier;
+    request
+}
+
+/// Asks every tier (with the given request shape) and checks each answer against the oracle:
+/// the same totals and boundary, or a mismatch exactly when the oracle cannot prove the label.
+pub fn assert_tiers_match_oracle(paths: &LogPaths, expected: Option<u64>, reverse_bytes: u64) {
+    let bytes = std::fs::read(&paths.log).expect("read log");
+    let oracle = Oracle::of(&bytes);
+    for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
+        let mut request = tier_request(tier, expected);
+        request.reverse_scan_bytes = reverse_bytes;
+        let answer = agent_session_at(paths, &request);
+        match (oracle.expect(expected, false), answer) {
+            (Ok(label), Ok(session)) => {
+                assert_eq!(session.molt_count, label, "{tier}: label");
+                assert_eq!(
+                    OTotals::from(session.totals),
+                    oracle.since(),
+                    "{tier}: totals"
+                );
+                assert_eq!(
+                    session.boundary.as_ref().map(|b| b.offset),
+                    oracle.latest().map(|b| b.offset),
+                    "{tier}: boundary offset"
+                );
+                assert_eq!(
+                    session.boundary_initiator(),
+                    oracle.latest().map_or("boot", |b| b.initiator.as_str()),
+                    "{tier}: initiator"
+                );
+                assert!(
+                    session.tier >= tier,
+                    "{tier}: answered by a higher tier {}",
+                    session.tier
+                );
+            }
+            (
+                Err(found),
+                Err(SessionError::MoltMismatch {
+                    found: got,
+                    expected: e,
+                    ..
+                }),
+            ) => {
+                assert_eq!(got, found, "{tier}: mismatch found");
+                assert_eq!(Some(e), expected);
+            }
+            (want, got) => panic!("{tier}: oracle says {want:?}, engine says {got:?}"),
+        }
+    }
+    let generations = generations_at(paths, &SessionRequest::latest()).expect("generations");
+    let got: Vec<OTotals> = generations
+        .generations
+        .iter()
+        .map(|g| OTotals::from(g.totals))
+        .collect();
+    assert_eq!(got, oracle.generations, "generations");
+    assert_eq!(
+        OTotals::from(generations.lifetime),
+        oracle.lifetime(),
+        "lifetime"
+    );
+}
+
+/// Checks an open index's facts against the oracle.
+pub fn assert_index_matches_oracle(index: &Index, bytes: &[u8]) {
+    let oracle = Oracle::of(bytes);
+    let state = index.state();
+    assert_eq!(
+        OTotals::from(state.since_latest()),
+        oracle.since(),
+        "since latest"
+    );
+    assert_eq!(OTotals::from(state.totals), oracle.lifetime(), "lifetime");
+    assert_eq!(
+        state.boundaries as usize,
+        oracle.boundaries.len(),
+        "boundaries"
+    );
+    assert_eq!(state.events, oracle.events, "events");
+    assert_eq!(
+        state.diagnostics.invalid_lines, oracle.invalid_lines,
+        "invalid lines"
+    );
+    assert_eq!(
+        state.latest.as_ref().map(|l| l.boundary.offset),
+        oracle.latest().map(|b| b.offset)
+    );
+    let stored: Vec<u64> = index
+        .boundaries()
+        .expect("boundaries")
+        .iter()
+        .map(|b| b.boundary.offset)
+        .collect();
+    let expected: Vec<u64> = oracle.boundaries.iter().map(|b| b.offset).collect();
+    assert_eq!(stored, expected, "stored boundaries");
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    assert_eq!(
+        state.end, complete as u64,
+        "watermark at the last complete line"
+    );
+}
+
+/// A lingtai-shaped log from the synthetic generator.
+pub fn synthetic(responses: u64, seed: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let options = agentlog::synth::SynthOptions {
+        seed,
+        responses,
+        molt_every: (20, 200),
+        context_ceiling: 16_000,
+        ..agentlog::synth::SynthOptions::default()
+    };
+    agentlog::synth::write_lingtai_log(&mut out, &options).expect("synth");
+    out
+}

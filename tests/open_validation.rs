@@ -1,0 +1,497 @@
+//! Every way an index can go stale is detected on open, handled, reported as a typed outcome,
+//! and never changes an answer: each test ends by comparing with the naive oracle.
+
+mod common;
+
+use agentlog::index::schema::{self, FORMAT_KEY, META, META_KEY, Meta};
+use agentlog::index::{
+    Index, IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason, Writer,
+    WriterOptions,
+};
+use agentlog::log::SyncPolicy;
+use agentlog::session::{SessionRequest, Tier, agent_session_at};
+use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle, synthetic};
+use redb::ReadableTable;
+
+fn open(agent: &Agent) -> Index {
+    agent.open_index()
+}
+
+fn rebuilt_reason(index: &Index) -> StaleReason {
+    match index.outcome() {
+        IndexOutcome::Rebuilt { reason, .. } => reason.clone(),
+        other => panic!("expected a rebuild, got {other:?}"),
+    }
+}
+
+/// A log big enough that its head and tail windows (64 KiB each) do not overlap.
+fn big_log() -> Vec<u8> {
+    let log = synthetic(400, 7);
+    assert!(log.len() > 200_000, "log is {} bytes", log.len());
+    log
+}
+
+#[test]
+fn new_index_is_created_and_then_fresh() {
+    let agent = Agent::with_log(&big_log());
+    let index = open(&agent);
+    assert!(matches!(index.outcome(), IndexOutcome::Created { events, .. } if *events > 0));
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    let index = open(&agent);
+    assert_eq!(index.outcome(), &IndexOutcome::Fresh);
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn appended_events_are_caught_up_not_rebuilt() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    let extra = synthetic(30, 99);
+    agent.append_raw(&extra);
+    let index = open(&agent);
+    let appended_events = extra.iter().filter(|&&b| b == b'\n').count() as u64;
+    assert_eq!(
+        index.outcome(),
+        &IndexOutcome::CaughtUp {
+            bytes: extra.len() as u64,
+            events: appended_events
+        }
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn truncated_log_is_rebuilt() {
+    let log = big_log();
+    let agent = Agent::with_log(&log);
+    drop(open(&agent));
+    // Cut in the middle of a line: the fragment is a torn tail, never indexed.
+    agent.write_log(&log[..log.len() / 2 + 17]);
+    let index = open(&agent);
+    assert!(
+        matches!(rebuilt_reason(&index), StaleReason::LogTruncated { indexed, len } if indexed == log.len() as u64 && len == (log.len() / 2 + 17) as u64)
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn same_length_rewrite_of_the_tail_is_rebuilt() {
+    let log = big_log();
+    let agent = Agent::with_log(&log);
+    drop(open(&agent));
+    // Change one digit of the last token event's input_tokens; the length stays the same.
+    let mut rewritten = log.clone();
+    let at = find_last(&rewritten, b"\"input_tokens\": ") + 16;
+    rewritten[at] = if rewritten[at] == b'9' {
+        b'1'
+    } else {
+        rewritten[at] + 1
+    };
+    agent.write_log(&rewritten);
+    let index = open(&agent);
+    assert_eq!(rebuilt_reason(&index), StaleReason::TailChanged);
+    assert_index_matches_oracle(&index, &agent.log());
+    assert_ne!(
+        common::oracle::Oracle::of(&log).lifetime(),
+        agent.oracle().lifetime()
+    );
+}
+
+#[test]
+fn truncated_then_rewritten_longer_is_rebuilt_because_growth_is_no_proof() {
+    let log = big_log();
+    let agent = Agent::with_log(&log);
+    drop(open(&agent));
+    let mut replaced = log[..log.len() / 2].to_vec();
+    replaced.extend_from_slice(&synthetic(300, 1234));
+    assert!(replaced.len() > log.len());
+    agent.write_log(&replaced);
+    let index = open(&agent);
+    assert_eq!(rebuilt_reason(&index), StaleReason::TailChanged);
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn replaced_head_is_rebuilt() {
+    let log = big_log();
+    let agent = Agent::with_log(&log);
+    drop(open(&agent));
+    let mut replaced = log.clone();
+    // "agent-alice" -> "agent-alicf" in the first line: same length, different head.
+    let at = find_first(&replaced, b"alice") + 4;
+    replaced[at] = b'f';
+    agent.write_log(&replaced);
+    let index = open(&agent);
+    assert_eq!(rebuilt_reason(&index), StaleReason::HeadChanged);
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn torn_tail_is_not_indexed_until_completed() {
+    let complete = big_log();
+    let torn = "{\"type\": \"llm_response\", \"input_tokens\": 5000, \"output_tokens\": 1";
+    let agent = Agent::with_log(&complete);
+    agent.append_raw(torn.as_bytes());
+    let index = open(&agent);
+    assert_eq!(
+        index.state().end,
+        complete.len() as u64,
+        "the torn tail is not covered"
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+    let calls = index.state().totals.api_calls;
+    drop(index);
+    agent.append_raw(b", \"cached_tokens\": 0, \"thinking_tokens\": 0}\n");
+    let index = open(&agent);
+    assert!(
+        matches!(index.outcome(), IndexOutcome::CaughtUp { events: 1, .. }),
+        "{:?}",
+        index.outcome()
+    );
+    assert_eq!(index.state().totals.api_calls, calls + 1);
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn deleted_index_is_created_again() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    std::fs::remove_file(&agent.paths.index).unwrap();
+    let index = open(&agent);
+    assert!(matches!(index.outcome(), IndexOutcome::Created { .. }));
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn index_file_of_random_bytes_is_rebuilt() {
+    let agent = Agent::with_log(&big_log());
+    let mut state = 0x1234_5678_u64;
+    let garbage: Vec<u8> = (0..100_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    std::fs::write(&agent.paths.index, &garbage).unwrap();
+    let index = open(&agent);
+    assert!(matches!(
+        rebuilt_reason(&index),
+        StaleReason::Unreadable { .. }
+    ));
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn truncated_or_bit_flipped_index_never_gives_a_wrong_answer() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    let good = std::fs::read(&agent.paths.index).unwrap();
+    let mut damaged_versions = vec![
+        good[..good.len() / 2].to_vec(),
+        good[..100].to_vec(),
+        Vec::new(),
+    ];
+    for position in (0..good.len()).step_by(good.len() / 40 + 1) {
+        let mut flipped = good.clone();
+        flipped[position] ^= 0x5a;
+        damaged_versions.push(flipped);
+    }
+    for damaged in damaged_versions {
+        std::fs::write(&agent.paths.index, &damaged).unwrap();
+        let index = open(&agent);
+        assert_index_matches_oracle(&index, &agent.log());
+        drop(index);
+        assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
+    }
+}
+
+#[test]
+fn index_copied_from_another_agent_is_rebuilt() {
+    let alice = Agent::with_log(&big_log());
+    let bob = Agent::with_log(&synthetic(500, 8).replace_all(b"alice", b"bobby"));
+    drop(open(&alice));
+    drop(open(&bob));
+    std::fs::copy(&alice.paths.index, &bob.paths.index).unwrap();
+    let index = open(&bob);
+    assert_eq!(rebuilt_reason(&index), StaleReason::HeadChanged);
+    assert_index_matches_oracle(&index, &bob.log());
+}
+
+fn rewrite_meta(agent: &Agent, change: impl FnOnce(&mut redb::Table<&str, &[u8]>, &mut Meta)) {
+    let db = redb::Database::builder()
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(&agent.paths.index)
+        .unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut table = txn.open_table(META).unwrap();
+        let mut meta: Meta = schema::decode(table.get(META_KEY).unwrap().unwrap().value()).unwrap();
+        change(&mut table, &mut meta);
+        let mut buf = Vec::new();
+        schema::encode(&meta, &mut buf);
+        table.insert(META_KEY, buf.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn format_version_change_rebuilds() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    rewrite_meta(&agent, |table, _| {
+        table
+            .insert(
+                FORMAT_KEY,
+                (schema::FORMAT_VERSION + 1).to_le_bytes().as_slice(),
+            )
+            .unwrap();
+    });
+    let index = open(&agent);
+    assert_eq!(
+        rebuilt_reason(&index),
+        StaleReason::FormatChanged {
+            found: schema::FORMAT_VERSION + 1,
+            expected: schema::FORMAT_VERSION
+        }
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn parser_version_change_rebuilds() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    rewrite_meta(&agent, |_, meta| meta.parser = schema::PARSER_VERSION + 7);
+    let index = open(&agent);
+    assert_eq!(
+        rebuilt_reason(&index),
+        StaleReason::ParserChanged {
+            found: schema::PARSER_VERSION + 7,
+            expected: schema::PARSER_VERSION
+        }
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn profile_or_line_limit_change_rebuilds() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    let options = IndexOptions {
+        max_line: 300,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &options).unwrap();
+    assert_eq!(rebuilt_reason(&index), StaleReason::ProfileChanged);
+    // With a 300-byte limit, long lines are invalid: the oracle agrees under the same limit.
+    let oracle = common::oracle::Oracle::with_max_line(&agent.log(), 300);
+    assert_eq!(
+        index.state().diagnostics.invalid_lines,
+        oracle.invalid_lines
+    );
+    assert!(oracle.invalid_lines > 0);
+}
+
+#[test]
+fn meta_that_contradicts_the_tables_is_rebuilt() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    rewrite_meta(&agent, |_, meta| meta.fold.events += 1);
+    let index = open(&agent);
+    assert!(matches!(
+        rebuilt_reason(&index),
+        StaleReason::Inconsistent { .. }
+    ));
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn meta_with_a_bad_checksum_is_rebuilt() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    let db = redb::Database::builder()
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(&agent.paths.index)
+        .unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut table = txn.open_table(META).unwrap();
+        let mut bytes = table.get(META_KEY).unwrap().unwrap().value().to_vec();
+        bytes[3] ^= 1;
+        table.insert(META_KEY, bytes.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+    drop(db);
+    let index = open(&agent);
+    assert!(matches!(
+        rebuilt_reason(&index),
+        StaleReason::Unreadable { .. }
+    ));
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn index_held_by_a_writer_is_read_with_an_in_memory_tail() {
+    let agent = Agent::with_log(&big_log());
+    let mut writer = Writer::open(
+        &agent.paths,
+        WriterOptions {
+            sync: SyncPolicy::None,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    // Rows stay queued: the index on disk lags the log.
+    writer
+        .append_json(common::token(1.0, 100, 1, 50).trim().as_bytes())
+        .unwrap();
+    let index = open(&agent);
+    match index.outcome() {
+        IndexOutcome::ReadOnly {
+            why: ReadOnlyReason::HeldByAnotherProcess,
+            tail_events: 1,
+            ..
+        } => {}
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_index_matches_oracle(&index, &agent.log());
+    assert_eq!(index.state(), writer.state());
+    writer.close().unwrap();
+}
+
+#[test]
+fn stale_index_held_by_a_writer_steps_down_to_a_scan() {
+    let agent = Agent::with_log(&big_log());
+    let writer = Writer::open(&agent.paths, WriterOptions::default()).unwrap();
+    // Another program rewrites the log under the writer (a protocol violation we survive).
+    let mut rewritten = agent.log();
+    let at = rewritten.len() - 40;
+    rewritten[at] = b' ';
+    std::fs::write(&agent.paths.log, &rewritten).unwrap();
+    match Index::open(&agent.paths, &IndexOptions::default()) {
+        Err(IndexError::StaleReadOnly {
+            reason: StaleReason::TailChanged,
+            ..
+        }) => {}
+        other => panic!("unexpected {:?}", other.map(|i| i.outcome().clone())),
+    }
+    let session = agent_session_at(&agent.paths, &SessionRequest::latest()).unwrap();
+    assert_eq!(session.tier, Tier::ReverseScan);
+    assert_eq!(session.stepped_aside.len(), 1);
+    assert!(
+        session.stepped_aside[0].reason.contains("rewritten"),
+        "{}",
+        session.stepped_aside[0].reason
+    );
+    drop(writer);
+    assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
+}
+
+#[test]
+fn unwritable_index_path_steps_down_and_still_answers() {
+    let agent = Agent::with_log(&big_log());
+    std::fs::create_dir(&agent.paths.index).unwrap();
+    assert!(matches!(
+        Index::open(&agent.paths, &IndexOptions::default()),
+        Err(IndexError::Unavailable { .. })
+    ));
+    let session = agent_session_at(&agent.paths, &SessionRequest::latest()).unwrap();
+    assert_eq!(session.tier, Tier::ReverseScan);
+    assert!(
+        session.stepped_aside[0].reason.contains("directory"),
+        "{:?}",
+        session.stepped_aside
+    );
+    assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
+}
+
+#[test]
+fn read_only_open_never_writes() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    agent.append_raw(&synthetic(5, 3));
+    let before = std::fs::read(&agent.paths.index).unwrap();
+    let options = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &options).unwrap();
+    assert!(matches!(
+        index.outcome(),
+        IndexOutcome::ReadOnly {
+            why: ReadOnlyReason::Requested,
+            ..
+        }
+    ));
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    assert_eq!(std::fs::read(&agent.paths.index).unwrap(), before);
+}
+
+#[test]
+fn rows_are_queryable_by_offset_seq_and_type() {
+    let agent = Agent::with_log(&big_log());
+    let index = open(&agent);
+    let log = agent.log();
+    let offsets = index.offsets_of_type("psyche_molt", 0, usize::MAX).unwrap();
+    let oracle = agent.oracle();
+    assert_eq!(
+        offsets,
+        oracle
+            .boundaries
+            .iter()
+            .map(|b| b.offset)
+            .collect::<Vec<_>>()
+    );
+    // Line 5 (0-based) has seq 5; its row points at the right bytes.
+    let fifth = log
+        .split(|&b| b == b'\n')
+        .take(5)
+        .map(|l| l.len() as u64 + 1)
+        .sum::<u64>();
+    assert_eq!(index.offset_of_seq(5).unwrap(), Some(fifth));
+    let row = index.event_at(fifth).unwrap().unwrap();
+    assert_eq!(row.seq, 5);
+    let line = &log[fifth as usize..(fifth + row.len) as usize];
+    assert!(line.starts_with(b"{") && line.ends_with(b"}"));
+    // Totals between two offsets are two prefix lookups and agree with the generations.
+    let first = oracle.boundaries[0].offset;
+    let second = oracle.boundaries[1].offset;
+    let between = index.totals_between(first, second).unwrap();
+    assert_eq!(
+        common::oracle::OTotals::from(between),
+        oracle.generations[1]
+    );
+}
+
+fn find_last(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .rposition(|w| w == needle)
+        .expect("needle")
+}
+
+fn find_first(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("needle")
+}
+
+trait ReplaceAll {
+    fn replace_all(&self, from: &[u8], to: &[u8]) -> Vec<u8>;
+}
+
+impl ReplaceAll for Vec<u8> {
+    fn replace_all(&self, from: &[u8], to: &[u8]) -> Vec<u8> {
+        let text = String::from_utf8(self.clone()).unwrap();
+        text.replace(
+            std::str::from_utf8(from).unwrap(),
+            std::str::from_utf8(to).unwrap(),
+        )
+        .into_bytes()
+    }
+}
