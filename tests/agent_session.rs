@@ -437,3 +437,25 @@ fn writer_state_answers_in_process_like_every_tier() {
     assert_eq!(live.totals, s.totals);
     assert_eq!(live.boundary, s.boundary);
 }
+
+#[test]
+fn reverse_scan_never_reads_the_partial_first_line_of_its_window() {
+    // The middle line is invalid as a whole, but its suffix is a valid boundary event: a
+    // window starting exactly at that suffix must not take it for the latest boundary.
+    let head = molt(1.0, 1, "agent");
+    let decoy = "garbage {\"type\": \"psyche_molt\", \"molt_count\": 2}\n";
+    let tail = token(3.0, 100, 1, 0);
+    let agent = Agent::with_log(&lines(&[head, decoy.to_owned(), tail.clone()]));
+    let suffix = decoy.len() - "garbage ".len();
+    let mut request = tier_request(Tier::ReverseScan, Some(1));
+    request.reverse_scan_bytes = (suffix + tail.len()) as u64;
+    let s = agent_session_at(&agent.paths, &request).unwrap();
+    assert_eq!(
+        (s.tier, s.totals.api_calls, s.totals.input_tokens),
+        (Tier::FullScan, 1, 100)
+    );
+    assert_eq!(
+        s.boundary.map(|b| b.molt_count),
+        Some(agentlog::event::MoltCount::Valid(1))
+    );
+}

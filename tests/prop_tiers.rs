@@ -1,0 +1,276 @@
+//! Property tests: on random logs and random sequences of operations, every tier equals the
+//! naive oracle, or returns the typed mismatch exactly when the oracle cannot prove the label.
+//!
+//! Logs here stay under 64 KiB, so the head and tail windows cover them whole and every rewrite
+//! is within what the O(1) open check promises to detect (a rewrite in the middle of a larger
+//! log is `verify --deep`'s job; see docs/FORMAT.md).
+
+mod common;
+
+use agentlog::index::{Index, IndexOptions, Writer, WriterOptions};
+use agentlog::log::SyncPolicy;
+use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Value {
+    Int(u64),
+    Huge,
+    Float(f64),
+    DecimalString(u32, Option<u8>),
+    BadString(&'static str),
+    Null,
+    Bool,
+    Negative(i64),
+    Object,
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        6 => (0u64..200_000).prop_map(Value::Int),
+        1 => Just(Value::Huge),
+        1 => (0.0f64..1e6).prop_map(Value::Float),
+        1 => (0u32..100_000, proptest::option::of(0u8..100)).prop_map(|(w, f)| Value::DecimalString(w, f)),
+        1 => prop_oneof![Just(" 5"), Just("1e3"), Just("-2"), Just("x"), Just("12."), Just("")].prop_map(Value::BadString),
+        1 => Just(Value::Null),
+        1 => Just(Value::Bool),
+        1 => (-1000i64..-1).prop_map(Value::Negative),
+        1 => Just(Value::Object),
+    ]
+}
+
+fn render(value: &Value) -> String {
+    match value {
+        Value::Int(n) => n.to_string(),
+        Value::Huge => "9007199254740993".to_owned(),
+        Value::Float(f) => format!("{f:.3}"),
+        Value::DecimalString(w, None) => format!("\"{w}\""),
+        Value::DecimalString(w, Some(f)) => format!("\"{w}.{f}\""),
+        Value::BadString(s) => format!("\"{s}\""),
+        Value::Null => "null".to_owned(),
+        Value::Bool => "true".to_owned(),
+        Value::Negative(n) => n.to_string(),
+        Value::Object => "{\"n\": 1}".to_owned(),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Line {
+    Token(Vec<Option<Value>>, bool),
+    Boundary(Option<&'static str>, Option<&'static str>),
+    Other(&'static str),
+    Daemon,
+    Invalid(&'static str),
+    Blank,
+}
+
+fn line() -> impl Strategy<Value = Line> {
+    let molt = prop_oneof![
+        5 => (0u64..6).prop_map(|n| Some(["0", "1", "2", "3", "4", "5"][n as usize])),
+        1 => Just(None),
+        1 => prop_oneof![Just(Some("\"3\"")), Just(Some("3.0")), Just(Some("-1")), Just(Some("null"))],
+    ];
+    let initiator = prop_oneof![
+        Just(None),
+        Just(Some("\"system\"")),
+        Just(Some("\"\"")),
+        Just(Some("7"))
+    ];
+    prop_oneof![
+        8 => (proptest::collection::vec(proptest::option::weighted(0.9, value()), 4), any::<bool>()).prop_map(|(v, d)| Line::Token(v, d)),
+        2 => (molt, initiator).prop_map(|(m, i)| Line::Boundary(m, i)),
+        3 => prop_oneof![Just("llm_call"), Just("tool_call"), Just("session"), Just("agent_state")].prop_map(Line::Other),
+        1 => Just(Line::Daemon),
+        1 => prop_oneof![Just("{\"type\": \"llm_response\""), Just("[1, 2]"), Just("garbage"), Just("{\"a\": \"\\ud800\"}"), Just("{\"type\": \"psyche_molt\"} x"), Just("x {\"type\": \"psyche_molt\", \"molt_count\": 2}"), Just("] {\"type\": \"llm_response\", \"input_tokens\": 7}")].prop_map(Line::Invalid),
+        1 => Just(Line::Blank),
+    ]
+}
+
+fn render_line(line: &Line) -> String {
+    match line {
+        Line::Token(values, duplicate) => {
+            let names = [
+                "input_tokens",
+                "output_tokens",
+                "cached_tokens",
+                "thinking_tokens",
+            ];
+            let mut out = String::from("{\"type\": \"llm_response\", \"ts\": 1.5");
+            if *duplicate {
+                // An earlier duplicate that the last occurrence overrides.
+                out.push_str(", \"input_tokens\": 999999");
+            }
+            for (name, value) in names.iter().zip(values) {
+                if let Some(value) = value {
+                    out.push_str(&format!(", \"{name}\": {}", render(value)));
+                }
+            }
+            out.push_str(", \"nested\": {\"a\": [1, {\"b\": null}]}}");
+            out
+        }
+        Line::Boundary(molt, initiator) => {
+            let mut out = String::from("{\"type\": \"psyche_molt\", \"ts\": 9");
+            if let Some(m) = molt {
+                out.push_str(&format!(", \"molt_count\": {m}"));
+            }
+            if let Some(i) = initiator {
+                out.push_str(&format!(", \"initiator\": {i}"));
+            }
+            out.push('}');
+            out
+        }
+        Line::Other(kind) => format!("{{\"type\": \"{kind}\", \"id\": \"x\"}}"),
+        Line::Daemon => {
+            "{\"event\": \"llm_response\", \"ts\": \"2026-08-08T09:00:00Z\", \"input_tokens\": 3}"
+                .to_owned()
+        }
+        Line::Invalid(text) => (*text).to_owned(),
+        Line::Blank => "  ".to_owned(),
+    }
+}
+
+fn log_of(lines: &[Line], torn: &Option<String>) -> Vec<u8> {
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&render_line(line));
+        out.push('\n');
+    }
+    if let Some(torn) = torn {
+        out.push_str(torn);
+    }
+    out.into_bytes()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_tier_equals_the_oracle_on_random_logs(
+        lines in proptest::collection::vec(line(), 0..60),
+        torn in proptest::option::of("[a-z{\":, ]{1,30}"),
+        expected in proptest::option::of(0u64..6),
+        window in 40u64..4000,
+    ) {
+        let agent = Agent::with_log(&log_of(&lines, &torn));
+        assert_tiers_match_oracle(&agent.paths, expected, window);
+        let latest = agent.oracle().latest().and_then(|b| b.molt_count);
+        assert_tiers_match_oracle(&agent.paths, latest, window);
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// An external program appends lines (and maybe a torn fragment).
+    AppendRaw(Vec<Line>, Option<String>),
+    /// An agentlog writer appends lines (terminating any torn fragment first).
+    AppendWriter(Vec<Line>),
+    /// Completes a torn final line, if there is one.
+    CompleteTail,
+    Truncate(f64),
+    RewriteByte(f64, u8),
+    DeleteIndex,
+    CorruptIndex(f64, u8),
+    Open,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (proptest::collection::vec(line(), 0..8), proptest::option::of("[a-z{\":, ]{1,20}")).prop_map(|(l, t)| Op::AppendRaw(l, t)),
+        3 => proptest::collection::vec(line(), 1..8).prop_map(Op::AppendWriter),
+        1 => Just(Op::CompleteTail),
+        1 => (0.0f64..1.0).prop_map(Op::Truncate),
+        1 => (0.0f64..1.0, any::<u8>()).prop_map(|(f, b)| Op::RewriteByte(f, b)),
+        1 => Just(Op::DeleteIndex),
+        1 => (0.0f64..1.0, any::<u8>()).prop_map(|(f, b)| Op::CorruptIndex(f, b)),
+        3 => Just(Op::Open),
+    ]
+}
+
+fn apply(agent: &Agent, op: &Op) {
+    match op {
+        Op::AppendRaw(lines, torn) => agent.append_raw(&log_of(lines, torn)),
+        Op::AppendWriter(lines) => {
+            let options = WriterOptions {
+                sync: SyncPolicy::None,
+                ..WriterOptions::default()
+            };
+            let mut writer = Writer::open(&agent.paths, options).expect("writer");
+            // Only lines that are JSON objects can be appended through the writer.
+            let events: Vec<String> = lines
+                .iter()
+                .map(render_line)
+                .filter(|l| {
+                    matches!(
+                        serde_json::from_str::<serde_json::Value>(l),
+                        Ok(serde_json::Value::Object(_))
+                    )
+                })
+                .collect();
+            if !events.is_empty() {
+                writer.append_batch_json(&events).expect("append");
+            }
+            let since = writer.state().since_latest();
+            let oracle = agent.oracle();
+            assert_eq!(
+                common::oracle::OTotals::from(since),
+                oracle.since(),
+                "writer state"
+            );
+            writer.close().expect("close");
+        }
+        Op::CompleteTail => {
+            let log = agent.log();
+            if log.last().is_some_and(|&b| b != b'\n') {
+                agent.append_raw(b"\n");
+            }
+        }
+        Op::Truncate(at) => {
+            let log = agent.log();
+            agent.write_log(&log[..(log.len() as f64 * at) as usize]);
+        }
+        Op::RewriteByte(at, byte) => {
+            let mut log = agent.log();
+            if !log.is_empty() {
+                let i = ((log.len() - 1) as f64 * at) as usize;
+                log[i] = *byte;
+                agent.write_log(&log);
+            }
+        }
+        Op::DeleteIndex => {
+            let _ = std::fs::remove_file(&agent.paths.index);
+        }
+        Op::CorruptIndex(at, byte) => {
+            if let Ok(mut index) = std::fs::read(&agent.paths.index)
+                && !index.is_empty()
+            {
+                let i = ((index.len() - 1) as f64 * at) as usize;
+                index[i] ^= byte | 1;
+                std::fs::write(&agent.paths.index, &index).expect("write index");
+            }
+        }
+        Op::Open => {
+            let index = Index::open(&agent.paths, &IndexOptions::default()).expect("open");
+            assert_index_matches_oracle(&index, &agent.log());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_operations_keep_the_index_equal_to_the_oracle(
+        initial in proptest::collection::vec(line(), 0..20),
+        ops in proptest::collection::vec(op(), 1..12),
+    ) {
+        let agent = Agent::with_log(&log_of(&initial, &None));
+        for op in &ops {
+            apply(&agent, op);
+            prop_assert!(agent.log().len() < 60_000, "keep logs inside the windows");
+        }
+        let index = Index::open(&agent.paths, &IndexOptions::default()).expect("open");
+        assert_index_matches_oracle(&index, &agent.log());
+        drop(index);
+        assert_tiers_match_oracle(&agent.paths, None, 300);
+    }
+}
