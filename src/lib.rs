@@ -1,6 +1,44 @@
 //! agentlog: an embedded storage engine for AI-agent session logs.
+//!
+//! An append-only `events.jsonl` is the source of truth; a derived redb index beside it
+//! answers "tokens used since the last molt" in O(1) and is validated against the log on every
+//! open, so a stale index is caught up, rebuilt, or stepped around, never silently believed.
+//!
+//! The layers, each depending only on those before it:
+//!
+//! * [`log`]: the file itself: framing of complete lines, window checksums, the single writer
+//!   with its lock and durability policy.
+//! * [`event`]: reading one line: fast field extraction, the coercion rule, the fold.
+//! * [`index`]: the redb index: schema, validation, catch-up, rebuild; the [`index::Writer`].
+//! * [`session`]: agent sessions: the three tiers and the labelling rule.
+//! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
+//!
+//! ```
+//! use agentlog::index::{Writer, WriterOptions};
+//! use agentlog::log::LogPaths;
+//! use agentlog::session::{agent_session, SessionRequest};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let mut writer = Writer::open(&LogPaths::for_agent_dir(dir.path()), WriterOptions::default())?;
+//! writer.append_json(br#"{"type": "llm_response", "input_tokens": 7}"#)?;
+//! writer.close()?;
+//! let session = agent_session(dir.path(), &SessionRequest::expecting(0))?;
+//! assert_eq!(session.totals.input_tokens, 7);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! See `README.md` for the command line and `docs/FORMAT.md` for the on-disk rules.
+#![warn(missing_docs)]
+
 pub mod event;
 pub mod index;
 pub mod log;
 pub mod session;
 pub mod synth;
+
+/// The README's example, compiled and run as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
