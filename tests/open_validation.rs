@@ -495,3 +495,63 @@ impl ReplaceAll for Vec<u8> {
         .into_bytes()
     }
 }
+
+#[test]
+fn explicit_seqs_keep_their_first_line_and_may_go_backwards() {
+    let parts = [
+        r#"{"type":"a","seq":0}"#,
+        r#"{"type":"a","seq":1}"#,
+        r#"{"type":"a","seq":2}"#,
+        r#"{"type":"b","seq":1}"#,
+        r#"{"type":"a","seq":10}"#,
+        r#"{"type":"a","seq":5}"#,
+    ];
+    let log: String = parts.iter().map(|p| format!("{p}\n")).collect();
+    let agent = Agent::with_log(log.as_bytes());
+    let index = open(&agent);
+    let offset_of = |i: usize| parts[..i].iter().map(|p| p.len() as u64 + 1).sum::<u64>();
+    assert_eq!(
+        index.offset_of_seq(1).unwrap(),
+        Some(offset_of(1)),
+        "the first line with seq 1 keeps it"
+    );
+    assert_eq!(index.offset_of_seq(10).unwrap(), Some(offset_of(4)));
+    assert_eq!(index.offset_of_seq(5).unwrap(), Some(offset_of(5)));
+    assert_eq!(index.offset_of_seq(3).unwrap(), None);
+    assert_eq!(index.duplicate_seqs(), 1);
+}
+
+#[test]
+fn rows_written_over_many_small_commits_equal_one_big_build() {
+    let agent = Agent::with_log(&big_log());
+    let small = IndexOptions {
+        commit_bytes: 4096,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &small).unwrap();
+    assert_index_matches_oracle(&index, &agent.log());
+    let oracle = agent.oracle();
+    let molts = index.offsets_of_type("psyche_molt", 0, usize::MAX).unwrap();
+    assert_eq!(
+        molts,
+        oracle
+            .boundaries
+            .iter()
+            .map(|b| b.offset)
+            .collect::<Vec<_>>()
+    );
+    let responses = index
+        .offsets_of_type("llm_response", 0, usize::MAX)
+        .unwrap();
+    assert_eq!(responses.len() as u64, oracle.lifetime().calls);
+    assert!(responses.windows(2).all(|w| w[0] < w[1]));
+    // Every sampled prefix sum agrees with a single-commit build of the same log elsewhere.
+    let twin = Agent::with_log(&agent.log());
+    let whole = open(&twin);
+    for offset in responses.iter().step_by(97) {
+        assert_eq!(
+            whole.totals_before(offset + 1).unwrap(),
+            index.totals_before(offset + 1).unwrap()
+        );
+    }
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableDatabase};
 
 use super::db::{self, RepairFlag, WritableOpenError};
-use super::rows::{Row, RowSink, TypeMap};
+use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION};
 use super::validate::{self, Expected, MetaRead, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
@@ -51,6 +51,8 @@ pub(crate) struct WritableIndex {
     pub(crate) types: TypeMap,
     /// Whether redb had to repair the file after an unclean shutdown.
     pub(crate) repaired: bool,
+    /// Rows waiting for the next commit.
+    pub(crate) buffer: RowBuffer,
 }
 
 pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
@@ -110,6 +112,7 @@ impl WritableIndex {
             meta: empty_meta(options),
             types: TypeMap::default(),
             repaired: repair.happened(),
+            buffer: RowBuffer::default(),
         };
         if index.repaired {
             tracing::warn!(index = %path.display(), "index repaired after an unclean shutdown");
@@ -167,7 +170,7 @@ impl WritableIndex {
         if bytes == 0 && !matches!(outcome, IndexOutcome::Fresh) {
             // Commit an (empty) meta record, so the next open finds a valid index.
             self.refresh_windows(log)?;
-            self.commit_rows(&[])?;
+            self.commit_buffer()?;
         }
         outcome.trace(&self.path);
         Ok(outcome)
@@ -182,6 +185,7 @@ impl WritableIndex {
         let _ = old.close();
         self.meta = empty_meta(options);
         self.types = TypeMap::default();
+        self.buffer.clear();
         Ok(())
     }
 
@@ -243,12 +247,10 @@ impl WritableIndex {
         let path = self.path.clone();
         let read_error = |e: std::io::Error| storage(&path, format!("cannot read the log: {e}"));
         loop {
-            let txn = self.db.begin_write().map_err(|e| storage(&self.path, e))?;
-            let mut sink = RowSink::open(&txn).map_err(|e| storage(&self.path, e))?;
             let chunk_start = scanner.end();
             let mut finished = false;
             while scanner.end() - chunk_start < options.commit_bytes {
-                let folded = match scanner.next_line().map_err(read_error)? {
+                let (offset, folded) = match scanner.next_line().map_err(read_error)? {
                     None => {
                         finished = true;
                         break;
@@ -261,21 +263,16 @@ impl WritableIndex {
                         (offset, Folded::Skipped(LineProblem::TooLong))
                     }
                 };
-                let (offset, folded) = folded;
                 if let Some(row) =
                     Row::from_folded(&folded, offset, folder.state(), &mut self.types)
                 {
-                    sink.write(&row, &mut self.meta.duplicate_seqs)
-                        .map_err(|e| storage(&self.path, e))?;
+                    self.buffer.push(&row);
                 }
             }
             self.meta.fold = folder.state().clone();
             self.meta.running_crc = scanner.crc();
             self.refresh_windows(log)?;
-            sink.finish(&mut self.types, &self.meta)
-                .map_err(|e| storage(&self.path, e))?;
-            drop(sink);
-            commit(txn, &self.path)?;
+            self.commit_buffer()?;
             progress(scanner.end() - start, limit - start);
             if finished {
                 break;
@@ -303,17 +300,12 @@ impl WritableIndex {
         Ok(())
     }
 
-    /// Writes `rows` and the current meta record in one durable commit.
-    pub(crate) fn commit_rows(&mut self, rows: &[Row]) -> Result<(), IndexError> {
+    /// Writes the queued rows and the current meta record in one durable commit.
+    pub(crate) fn commit_buffer(&mut self) -> Result<(), IndexError> {
         let txn = self.db.begin_write().map_err(|e| storage(&self.path, e))?;
-        let mut sink = RowSink::open(&txn).map_err(|e| storage(&self.path, e))?;
-        for row in rows {
-            sink.write(row, &mut self.meta.duplicate_seqs)
-                .map_err(|e| storage(&self.path, e))?;
-        }
-        sink.finish(&mut self.types, &self.meta)
+        self.buffer
+            .write(&txn, &mut self.types, &mut self.meta)
             .map_err(|e| storage(&self.path, e))?;
-        drop(sink);
         commit(txn, &self.path)
     }
 

@@ -73,7 +73,7 @@ pub struct Writer {
     folder: Folder,
     /// crc32 of `[0, folder.state().end)`.
     crc: crc32fast::Hasher,
-    pending: Vec<Row>,
+    /// When the oldest row queued in the index's buffer was queued.
     pending_since: Option<Instant>,
     outcome: IndexOutcome,
     /// Reused write buffer.
@@ -116,7 +116,6 @@ impl Writer {
             index,
             folder,
             crc,
-            pending: Vec::new(),
             pending_since: None,
             outcome,
             batch: Vec::new(),
@@ -236,7 +235,7 @@ impl Writer {
         if let Some(row) =
             Row::from_folded(folded, offset, self.folder.state(), &mut self.index.types)
         {
-            self.pending.push(row);
+            self.index.buffer.push(&row);
             self.pending_since.get_or_insert_with(Instant::now);
         }
     }
@@ -247,7 +246,6 @@ impl Writer {
         let file: &File = self.log.file();
         let crc = self.crc.clone().finalize();
         let mut scanner = LineScanner::new(file, start, until, self.options.index.max_line, crc);
-        let mut rows = Vec::new();
         while let Some(line) = scanner
             .next_line()
             .map_err(|e| storage(&self.paths.index, format!("cannot read the log: {e}")))?
@@ -259,22 +257,20 @@ impl Writer {
                     (offset, Folded::Skipped(LineProblem::TooLong))
                 }
             };
-            rows.extend(Row::from_folded(
-                &folded,
-                offset,
-                self.folder.state(),
-                &mut self.index.types,
-            ));
+            if let Some(row) =
+                Row::from_folded(&folded, offset, self.folder.state(), &mut self.index.types)
+            {
+                self.index.buffer.push(&row);
+            }
         }
         self.crc = crc32fast::Hasher::new_with_initial(scanner.crc());
-        self.pending.extend(rows);
         self.pending_since.get_or_insert_with(Instant::now);
         Ok(())
     }
 
     /// Drops queued rows and re-validates the index against the log, rebuilding if needed.
     fn resync(&mut self) -> Result<(), IndexError> {
-        self.pending.clear();
+        self.index.buffer.clear();
         self.pending_since = None;
         let outcome = self
             .index
@@ -294,7 +290,7 @@ impl Writer {
     fn commit_if_due(&mut self) -> Result<(), IndexError> {
         let policy = &self.options.commit;
         let unindexed = self.folder.state().end - self.index.meta.watermark();
-        let due = self.pending.len() >= policy.rows
+        let due = self.index.buffer.len() >= policy.rows
             || unindexed >= policy.bytes
             || self
                 .pending_since
@@ -314,8 +310,7 @@ impl Writer {
         self.index.meta.fold = self.folder.state().clone();
         self.index.meta.running_crc = self.crc.clone().finalize();
         self.index.refresh_windows(self.log.file())?;
-        self.index.commit_rows(&self.pending)?;
-        self.pending.clear();
+        self.index.commit_buffer()?;
         self.pending_since = None;
         Ok(())
     }
