@@ -9,7 +9,7 @@ use redb::{Database, ReadableDatabase};
 use super::db::{self, RepairFlag, WritableOpenError};
 use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION};
-use super::validate::{self, Expected, MetaRead, Validity};
+use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{FoldState, Folded, Folder, LineProblem};
 use crate::log::{Line, LineScanner, WindowSum};
@@ -196,35 +196,30 @@ impl WritableIndex {
         log_len: u64,
         options: &IndexOptions,
     ) -> Result<Plan, IndexError> {
-        let path = self.path.clone();
-        let checked = db::guarded("reading the index", || -> Result<Plan, redb::Error> {
+        let loaded = db::guarded("reading the index", || {
             let txn = self.db.begin_read()?;
-            let meta = match validate::read_meta(&txn)? {
-                MetaRead::Empty => return Ok(Plan::Create),
-                MetaRead::Stale(reason) => return Ok(Plan::Rebuild(reason)),
-                MetaRead::Found(meta) => *meta,
-            };
-            let validity = validate::validate(&meta, &expected(options), log, log_len)
-                .map_err(redb::Error::Io)?;
-            if let Validity::Stale(reason) = validity {
-                return Ok(Plan::Rebuild(reason));
-            }
-            if let Some(reason) = validate::check_structure(&txn, &meta)? {
-                return Ok(Plan::Rebuild(reason));
-            }
-            self.types = TypeMap::load(&txn)?;
-            self.meta = meta;
-            Ok(Plan::Update)
+            validate::load(&txn)
         });
-        match checked {
-            Ok(Ok(plan)) => Ok(plan),
-            Ok(Err(redb::Error::Io(e))) => Err(storage(&path, format!("cannot read the log: {e}"))),
-            // A read error inside redb means the file is damaged: rebuild it.
-            Ok(Err(e)) => Ok(Plan::Rebuild(StaleReason::Unreadable {
-                detail: e.to_string(),
-            })),
-            Err(panic) => Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
+        let (meta, types) = match loaded {
+            Ok(Ok(Loaded::Empty)) => return Ok(Plan::Create),
+            Ok(Ok(Loaded::Stale(reason))) => return Ok(Plan::Rebuild(reason)),
+            Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
+            // A read error or panic inside redb means the file is damaged: rebuild it.
+            Ok(Err(e)) => {
+                return Ok(Plan::Rebuild(StaleReason::Unreadable {
+                    detail: e.to_string(),
+                }));
+            }
+            Err(panic) => return Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
+        };
+        let validity = validate::validate(&meta, &expected(options), log, log_len)
+            .map_err(|e| storage(&self.path, format!("cannot read the log: {e}")))?;
+        if let Validity::Stale(reason) = validity {
+            return Ok(Plan::Rebuild(reason));
         }
+        self.meta = *meta;
+        self.types = types;
+        Ok(Plan::Update)
     }
 
     /// Indexes the complete lines in `[watermark, limit)`, committing every

@@ -16,8 +16,8 @@ use super::db::{self, guarded};
 use super::maintain::{Progress, Unwritable, WritableIndex, expected, log_len, storage};
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
-use super::validate::{self, MetaRead, Validity};
-use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason};
+use super::validate::{self, Loaded, Validity};
+use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::event::{EventKind, FoldState, Folded, Folder, GenerationStart, LineProblem, Totals};
 use crate::log::{Line, LineScanner, LogPaths, open_for_read};
 
@@ -66,83 +66,101 @@ impl Index {
         progress: Progress<'_>,
     ) -> Result<Index, IndexError> {
         let log = open_for_read(&paths.log)?;
-        let why = if options.read_only {
-            ReadOnlyReason::Requested
-        } else {
-            match WritableIndex::open(&paths.index, &log, options, progress) {
-                Ok((index, outcome)) => {
-                    let (meta, types, repaired) =
-                        (index.meta.clone(), index.types.clone(), index.repaired);
-                    index.close()?;
-                    let bytes_read = meta.head.len + meta.tail.len + outcome.work().0;
-                    return Ok(Index {
-                        bytes_read,
-                        paths: paths.clone(),
-                        state: meta.fold.clone(),
-                        meta,
-                        tail: Tail::default(),
-                        types,
-                        outcome,
-                        repaired,
-                        db: OnceLock::new(),
-                    });
-                }
-                Err(Unwritable::Busy) => ReadOnlyReason::HeldByAnotherProcess,
-                Err(Unwritable::NotWritable(why)) => ReadOnlyReason::NotWritable(why),
-                Err(Unwritable::Failed(e)) => return Err(e),
+        if options.read_only {
+            return Index::open_read_only(paths, options, &log, ReadOnlyReason::Requested);
+        }
+        // An index that already covers the log needs no write access: a writable open and
+        // close costs several fsyncs in redb's multi-process mode, a read-only one none.
+        if let Look::Valid {
+            db,
+            meta,
+            types,
+            current: true,
+        } = look(paths, options, &log)?
+        {
+            return Ok(Index::from_look(
+                paths,
+                db,
+                *meta,
+                types,
+                IndexOutcome::Fresh,
+            ));
+        }
+        let why = match WritableIndex::open(&paths.index, &log, options, progress) {
+            Ok((index, outcome)) => {
+                let (meta, types, repaired) =
+                    (index.meta.clone(), index.types.clone(), index.repaired);
+                index.close()?;
+                let bytes_read = meta.head.len + meta.tail.len + outcome.work().0;
+                return Ok(Index {
+                    bytes_read,
+                    paths: paths.clone(),
+                    state: meta.fold.clone(),
+                    meta,
+                    tail: Tail::default(),
+                    types,
+                    outcome,
+                    repaired,
+                    db: OnceLock::new(),
+                });
             }
+            Err(Unwritable::Busy) => ReadOnlyReason::HeldByAnotherProcess,
+            Err(Unwritable::NotWritable(why)) => ReadOnlyReason::NotWritable(why),
+            Err(Unwritable::Failed(e)) => return Err(e),
         };
         Index::open_read_only(paths, options, &log, why)
     }
 
+    /// An index whose last commit covers the whole log, read through `db`.
+    fn from_look(
+        paths: &LogPaths,
+        db: ReadOnlyDatabase,
+        meta: Meta,
+        types: TypeMap,
+        outcome: IndexOutcome,
+    ) -> Index {
+        outcome.trace(&paths.index);
+        let cell = OnceLock::new();
+        let _ = cell.set(db);
+        Index {
+            bytes_read: meta.head.len + meta.tail.len,
+            paths: paths.clone(),
+            state: meta.fold.clone(),
+            meta,
+            tail: Tail::default(),
+            types,
+            outcome,
+            repaired: false,
+            db: cell,
+        }
+    }
+
+    /// Uses the last commit as it is, folding the bytes after it in memory.
     fn open_read_only(
         paths: &LogPaths,
         options: &IndexOptions,
         log: &File,
         why: ReadOnlyReason,
     ) -> Result<Index, IndexError> {
-        let unavailable = |detail: String| IndexError::Unavailable {
-            path: paths.index.clone(),
-            detail,
-        };
-        let db = match db::open_read_only(&paths.index) {
-            Ok(Some(db)) => db,
-            Ok(None) => return Err(unavailable(format!("there is no index and {why}"))),
-            Err(detail) => return Err(unavailable(format!("{detail} ({why})"))),
+        let (db, meta, types) = match look(paths, options, log)? {
+            Look::Valid {
+                db, meta, types, ..
+            } => (db, *meta, types),
+            Look::Stale(reason) => {
+                return Err(IndexError::StaleReadOnly {
+                    path: paths.index.clone(),
+                    reason,
+                    why,
+                });
+            }
+            Look::Unavailable(detail) => {
+                return Err(IndexError::Unavailable {
+                    path: paths.index.clone(),
+                    detail: format!("{detail}, and {why}"),
+                });
+            }
         };
         let log_len = log_len(log, &paths.index)?;
-        let stale = |reason| IndexError::StaleReadOnly {
-            path: paths.index.clone(),
-            reason,
-            why: why.clone(),
-        };
-        let read = guarded("reading the index", || -> Result<_, redb::Error> {
-            let txn = db.begin_read()?;
-            let meta = match validate::read_meta(&txn)? {
-                MetaRead::Found(meta) => *meta,
-                MetaRead::Empty => return Ok(Err(None)),
-                MetaRead::Stale(reason) => return Ok(Err(Some(reason))),
-            };
-            let validity = validate::validate(&meta, &expected(options), log, log_len)?;
-            if let Validity::Stale(reason) = validity {
-                return Ok(Err(Some(reason)));
-            }
-            if let Some(reason) = validate::check_structure(&txn, &meta)? {
-                return Ok(Err(Some(reason)));
-            }
-            Ok(Ok((meta, TypeMap::load(&txn)?)))
-        });
-        let (meta, types) = match read {
-            Ok(Ok(Ok(found))) => found,
-            Ok(Ok(Err(Some(reason)))) => return Err(stale(reason)),
-            Ok(Ok(Err(None))) => {
-                return Err(unavailable(format!(
-                    "the index holds no commit yet and {why}"
-                )));
-            }
-            Ok(Err(e)) => return Err(storage(&paths.index, e)),
-            Err(panic) => return Err(unavailable(panic)),
-        };
         let (state, tail, bytes, events) = fold_tail(log, &meta.fold, log_len, options)
             .map_err(|e| storage(&paths.index, format!("cannot read the log: {e}")))?;
         let outcome = IndexOutcome::ReadOnly {
@@ -150,20 +168,11 @@ impl Index {
             tail_bytes: bytes,
             tail_events: events,
         };
-        outcome.trace(&paths.index);
-        let cell = OnceLock::new();
-        let _ = cell.set(db);
-        Ok(Index {
-            bytes_read: meta.head.len + meta.tail.len + bytes,
-            paths: paths.clone(),
-            meta,
-            state,
-            tail,
-            types,
-            outcome,
-            repaired: false,
-            db: cell,
-        })
+        let mut index = Index::from_look(paths, db, meta, types, outcome);
+        index.bytes_read += bytes;
+        index.state = state;
+        index.tail = tail;
+        Ok(index)
     }
 
     /// What opening found and did.
@@ -380,6 +389,61 @@ impl Index {
             Ok(out)
         })
     }
+}
+
+/// What a read-only look at the index's last commit found.
+enum Look {
+    /// The last commit agrees with the log; `current` if the log has no bytes after it.
+    Valid {
+        db: ReadOnlyDatabase,
+        meta: Box<Meta>,
+        types: TypeMap,
+        current: bool,
+    },
+    /// The last commit must not be used.
+    Stale(StaleReason),
+    /// There is no commit to look at (no file, an empty index, a file needing repair or
+    /// unreadable).
+    Unavailable(String),
+}
+
+/// Opens the index read-only and validates its last commit against the log. Takes no write
+/// lock and writes nothing.
+fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, IndexError> {
+    let db = match db::open_read_only(&paths.index) {
+        Ok(Some(db)) => db,
+        Ok(None) => return Ok(Look::Unavailable("there is no index".to_owned())),
+        Err(detail) => return Ok(Look::Unavailable(detail)),
+    };
+    let log_len = log_len(log, &paths.index)?;
+    let loaded = guarded("reading the index", || {
+        let txn = db.begin_read()?;
+        validate::load(&txn)
+    });
+    let (meta, types) = match loaded {
+        Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
+        Ok(Ok(Loaded::Empty)) => {
+            return Ok(Look::Unavailable(
+                "the index holds no commit yet".to_owned(),
+            ));
+        }
+        Ok(Ok(Loaded::Stale(reason))) => return Ok(Look::Stale(reason)),
+        Ok(Err(e)) => return Ok(Look::Unavailable(e.to_string())),
+        Err(panic) => return Ok(Look::Unavailable(panic)),
+    };
+    let current = match validate::validate(&meta, &expected(options), log, log_len)
+        .map_err(|e| storage(&paths.index, format!("cannot read the log: {e}")))?
+    {
+        Validity::Stale(reason) => return Ok(Look::Stale(reason)),
+        Validity::Current => true,
+        Validity::Behind => false,
+    };
+    Ok(Look::Valid {
+        db,
+        meta,
+        types,
+        current,
+    })
 }
 
 /// Folds `[state.end, limit)` in memory, keeping the boundaries and prefix sums it finds.

@@ -7,6 +7,7 @@ use std::io;
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
 
 use super::StaleReason;
+use super::rows::TypeMap;
 use super::schema::{
     self, BOUNDARIES, EVENTS, FORMAT_KEY, FORMAT_VERSION, META, META_KEY, Meta, PARSER_VERSION,
     PREFIX,
@@ -21,6 +22,30 @@ pub(crate) enum MetaRead {
     Found(Box<Meta>),
     /// Something that cannot be used as is.
     Stale(StaleReason),
+}
+
+/// What the index's last commit holds, read from the index alone.
+pub(crate) enum Loaded {
+    /// A new index without any commit.
+    Empty,
+    /// A commit that cannot be used as is.
+    Stale(StaleReason),
+    /// A commit whose tables agree with its meta record, and its type names.
+    Found(Box<Meta>, TypeMap),
+}
+
+/// Reads the meta record, checks the tables against it and loads the type names. Touches only
+/// the index (the log is checked by [`validate`]), so its errors are the index's.
+pub(crate) fn load(txn: &ReadTransaction) -> Result<Loaded, redb::Error> {
+    let meta = match read_meta(txn)? {
+        MetaRead::Empty => return Ok(Loaded::Empty),
+        MetaRead::Stale(reason) => return Ok(Loaded::Stale(reason)),
+        MetaRead::Found(meta) => meta,
+    };
+    if let Some(reason) = check_structure(txn, &meta)? {
+        return Ok(Loaded::Stale(reason));
+    }
+    Ok(Loaded::Found(meta, TypeMap::load(txn)?))
 }
 
 /// How an index relates to its log.
@@ -40,7 +65,7 @@ pub(crate) struct Expected {
     pub(crate) max_line: u64,
 }
 
-pub(crate) fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> {
+fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> {
     let table = match txn.open_table(META) {
         Ok(table) => table,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(MetaRead::Empty),
@@ -111,10 +136,7 @@ pub(crate) fn validate(
 
 /// Cheap self-consistency checks of the tables against the meta record (in the spirit of
 /// Kafka's index sanity check): counts, the latest boundary, the last prefix sum.
-pub(crate) fn check_structure(
-    txn: &ReadTransaction,
-    meta: &Meta,
-) -> Result<Option<StaleReason>, redb::Error> {
+fn check_structure(txn: &ReadTransaction, meta: &Meta) -> Result<Option<StaleReason>, redb::Error> {
     let inconsistent = |detail: String| Ok(Some(StaleReason::Inconsistent { detail }));
     let fold = &meta.fold;
     let events = txn.open_table(EVENTS)?;
