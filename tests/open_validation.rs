@@ -555,3 +555,19 @@ fn rows_written_over_many_small_commits_equal_one_big_build() {
         );
     }
 }
+
+#[test]
+fn refresh_picks_up_lines_appended_by_an_external_program() {
+    let agent = Agent::with_log(&big_log());
+    let mut index = open(&agent);
+    let calls = index.state().totals.api_calls;
+    assert_eq!(index.refresh().unwrap(), &IndexOutcome::Fresh);
+    agent.append_raw(common::token(1.0, 3, 1, 0).as_bytes());
+    agent.append_raw(b"{\"type\": \"llm_response\", \"input_tokens\": 4");
+    assert!(matches!(
+        index.refresh().unwrap(),
+        IndexOutcome::CaughtUp { events: 1, .. }
+    ));
+    assert_eq!(index.state().totals.api_calls, calls + 1);
+    assert_index_matches_oracle(&index, &agent.log());
+}

@@ -33,6 +33,7 @@ struct Tail {
 /// A validated view of a log's index. See the module docs.
 pub struct Index {
     paths: LogPaths,
+    options: IndexOptions,
     /// The committed meta record the answers start from.
     meta: Meta,
     /// The fold over every complete line: `meta.fold` plus the in-memory tail.
@@ -80,6 +81,7 @@ impl Index {
         {
             return Ok(Index::from_look(
                 paths,
+                options,
                 db,
                 *meta,
                 types,
@@ -95,6 +97,7 @@ impl Index {
                 return Ok(Index {
                     bytes_read,
                     paths: paths.clone(),
+                    options: options.clone(),
                     state: meta.fold.clone(),
                     meta,
                     tail: Tail::default(),
@@ -114,6 +117,7 @@ impl Index {
     /// An index whose last commit covers the whole log, read through `db`.
     fn from_look(
         paths: &LogPaths,
+        options: &IndexOptions,
         db: ReadOnlyDatabase,
         meta: Meta,
         types: TypeMap,
@@ -125,6 +129,7 @@ impl Index {
         Index {
             bytes_read: meta.head.len + meta.tail.len,
             paths: paths.clone(),
+            options: options.clone(),
             state: meta.fold.clone(),
             meta,
             tail: Tail::default(),
@@ -168,11 +173,19 @@ impl Index {
             tail_bytes: bytes,
             tail_events: events,
         };
-        let mut index = Index::from_look(paths, db, meta, types, outcome);
+        let mut index = Index::from_look(paths, options, db, meta, types, outcome);
         index.bytes_read += bytes;
         index.state = state;
         index.tail = tail;
         Ok(index)
+    }
+
+    /// Validates the index against the log again and picks up what changed since this handle
+    /// was opened (new lines appended by any program, or a rewrite, which rebuilds): for
+    /// long-lived readers such as dashboards. Costs an O(1) check when nothing changed.
+    pub fn refresh(&mut self) -> Result<&IndexOutcome, IndexError> {
+        *self = Index::open(&self.paths, &self.options)?;
+        Ok(&self.outcome)
     }
 
     /// What opening found and did.
