@@ -275,3 +275,14 @@ fn reopening_after_close_is_fresh_and_appends_continue() {
     writer.close().unwrap();
     assert_tiers_match_oracle(&agent.paths, Some(1), 8 << 20);
 }
+
+#[test]
+fn an_empty_batch_is_a_no_op() {
+    // Found by fuzzing (log_ops): an empty batch used to be rejected as bytes without a newline.
+    let agent = Agent::new();
+    let mut writer = Writer::open(&agent.paths, options(SyncPolicy::Fsync)).unwrap();
+    let none: [&[u8]; 0] = [];
+    assert!(writer.append_batch_json(&none).unwrap().is_empty());
+    assert!(agent.log().is_empty());
+    writer.close().unwrap();
+}

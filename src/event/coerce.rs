@@ -11,7 +11,9 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::skip::Skip;
 
 /// The largest token value counted as is: 2^53.
 pub const MAX_TOKEN_VALUE: u64 = 1 << 53;
@@ -116,12 +118,12 @@ impl<'de> Visitor<'de> for TokenValueVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TokenValue, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(TokenValue::Rejected)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TokenValue, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(TokenValue::Rejected)
     }
 }

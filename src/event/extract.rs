@@ -7,15 +7,17 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::skip::Skip;
 
 use super::coerce::TokenValue;
 use super::profile::Profile;
 use super::time::Timestamp;
 
-/// The deepest nesting a valid line may have, counting the top-level object as 1. It is the
-/// limit of `serde_json::Value`, so our readers and a plain `serde_json` reader agree on which
-/// lines are valid. (serde_json skips ignored values without a depth limit, so we check it.)
+/// The deepest nesting a valid line may have, counting the top-level object as 1: serde_json's
+/// recursion limit, which applies to every value we read or [`Skip`] (but not to
+/// `IgnoredAny`, which we therefore never use).
 pub const MAX_NESTING: usize = 127;
 
 /// Why a line is not an event. Such lines are skipped and counted, never fatal.
@@ -216,9 +218,6 @@ impl Extractor {
         if text.bytes().all(|b| b.is_ascii_whitespace()) {
             return Err(LineProblem::Blank);
         }
-        if nesting_exceeds(line, MAX_NESTING) {
-            return Err(LineProblem::NotJson);
-        }
         let mut de = serde_json::Deserializer::from_str(text);
         let mut raw = RawFields::default();
         let parsed = (&mut de)
@@ -228,77 +227,11 @@ impl Extractor {
             })
             .and_then(|()| de.end());
         match parsed {
-            // Skipped strings are not decoded, so a lone surrogate escape would slip through.
-            Ok(())
-                if has_surrogate_escape(line)
-                    && serde_json::from_str::<serde_json::Value>(text).is_err() =>
-            {
-                Err(LineProblem::NotJson)
-            }
             Ok(()) => Ok(raw.finish()),
             Err(e) if e.is_data() => Err(LineProblem::NotAnObject),
             Err(_) => Err(LineProblem::NotJson),
         }
     }
-}
-
-/// Whether `line` opens more than `limit` nested arrays/objects at some point. Counting the
-/// brackets first makes the common case one cheap pass; only lines with many brackets are
-/// walked with string awareness.
-fn nesting_exceeds(line: &[u8], limit: usize) -> bool {
-    let brackets = line.iter().filter(|&&b| b == b'[' || b == b'{').count();
-    if brackets <= limit {
-        return false;
-    }
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in line {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > limit {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Whether `line` may contain a `\\uD800`-`\\uDFFF` escape (a UTF-16 surrogate). Valid JSON
-/// text must decode to Unicode, so a lone surrogate makes a line invalid; only lines with such
-/// an escape pay for the strict check. False positives only cost time.
-fn has_surrogate_escape(line: &[u8]) -> bool {
-    memchr::memmem::find_iter(line, b"\\u").any(|i| {
-        matches!(line.get(i + 2), Some(b'd' | b'D'))
-            && matches!(
-                line.get(i + 3),
-                Some(
-                    b'8' | b'9'
-                        | b'a'
-                        | b'b'
-                        | b'A'
-                        | b'B'
-                        | b'c'
-                        | b'C'
-                        | b'e'
-                        | b'E'
-                        | b'f'
-                        | b'F'
-                )
-            )
-    })
 }
 
 /// What the visitor collects; resolved into [`EventFields`] once the whole object is read.
@@ -365,7 +298,7 @@ impl<'de> Visitor<'de> for LineVisitor<'_, '_, 'de> {
                 Key::BeforeTokens => raw.fields.before_tokens = map.next_value()?,
                 Key::AfterTokens => raw.fields.after_tokens = map.next_value()?,
                 Key::Other => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skip>()?;
                 }
             }
         }
@@ -521,12 +454,12 @@ impl<'de, T, F: FnOnce(Scalar<'de>) -> T> Visitor<'de> for AnyValue<F> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok((self.0)(Scalar::Other))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok((self.0)(Scalar::Other))
     }
 }
@@ -719,8 +652,28 @@ mod tests {
         );
         // A surrogate pair (an emoji written with ensure_ascii) is fine.
         assert!(extract(r#"{"type":"x","note":"\ud83d\ude00"}"#).is_ok());
+        // A lone low surrogate (found by fuzzing: `\udd00` slipped through an earlier check).
+        assert_eq!(
+            extract(r#"{"a":"\udd00"}"#).unwrap_err(),
+            LineProblem::NotJson
+        );
         // An escaped backslash followed by "ud800" is plain text.
         assert!(extract(r#"{"type":"x","note":"\\ud800"}"#).is_ok());
+    }
+
+    #[test]
+    fn numbers_out_of_f64_range_are_invalid_even_in_skipped_values() {
+        // Found by fuzzing: serde_json's IgnoredAny accepted these; serde_json::Value does not.
+        assert_eq!(extract(r#"{"a":1e400}"#).unwrap_err(), LineProblem::NotJson);
+        assert_eq!(
+            extract(r#"{"a":[{"b":-1e400}]}"#).unwrap_err(),
+            LineProblem::NotJson
+        );
+        assert_eq!(
+            extract(r#"{"type":"llm_response","input_tokens":{"x":1e999}}"#).unwrap_err(),
+            LineProblem::NotJson
+        );
+        assert!(extract(r#"{"a":1e300}"#).is_ok());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod coerce;
 mod extract;
 mod fold;
 mod profile;
+mod skip;
 mod time;
 
 pub use coerce::{MAX_TOKEN_VALUE, TokenValue};

@@ -161,6 +161,9 @@ impl Writer {
         &mut self,
         events: &[B],
     ) -> Result<Vec<Appended>, IndexError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let extractor = self.folder.extractor().clone();
         let mut fields = Vec::with_capacity(events.len());
         for (index, event) in events.iter().enumerate() {
