@@ -62,16 +62,20 @@ fn builder(repair: &RepairFlag, budget: Duration) -> Builder {
     builder
 }
 
-/// Runs a redb call, turning a panic on a damaged file into an error.
+/// Runs a redb call that only reads, turning a panic on a damaged file into an error. (Writes
+/// need more care: see `maintain`.)
 pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
-        let detail = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned());
-        format!("{what} panicked: {detail}")
-    })
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|panic| format!("{what} panicked: {}", panic_message(&*panic)))
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// Opens (creating if absent) the index for writing.

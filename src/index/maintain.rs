@@ -1,18 +1,25 @@
 //! Bringing a writable index up to date: validate, then catch up on new complete lines, or
 //! rebuild from the log. Used by readers that find the index free and by the writer.
+//!
+//! A damaged index file can make redb panic, on reads and on writes. Reads are guarded by
+//! `catch_unwind`; writes too, and after a panic inside redb the `Database` is leaked instead
+//! of dropped (dropping it can panic again while unwinding, which aborts the process; the
+//! fuzzer found such a file). A damaged index is then rebuilt from the log.
 
 use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase};
 
-use super::db::{self, RepairFlag, WritableOpenError};
+use super::db::{self, RepairFlag, WritableOpenError, panic_message};
 use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{FoldState, Folded, Folder, LineProblem};
-use crate::log::{Line, LineScanner, WindowSum};
+use crate::log::{Line, LineScanner, LogError, LogPaths, WindowSum};
 
 /// Progress of a long build: bytes done and bytes to do.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
@@ -45,8 +52,10 @@ enum Plan {
 
 /// An index open for writing, with its meta record and type names in memory.
 pub(crate) struct WritableIndex {
-    pub(crate) db: Database,
+    /// `None` after a write panicked inside redb: that database was leaked, see the module docs.
+    db: Option<Database>,
     pub(crate) path: PathBuf,
+    log_path: PathBuf,
     pub(crate) meta: Meta,
     pub(crate) types: TypeMap,
     /// Whether redb had to repair the file after an unclean shutdown.
@@ -60,6 +69,11 @@ pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
         path: path.to_path_buf(),
         detail: e.to_string(),
     }
+}
+
+/// A failure to read the log (as opposed to the index).
+pub(crate) fn log_read(log: &Path, e: std::io::Error) -> IndexError {
+    IndexError::Log(LogError::io("read", log, e))
 }
 
 pub(crate) fn expected(options: &IndexOptions) -> Expected {
@@ -82,20 +96,21 @@ fn empty_meta(options: &IndexOptions) -> Meta {
     }
 }
 
-pub(crate) fn log_len(log: &File, index: &Path) -> Result<u64, IndexError> {
+pub(crate) fn log_len(log: &File, log_path: &Path) -> Result<u64, IndexError> {
     log.metadata()
         .map(|m| m.len())
-        .map_err(|e| storage(index, format!("cannot inspect the log: {e}")))
+        .map_err(|e| log_read(log_path, e))
 }
 
 impl WritableIndex {
     /// Opens the index for writing and brings it up to date with the log's complete lines.
     pub(crate) fn open(
-        path: &Path,
+        paths: &LogPaths,
         log: &File,
         options: &IndexOptions,
         progress: Progress<'_>,
     ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
+        let path = &paths.index;
         let repair = RepairFlag::default();
         let (db, damaged) = match db::open_writable(path, &repair, options.repair_budget) {
             Ok(db) => (db, None),
@@ -107,8 +122,9 @@ impl WritableIndex {
             }
         };
         let mut index = WritableIndex {
-            db,
-            path: path.to_path_buf(),
+            db: Some(db),
+            path: path.clone(),
+            log_path: paths.log.clone(),
             meta: empty_meta(options),
             types: TypeMap::default(),
             repaired: repair.happened(),
@@ -126,8 +142,30 @@ impl WritableIndex {
         Ok((index, outcome))
     }
 
+    /// Opens the index for writing and rebuilds it from the log whatever it holds (used when a
+    /// reader found a damaged row).
+    pub(crate) fn rebuild(
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+        reason: StaleReason,
+    ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
+        remove_index(&paths.index)?;
+        let mut index = WritableIndex {
+            db: Some(open_fresh(&paths.index, options)?),
+            path: paths.index.clone(),
+            log_path: paths.log.clone(),
+            meta: empty_meta(options),
+            types: TypeMap::default(),
+            repaired: false,
+            buffer: RowBuffer::default(),
+        };
+        let outcome = index.run(Plan::Rebuild(reason), log, options, &mut |_, _| {})?;
+        Ok((index, outcome))
+    }
+
     /// Validates the index against the log again and catches up or rebuilds (used by the
-    /// writer when the log changed under it).
+    /// writer when the log changed under it, or when a commit failed).
     pub(crate) fn update(
         &mut self,
         log: &File,
@@ -138,12 +176,20 @@ impl WritableIndex {
         self.run(plan, log, options, progress)
     }
 
+    fn database(&self) -> Result<&Database, IndexError> {
+        self.db.as_ref().ok_or_else(|| IndexError::Damaged {
+            path: self.path.clone(),
+            detail: "an earlier write panicked inside redb".to_owned(),
+        })
+    }
+
     /// Decides what to do; a stale index is reset to an empty one here.
     fn plan(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, Unwritable> {
-        let log_len = log_len(log, &self.path)?;
+        let log_len = log_len(log, &self.log_path)?;
         let plan = self.load(log, log_len, options)?;
-        if let Plan::Rebuild(_) = &plan {
-            self.reset(options)?;
+        if let Plan::Rebuild(reason) = &plan {
+            let damaged = matches!(reason, StaleReason::Unreadable { .. });
+            self.reset(options, damaged)?;
         }
         Ok(plan)
     }
@@ -155,8 +201,21 @@ impl WritableIndex {
         options: &IndexOptions,
         progress: Progress<'_>,
     ) -> Result<IndexOutcome, Unwritable> {
-        let log_len = log_len(log, &self.path)?;
-        let (bytes, events) = self.catch_up(log, log_len, options, progress)?;
+        let log_len = log_len(log, &self.log_path)?;
+        let (plan, (bytes, events)) = match self.catch_up(log, log_len, options, progress) {
+            Ok(work) => (plan, work),
+            Err(e @ (IndexError::Storage { .. } | IndexError::Damaged { .. })) => {
+                // The index broke while we wrote to it: rebuild it from the log, once.
+                tracing::warn!(index = %self.path.display(), error = %e, "index failed while being written; rebuilding it");
+                self.reset(options, true)?;
+                let work = self.catch_up(log, log_len, options, progress)?;
+                let reason = StaleReason::Unreadable {
+                    detail: e.to_string(),
+                };
+                (Plan::Rebuild(reason), work)
+            }
+            Err(e) => return Err(e.into()),
+        };
         let outcome = match plan {
             Plan::Create => IndexOutcome::Created { bytes, events },
             Plan::Rebuild(reason) => IndexOutcome::Rebuilt {
@@ -176,13 +235,19 @@ impl WritableIndex {
         Ok(outcome)
     }
 
-    /// Replaces the index file with an empty one.
-    fn reset(&mut self, options: &IndexOptions) -> Result<(), Unwritable> {
+    /// Replaces the index file with an empty one. The old database is closed, or leaked if it
+    /// is damaged (closing a damaged database can panic).
+    fn reset(&mut self, options: &IndexOptions, damaged: bool) -> Result<(), Unwritable> {
         remove_index(&self.path)?;
         let fresh = open_fresh(&self.path, options)?;
-        let old = std::mem::replace(&mut self.db, fresh);
-        // The old file is unlinked; its close errors do not matter.
-        let _ = old.close();
+        if let Some(old) = self.db.replace(fresh) {
+            if damaged {
+                std::mem::forget(old);
+            } else {
+                // The old file is unlinked; its close errors do not matter.
+                let _ = old.close();
+            }
+        }
         self.meta = empty_meta(options);
         self.types = TypeMap::default();
         self.buffer.clear();
@@ -196,8 +261,16 @@ impl WritableIndex {
         log_len: u64,
         options: &IndexOptions,
     ) -> Result<Plan, IndexError> {
+        let db = match self.database() {
+            Ok(db) => db,
+            Err(e) => {
+                return Ok(Plan::Rebuild(StaleReason::Unreadable {
+                    detail: e.to_string(),
+                }));
+            }
+        };
         let loaded = db::guarded("reading the index", || {
-            let txn = self.db.begin_read()?;
+            let txn = db.begin_read()?;
             validate::load(&txn)
         });
         let (meta, types) = match loaded {
@@ -213,7 +286,7 @@ impl WritableIndex {
             Err(panic) => return Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
         };
         let validity = validate::validate(&meta, &expected(options), log, log_len)
-            .map_err(|e| storage(&self.path, format!("cannot read the log: {e}")))?;
+            .map_err(|e| log_read(&self.log_path, e))?;
         if let Validity::Stale(reason) = validity {
             return Ok(Plan::Rebuild(reason));
         }
@@ -239,8 +312,8 @@ impl WritableIndex {
         let mut folder = Folder::new(options.extractor(), self.meta.fold.clone());
         let mut scanner =
             LineScanner::new(log, start, limit, options.max_line, self.meta.running_crc);
-        let path = self.path.clone();
-        let read_error = |e: std::io::Error| storage(&path, format!("cannot read the log: {e}"));
+        let log_path = self.log_path.clone();
+        let read_error = |e: std::io::Error| log_read(&log_path, e);
         loop {
             let chunk_start = scanner.end();
             let mut finished = false;
@@ -285,7 +358,7 @@ impl WritableIndex {
         let changed = || IndexError::LogChanged {
             path: self.path.clone(),
         };
-        let read = |e: std::io::Error| storage(&self.path, format!("cannot read the log: {e}"));
+        let read = |e: std::io::Error| log_read(&self.log_path, e);
         self.meta.head = WindowSum::head(log, end)
             .map_err(read)?
             .ok_or_else(changed)?;
@@ -295,18 +368,57 @@ impl WritableIndex {
         Ok(())
     }
 
-    /// Writes the queued rows and the current meta record in one durable commit.
+    /// Writes the queued rows and the current meta record in one durable commit. A panic
+    /// inside redb is contained: the database is leaked and the index reported damaged.
     pub(crate) fn commit_buffer(&mut self) -> Result<(), IndexError> {
-        let txn = self.db.begin_write().map_err(|e| storage(&self.path, e))?;
-        self.buffer
-            .write(&txn, &mut self.types, &mut self.meta)
-            .map_err(|e| storage(&self.path, e))?;
-        commit(txn, &self.path)
+        let WritableIndex {
+            db,
+            path,
+            meta,
+            types,
+            buffer,
+            ..
+        } = self;
+        let Some(database) = db.as_ref() else {
+            return Err(IndexError::Damaged {
+                path: path.clone(),
+                detail: "an earlier write panicked inside redb".to_owned(),
+            });
+        };
+        let attempt = catch_unwind(AssertUnwindSafe(|| {
+            // Not dropped if redb panics: its drop could panic again while unwinding.
+            let txn = ManuallyDrop::new(database.begin_write().map_err(|e| storage(path, e))?);
+            match buffer.write(&txn, types, meta) {
+                Ok(()) => commit(ManuallyDrop::into_inner(txn), path),
+                Err(e) => {
+                    drop(ManuallyDrop::into_inner(txn));
+                    Err(storage(path, e))
+                }
+            }
+        }));
+        match attempt {
+            Ok(result) => result,
+            Err(panic) => {
+                if let Some(leaked) = db.take() {
+                    std::mem::forget(leaked);
+                }
+                buffer.clear();
+                let detail = format!("redb panicked while committing: {}", panic_message(&*panic));
+                tracing::error!(index = %path.display(), %detail, "index damaged");
+                Err(IndexError::Damaged {
+                    path: path.clone(),
+                    detail,
+                })
+            }
+        }
     }
 
     /// Closes the database, reporting errors that dropping it would swallow.
-    pub(crate) fn close(self) -> Result<(), IndexError> {
-        self.db.close().map_err(|e| storage(&self.path, e))
+    pub(crate) fn close(mut self) -> Result<(), IndexError> {
+        match self.db.take() {
+            Some(db) => db.close().map_err(|e| storage(&self.path, e)),
+            None => Ok(()),
+        }
     }
 }
 

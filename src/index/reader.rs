@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use super::db::{self, guarded};
-use super::maintain::{Progress, Unwritable, WritableIndex, expected, log_len, storage};
+use super::maintain::{Progress, Unwritable, WritableIndex, expected, log_len, log_read, storage};
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
 use super::validate::{self, Loaded, Validity};
@@ -88,7 +88,7 @@ impl Index {
                 IndexOutcome::Fresh,
             ));
         }
-        let why = match WritableIndex::open(&paths.index, &log, options, progress) {
+        let why = match WritableIndex::open(paths, &log, options, progress) {
             Ok((index, outcome)) => {
                 let (meta, types, repaired) =
                     (index.meta.clone(), index.types.clone(), index.repaired);
@@ -165,9 +165,9 @@ impl Index {
                 });
             }
         };
-        let log_len = log_len(log, &paths.index)?;
-        let (state, tail, bytes, events) = fold_tail(log, &meta.fold, log_len, options)
-            .map_err(|e| storage(&paths.index, format!("cannot read the log: {e}")))?;
+        let log_len = log_len(log, &paths.log)?;
+        let (state, tail, bytes, events) =
+            fold_tail(log, &meta.fold, log_len, options).map_err(|e| log_read(&paths.log, e))?;
         let outcome = IndexOutcome::ReadOnly {
             why,
             tail_bytes: bytes,
@@ -242,14 +242,33 @@ impl Index {
         }
     }
 
+    /// Reports a damaged row, and rebuilds the index from the log if this process can write
+    /// it, so the next open is sound (a corrupt index is rebuilt, never believed).
     fn damaged(&self, detail: impl Into<String>) -> IndexError {
+        let detail = detail.into();
+        tracing::warn!(index = %self.paths.index.display(), %detail, "damaged index row");
+        if let Ok(log) = open_for_read(&self.paths.log) {
+            let reason = StaleReason::Unreadable {
+                detail: detail.clone(),
+            };
+            match WritableIndex::rebuild(&self.paths, &log, &self.options, reason) {
+                Ok((index, _)) => {
+                    let _ = index.close();
+                }
+                Err(Unwritable::Busy | Unwritable::NotWritable(_)) => {}
+                Err(Unwritable::Failed(e)) => {
+                    tracing::warn!(index = %self.paths.index.display(), error = %e, "rebuilding a damaged index failed");
+                }
+            }
+        }
         IndexError::Damaged {
             path: self.paths.index.clone(),
-            detail: detail.into(),
+            detail,
         }
     }
 
-    /// Runs a read transaction, turning storage errors and panics into [`IndexError`].
+    /// Runs a read transaction. A storage error or a panic inside redb means the index file is
+    /// damaged: it is reported, and rebuilt if this process can (see [`Index::damaged`]).
     fn read<T>(
         &self,
         f: impl FnOnce(&redb::ReadTransaction) -> Result<T, IndexError>,
@@ -259,7 +278,11 @@ impl Index {
             let txn = db.begin_read().map_err(|e| storage(&self.paths.index, e))?;
             f(&txn)
         });
-        outcome.unwrap_or_else(|panic| Err(self.damaged(panic)))
+        match outcome {
+            Ok(Err(IndexError::Storage { detail, .. })) => Err(self.damaged(detail)),
+            Ok(result) => result,
+            Err(panic) => Err(self.damaged(panic)),
+        }
     }
 
     /// Every boundary in file order (the start of generations 1, 2, ...): O(generations).
@@ -428,7 +451,7 @@ fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, In
         Ok(None) => return Ok(Look::Unavailable("there is no index".to_owned())),
         Err(detail) => return Ok(Look::Unavailable(detail)),
     };
-    let log_len = log_len(log, &paths.index)?;
+    let log_len = log_len(log, &paths.log)?;
     let loaded = guarded("reading the index", || {
         let txn = db.begin_read()?;
         validate::load(&txn)
@@ -445,7 +468,7 @@ fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, In
         Err(panic) => return Ok(Look::Unavailable(panic)),
     };
     let current = match validate::validate(&meta, &expected(options), log, log_len)
-        .map_err(|e| storage(&paths.index, format!("cannot read the log: {e}")))?
+        .map_err(|e| log_read(&paths.log, e))?
     {
         Validity::Stale(reason) => return Ok(Look::Stale(reason)),
         Validity::Current => true,

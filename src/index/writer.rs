@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::maintain::{Unwritable, WritableIndex, storage};
+use super::maintain::{Unwritable, WritableIndex, log_read, storage};
 use super::rows::Row;
 use super::{IndexError, IndexOptions, IndexOutcome};
 use crate::event::{EventFields, Extractor, FoldState, Folded, Folder, LineProblem};
@@ -87,7 +87,7 @@ impl Writer {
         let log = LogWriter::open(&paths.log, options.sync)?;
         let started = Instant::now();
         let (index, outcome) = loop {
-            match WritableIndex::open(&paths.index, log.file(), &options.index, &mut |_, _| {}) {
+            match WritableIndex::open(paths, log.file(), &options.index, &mut |_, _| {}) {
                 Ok(opened) => break opened,
                 Err(Unwritable::Busy) if started.elapsed() < options.index_wait => {
                     std::thread::sleep(Duration::from_millis(20));
@@ -251,7 +251,7 @@ impl Writer {
         let mut scanner = LineScanner::new(file, start, until, self.options.index.max_line, crc);
         while let Some(line) = scanner
             .next_line()
-            .map_err(|e| storage(&self.paths.index, format!("cannot read the log: {e}")))?
+            .map_err(|e| log_read(&self.paths.log, e))?
         {
             let (offset, folded) = match line {
                 Line::Complete { offset, bytes } => (offset, self.folder.fold_line(offset, bytes)),
@@ -313,7 +313,13 @@ impl Writer {
         self.index.meta.fold = self.folder.state().clone();
         self.index.meta.running_crc = self.crc.clone().finalize();
         self.index.refresh_windows(self.log.file())?;
-        self.index.commit_buffer()?;
+        match self.index.commit_buffer() {
+            Ok(()) => {}
+            // The index broke under the commit: rebuild it from the log, which holds
+            // everything the lost rows described.
+            Err(IndexError::Storage { .. } | IndexError::Damaged { .. }) => self.resync()?,
+            Err(e) => return Err(e),
+        }
         self.pending_since = None;
         Ok(())
     }

@@ -1,0 +1,83 @@
+//! Index files damaged in ways the fuzzer found (fuzz/regressions/index_file): opening them
+//! must never panic or abort, must give the oracle's answers, and a damaged row, once found,
+//! must be rebuilt rather than met again.
+
+mod common;
+
+use agentlog::index::{Index, IndexError, IndexOptions, IndexOutcome};
+use common::{Agent, assert_index_matches_oracle};
+
+fn agent_from(log: &[u8], index: &[u8]) -> Agent {
+    let agent = Agent::with_log(log);
+    std::fs::write(&agent.paths.index, index).unwrap();
+    agent
+}
+
+macro_rules! regression {
+    ($name:literal) => {
+        agent_from(
+            include_bytes!(concat!(
+                "../fuzz/regressions/index_file/",
+                $name,
+                ".files/events.jsonl"
+            )),
+            include_bytes!(concat!(
+                "../fuzz/regressions/index_file/",
+                $name,
+                ".files/events.index.redb"
+            )),
+        )
+    };
+}
+
+/// Opens, queries every boundary, and if a row was damaged, opens again: the second time
+/// everything must be sound.
+fn open_query_reopen(agent: &Agent) {
+    let index =
+        Index::open(&agent.paths, &IndexOptions::default()).expect("open never fails on damage");
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    let index = Index::open(&agent.paths, &IndexOptions::default()).expect("reopen");
+    assert_index_matches_oracle(&index, &agent.log());
+    common::assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
+}
+
+#[test]
+fn a_table_with_a_damaged_type_record_is_rebuilt_not_stepped_around() {
+    let agent = regression!("table-type-damage-not-rebuilt");
+    let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert!(
+        matches!(index.outcome(), IndexOutcome::Rebuilt { .. }),
+        "{:?}",
+        index.outcome()
+    );
+    drop(index);
+    open_query_reopen(&agent);
+}
+
+#[test]
+fn a_panic_inside_redb_while_committing_does_not_abort() {
+    let agent = regression!("commit-double-panic-aborts");
+    open_query_reopen(&agent);
+}
+
+#[test]
+fn a_panic_inside_redb_while_catching_up_does_not_abort() {
+    let agent = regression!("catch-up-insert-panics");
+    open_query_reopen(&agent);
+}
+
+#[test]
+fn a_damaged_row_found_by_a_query_is_rebuilt() {
+    let agent = regression!("damaged-row-never-rebuilt");
+    let first = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    match first.boundaries() {
+        Err(IndexError::Damaged { .. }) => {}
+        other => panic!("the damaged row should be found: {other:?}"),
+    }
+    drop(first);
+    // The reader that found the damage rebuilt the index.
+    let second = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert_eq!(second.outcome(), &IndexOutcome::Fresh);
+    assert_index_matches_oracle(&second, &agent.log());
+}
