@@ -455,21 +455,18 @@ pub fn full_scan_boundaries(
     options: &IndexOptions,
 ) -> std::io::Result<(Vec<GenerationStart>, Totals)> {
     use crate::event::{EventKind, Folded, Folder};
-    use crate::log::{Line, LineScanner};
+    use crate::log::Line;
     let mut folder = Folder::new(options.extractor(), FoldState::default());
-    let mut scanner = LineScanner::new(log, 0, u64::MAX, options.max_line, 0);
     let mut starts = Vec::new();
-    while let Some(line) = scanner.next_line()? {
-        match line {
-            Line::TooLong { offset, len } => folder.fold_too_long(offset, len),
-            Line::Complete { offset, bytes } => {
-                if let Folded::Event(e) = folder.fold_line(offset, bytes)
-                    && e.kind == EventKind::Boundary
-                {
-                    starts.extend(folder.state().latest.clone());
-                }
+    scan::scan_whole(log, options.max_line, |line| match line {
+        Line::TooLong { offset, len } => folder.fold_too_long(offset, len),
+        Line::Complete { offset, bytes } => {
+            if let Folded::Event(e) = folder.fold_line(offset, bytes)
+                && e.kind == EventKind::Boundary
+            {
+                starts.extend(folder.state().latest.clone());
             }
         }
-    }
+    })?;
     Ok((starts, folder.state().totals))
 }

@@ -35,19 +35,47 @@ impl GenerationView {
     }
 }
 
-/// Folds the complete lines of the whole log.
+/// Folds the complete lines of the whole log (as long as it was when the scan started).
+///
+/// # Errors
+///
+/// I/O errors, and [`shrank`] if the log got shorter while it was read (truncated or
+/// rewritten under us): an answer from a prefix of the old bytes would be no answer at all.
 pub fn full_scan(log: &File, extractor: Extractor, max_line: usize) -> io::Result<FoldState> {
     let mut folder = Folder::new(extractor, FoldState::default());
-    let mut scanner = LineScanner::new(log, 0, u64::MAX, max_line, 0);
-    while let Some(line) = scanner.next_line()? {
-        match line {
-            Line::Complete { offset, bytes } => {
-                folder.fold_line(offset, bytes);
-            }
-            Line::TooLong { offset, len } => folder.fold_too_long(offset, len),
+    scan_whole(log, max_line, |line| match line {
+        Line::Complete { offset, bytes } => {
+            folder.fold_line(offset, bytes);
         }
-    }
+        Line::TooLong { offset, len } => folder.fold_too_long(offset, len),
+    })?;
     Ok(folder.into_state())
+}
+
+/// Calls `each` for every complete line of the log as long as it was at the start, then checks
+/// that the log did not shrink meanwhile.
+pub(crate) fn scan_whole(
+    log: &File,
+    max_line: usize,
+    mut each: impl FnMut(Line<'_>),
+) -> io::Result<()> {
+    let limit = log.metadata()?.len();
+    let mut scanner = LineScanner::new(log, 0, limit, max_line, 0);
+    while let Some(line) = scanner.next_line()? {
+        each(line);
+    }
+    if log.metadata()?.len() < limit {
+        return Err(shrank());
+    }
+    Ok(())
+}
+
+/// The error of a scan whose log got shorter while it was being read.
+pub fn shrank() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the log shrank while it was being read (truncated or rewritten); ask again",
+    )
 }
 
 /// Reads at most the last `window` bytes of the log and walks its complete lines newest first,
