@@ -11,7 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redb::{Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, StorageError};
+use std::ops::Bound;
+
+use redb::backends::FileBackend;
+use redb::{
+    BackendError, Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase,
+    StorageBackend, StorageError,
+};
+
+use crate::log::Faults;
 
 /// How long redb may spend repairing the index after an unclean shutdown before we give up
 /// and rebuild it from the log instead.
@@ -83,6 +91,7 @@ pub(crate) fn open_writable(
     path: &Path,
     repair: &RepairFlag,
     budget: Duration,
+    faults: Option<&Arc<Faults>>,
 ) -> Result<Database, WritableOpenError> {
     if path.is_dir() {
         return Err(WritableOpenError::NotWritable(format!(
@@ -90,9 +99,89 @@ pub(crate) fn open_writable(
             path.display()
         )));
     }
-    let opened = guarded("opening the index", || builder(repair, budget).create(path))
-        .map_err(WritableOpenError::Damaged)?;
+    let opened = guarded("opening the index", || match faults {
+        None => builder(repair, budget).create(path),
+        Some(faults) => {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)?;
+            let backend = FaultyBackend {
+                inner: FileBackend::new(file)?,
+                faults: Arc::clone(faults),
+            };
+            builder(repair, budget).create_with_backend(backend)
+        }
+    })
+    .map_err(WritableOpenError::Damaged)?;
     opened.map_err(classify)
+}
+
+/// redb's file backend with injected write and sync failures (tests only; see
+/// [`Faults`]). Locking is delegated untouched, so concurrency works as with the plain file.
+#[derive(Debug)]
+struct FaultyBackend {
+    inner: FileBackend,
+    faults: Arc<Faults>,
+}
+
+impl StorageBackend for FaultyBackend {
+    fn len(&self) -> Result<u64, std::io::Error> {
+        self.inner.len()
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+        self.inner.read(offset, out)
+    }
+
+    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+        self.faults.index_write()?;
+        self.inner.set_len(len)
+    }
+
+    fn sync_data(&self) -> Result<(), std::io::Error> {
+        self.faults.index_sync()?;
+        self.inner.sync_data()
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        self.faults.index_write()?;
+        self.inner.write(offset, data)
+    }
+
+    fn close(&self) -> Result<(), std::io::Error> {
+        self.inner.close()
+    }
+
+    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.inner.try_lock_range(start, end)
+    }
+
+    fn try_lock_shared_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<bool, BackendError> {
+        self.inner.try_lock_shared_range(start, end)
+    }
+
+    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.lock_range(start, end)
+    }
+
+    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.lock_shared_range(start, end)
+    }
+
+    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.unlock_range(start, end)
+    }
+
+    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.inner.query_lock_range(start, end)
+    }
 }
 
 /// Opens an existing index read-only. `None` if there is no index file.

@@ -45,6 +45,16 @@ pub enum IndexError {
         /// The index file.
         path: PathBuf,
     },
+    /// The index file could not be read or written: a full disk, an I/O error. Nothing is
+    /// known to be wrong with its contents, so it is not rebuilt for this; retry when the disk
+    /// is healthy (a writer does so at its next commit).
+    #[error("cannot read or write the index {path}: {source}")]
+    Io {
+        /// The index file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The storage engine failed while reading or writing the index.
     #[error("index {path}: storage error: {detail}")]
     Storage {

@@ -71,6 +71,24 @@ pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
     }
 }
 
+/// A redb failure: an I/O failure of the disk ([`IndexError::Io`]), or anything else, which
+/// means the file is not a sound index ([`IndexError::Storage`]).
+pub(crate) fn redb_failure(path: &Path, e: impl Into<redb::Error>) -> IndexError {
+    match e.into() {
+        redb::Error::Io(source) => IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        redb::Error::PreviousIo => IndexError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(
+                "an earlier I/O error left the index unusable until it is reopened",
+            ),
+        },
+        other => storage(path, other),
+    }
+}
+
 /// A failure to read the log (as opposed to the index).
 pub(crate) fn log_read(log: &Path, e: std::io::Error) -> IndexError {
     IndexError::Log(LogError::io("read", log, e))
@@ -112,7 +130,12 @@ impl WritableIndex {
     ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
         let path = &paths.index;
         let repair = RepairFlag::default();
-        let (db, damaged) = match db::open_writable(path, &repair, options.repair_budget) {
+        let (db, damaged) = match db::open_writable(
+            path,
+            &repair,
+            options.repair_budget,
+            options.faults.as_ref(),
+        ) {
             Ok(db) => (db, None),
             Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
             Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
@@ -277,7 +300,11 @@ impl WritableIndex {
             Ok(Ok(Loaded::Empty)) => return Ok(Plan::Create),
             Ok(Ok(Loaded::Stale(reason))) => return Ok(Plan::Rebuild(reason)),
             Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
-            // A read error or panic inside redb means the file is damaged: rebuild it.
+            // A failing disk is not a damaged index: report it, keep the file.
+            Ok(Err(e @ (redb::Error::Io(_) | redb::Error::PreviousIo))) => {
+                return Err(redb_failure(&self.path, e));
+            }
+            // Any other read error or a panic inside redb means the file is damaged: rebuild.
             Ok(Err(e)) => {
                 return Ok(Plan::Rebuild(StaleReason::Unreadable {
                     detail: e.to_string(),
@@ -387,12 +414,12 @@ impl WritableIndex {
         };
         let attempt = catch_unwind(AssertUnwindSafe(|| {
             // Not dropped if redb panics: its drop could panic again while unwinding.
-            let txn = ManuallyDrop::new(database.begin_write().map_err(|e| storage(path, e))?);
+            let txn = ManuallyDrop::new(database.begin_write().map_err(|e| redb_failure(path, e))?);
             match buffer.write(&txn, types, meta) {
                 Ok(()) => commit(ManuallyDrop::into_inner(txn), path),
                 Err(e) => {
                     drop(ManuallyDrop::into_inner(txn));
-                    Err(storage(path, e))
+                    Err(redb_failure(path, e))
                 }
             }
         }));
@@ -413,10 +440,35 @@ impl WritableIndex {
         }
     }
 
+    /// Closes the database handle and opens a new one on the same file, keeping its contents:
+    /// a redb handle that met an I/O error stays unusable until reopened.
+    pub(crate) fn reopen(&mut self, options: &IndexOptions) -> Result<(), Unwritable> {
+        if let Some(old) = self.db.take() {
+            // A handle that failed may fail to close; that is what we are replacing.
+            let _ = old.close();
+        }
+        let repair = RepairFlag::default();
+        match db::open_writable(
+            &self.path,
+            &repair,
+            options.repair_budget,
+            options.faults.as_ref(),
+        ) {
+            Ok(db) => {
+                self.db = Some(db);
+                Ok(())
+            }
+            Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
+            Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
+            // `plan` will find the missing handle and rebuild.
+            Err(WritableOpenError::Damaged(_)) => Ok(()),
+        }
+    }
+
     /// Closes the database, reporting errors that dropping it would swallow.
     pub(crate) fn close(mut self) -> Result<(), IndexError> {
         match self.db.take() {
-            Some(db) => db.close().map_err(|e| storage(&self.path, e)),
+            Some(db) => db.close().map_err(|e| redb_failure(&self.path, e)),
             None => Ok(()),
         }
     }
@@ -425,7 +477,7 @@ impl WritableIndex {
 fn commit(mut txn: redb::WriteTransaction, path: &Path) -> Result<(), IndexError> {
     // Saving allocator state makes recovery after a crash almost instant (no full repair).
     txn.set_quick_repair(true);
-    txn.commit().map_err(|e| storage(path, e))
+    txn.commit().map_err(|e| redb_failure(path, e))
 }
 
 fn remove_index(path: &Path) -> Result<(), Unwritable> {
@@ -439,7 +491,12 @@ fn remove_index(path: &Path) -> Result<(), Unwritable> {
 }
 
 fn open_fresh(path: &Path, options: &IndexOptions) -> Result<Database, Unwritable> {
-    match db::open_writable(path, &RepairFlag::default(), options.repair_budget) {
+    match db::open_writable(
+        path,
+        &RepairFlag::default(),
+        options.repair_budget,
+        options.faults.as_ref(),
+    ) {
         Ok(db) => Ok(db),
         Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
         Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),

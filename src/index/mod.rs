@@ -18,6 +18,7 @@ pub mod schema;
 mod validate;
 mod writer;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use db::DEFAULT_REPAIR_BUDGET;
@@ -28,7 +29,7 @@ pub use reader::Index;
 pub use writer::{CommitPolicy, Writer, WriterOptions};
 
 use crate::event::{Extractor, Profile};
-use crate::log::DEFAULT_MAX_LINE;
+use crate::log::{DEFAULT_MAX_LINE, Faults};
 
 /// How to read the log and maintain its index.
 #[derive(Clone, Debug)]
@@ -44,6 +45,9 @@ pub struct IndexOptions {
     pub commit_bytes: u64,
     /// How long redb may repair the index after a crash before we rebuild it instead.
     pub repair_budget: Duration,
+    /// Injected I/O failures for the log writer and the index (tests only).
+    #[doc(hidden)]
+    pub faults: Option<Arc<Faults>>,
 }
 
 impl Default for IndexOptions {
@@ -54,6 +58,7 @@ impl Default for IndexOptions {
             read_only: false,
             commit_bytes: 64 << 20,
             repair_budget: DEFAULT_REPAIR_BUDGET,
+            faults: None,
         }
     }
 }

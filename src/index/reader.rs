@@ -13,7 +13,9 @@ use std::sync::OnceLock;
 use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use super::db::{self, guarded};
-use super::maintain::{Progress, Unwritable, WritableIndex, expected, log_len, log_read, storage};
+use super::maintain::{
+    Progress, Unwritable, WritableIndex, expected, log_len, log_read, redb_failure, storage,
+};
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
 use super::validate::{self, Loaded, Validity};
@@ -275,7 +277,9 @@ impl Index {
     ) -> Result<T, IndexError> {
         let db = self.db()?;
         let outcome = guarded("reading the index", || {
-            let txn = db.begin_read().map_err(|e| storage(&self.paths.index, e))?;
+            let txn = db
+                .begin_read()
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             f(&txn)
         });
         match outcome {
@@ -291,13 +295,13 @@ impl Index {
         let mut out = self.read(|txn| {
             let table = txn
                 .open_table(BOUNDARIES)
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             let mut out = Vec::new();
             for entry in table
                 .range(1..=count)
-                .map_err(|e| storage(&self.paths.index, e))?
+                .map_err(|e| redb_failure(&self.paths.index, e))?
             {
-                let (_, row) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                let (_, row) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
                 out.push(
                     schema::decode::<GenerationStart>(row.value())
                         .ok_or_else(|| self.damaged("a boundary row fails its checksum"))?,
@@ -321,14 +325,14 @@ impl Index {
         self.read(|txn| {
             let table = txn
                 .open_table(PREFIX)
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             let mut range = table
                 .range(..offset.min(watermark))
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             match range.next_back() {
                 None => Ok(Totals::default()),
                 Some(entry) => {
-                    let (_, row) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                    let (_, row) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
                     schema::decode::<Totals>(row.value())
                         .ok_or_else(|| self.damaged("a prefix row fails its checksum"))
                 }
@@ -349,10 +353,10 @@ impl Index {
         self.read(|txn| {
             let table = txn
                 .open_table(EVENTS)
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             match table
                 .get(offset)
-                .map_err(|e| storage(&self.paths.index, e))?
+                .map_err(|e| redb_failure(&self.paths.index, e))?
             {
                 None => Ok(None),
                 Some(row) => schema::decode::<EventRow>(row.value())
@@ -368,8 +372,10 @@ impl Index {
         self.read(|txn| {
             let table = txn
                 .open_table(SEQS)
-                .map_err(|e| storage(&self.paths.index, e))?;
-            let found = table.get(seq).map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let found = table
+                .get(seq)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             Ok(found
                 .map(|v| v.value())
                 .filter(|offset| *offset < watermark))
@@ -391,13 +397,13 @@ impl Index {
         self.read(|txn| {
             let table = txn
                 .open_table(TYPE_EVENTS)
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             let mut out = Vec::new();
             let range = table
                 .range((id, from)..(id, watermark))
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             for entry in range.take(limit) {
-                let (key, _) = entry.map_err(|e| storage(&self.paths.index, e))?;
+                let (key, _) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
                 out.push(key.value().1);
             }
             Ok(out)
@@ -414,10 +420,13 @@ impl Index {
         self.read(|txn| {
             let table = txn
                 .open_table(INVALID)
-                .map_err(|e| storage(&self.paths.index, e))?;
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
             let mut out = Vec::new();
-            for entry in table.iter().map_err(|e| storage(&self.paths.index, e))? {
-                let (offset, code) = entry.map_err(|e| storage(&self.paths.index, e))?;
+            for entry in table
+                .iter()
+                .map_err(|e| redb_failure(&self.paths.index, e))?
+            {
+                let (offset, code) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
                 let problem = problem_from_code(code.value())
                     .ok_or_else(|| self.damaged("an invalid-line row has an unknown code"))?;
                 out.push((offset.value(), problem));

@@ -75,6 +75,9 @@ pub struct Writer {
     crc: crc32fast::Hasher,
     /// When the oldest row queued in the index's buffer was queued.
     pending_since: Option<Instant>,
+    /// A commit failed: the rows it held are lost, so the index must be resynchronised with
+    /// the log before the next commit.
+    index_stale: bool,
     outcome: IndexOutcome,
     /// Reused write buffer.
     batch: Vec<u8>,
@@ -84,7 +87,8 @@ impl Writer {
     /// Opens the log for writing (taking its lock; a second writer gets
     /// [`LogError::Locked`]) and brings its index up to date.
     pub fn open(paths: &LogPaths, options: WriterOptions) -> Result<Writer, IndexError> {
-        let log = LogWriter::open(&paths.log, options.sync)?;
+        let log =
+            LogWriter::open_with_faults(&paths.log, options.sync, options.index.faults.clone())?;
         let started = Instant::now();
         let (index, outcome) = loop {
             match WritableIndex::open(paths, log.file(), &options.index, &mut |_, _| {}) {
@@ -117,6 +121,7 @@ impl Writer {
             folder,
             crc,
             pending_since: None,
+            index_stale: false,
             outcome,
             batch: Vec::new(),
         })
@@ -275,6 +280,13 @@ impl Writer {
     fn resync(&mut self) -> Result<(), IndexError> {
         self.index.buffer.clear();
         self.pending_since = None;
+        let unwritable = |e| match e {
+            Unwritable::Failed(e) => e,
+            Unwritable::Busy | Unwritable::NotWritable(_) => {
+                storage(&self.paths.index, "index lost during resync")
+            }
+        };
+        self.index.reopen(&self.options.index).map_err(unwritable)?;
         let outcome = self
             .index
             .update(self.log.file(), &self.options.index, &mut |_, _| {})
@@ -298,12 +310,27 @@ impl Writer {
             || self
                 .pending_since
                 .is_some_and(|t| t.elapsed() >= policy.interval);
-        if due { self.commit_index() } else { Ok(()) }
+        if !due {
+            return Ok(());
+        }
+        // The events are in the log, which is the truth: an index failure must not turn an
+        // append the caller would then retry (and duplicate) into an error.
+        if let Err(e) = self.commit_index() {
+            tracing::error!(index = %self.paths.index.display(), error = %e, "index commit failed; the log is intact and the index will be resynchronised");
+            self.index_stale = true;
+            self.pending_since = Some(Instant::now());
+        }
+        Ok(())
     }
 
     /// Commits queued rows to the index now. The log is synced first, so the index never
     /// covers bytes that could vanish in a power loss.
     pub fn commit_index(&mut self) -> Result<(), IndexError> {
+        if self.index_stale {
+            self.resync()?;
+            self.index_stale = false;
+            return Ok(());
+        }
         if self.folder.state().end == self.index.meta.watermark() {
             return Ok(());
         }
@@ -313,12 +340,10 @@ impl Writer {
         self.index.meta.fold = self.folder.state().clone();
         self.index.meta.running_crc = self.crc.clone().finalize();
         self.index.refresh_windows(self.log.file())?;
-        match self.index.commit_buffer() {
-            Ok(()) => {}
-            // The index broke under the commit: rebuild it from the log, which holds
-            // everything the lost rows described.
-            Err(IndexError::Storage { .. } | IndexError::Damaged { .. }) => self.resync()?,
-            Err(e) => return Err(e),
+        if let Err(e) = self.index.commit_buffer() {
+            // The rows of the failed commit are gone; the log still holds what they described.
+            self.index_stale = true;
+            return Err(e);
         }
         self.pending_since = None;
         Ok(())

@@ -4,6 +4,7 @@
 //! `events.jsonl` is the source of truth. This layer knows bytes and lines, not events.
 
 mod error;
+mod faults;
 mod file;
 mod lines;
 mod window;
@@ -12,6 +13,8 @@ mod writer;
 use std::path::{Path, PathBuf};
 
 pub use error::LogError;
+#[doc(hidden)]
+pub use faults::{FaultKind, FaultPlan, Faults};
 pub use file::{check_regular, open_for_append, open_for_read};
 pub use lines::{DEFAULT_MAX_LINE, Line, LineScanner, read_at_retrying, read_exact_at};
 pub use window::{WINDOW_BYTES, WindowSum};

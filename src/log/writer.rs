@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::LogError;
+use super::faults::Faults;
 use super::file::open_for_append;
 use super::lines::read_exact_at;
 
@@ -78,6 +79,8 @@ pub struct LogWriter {
     /// A failed write left bytes we could not remove: terminate them before the next event.
     torn: bool,
     terminated_fragment: bool,
+    /// Injected failures (tests only).
+    faults: Option<Arc<Faults>>,
 }
 
 impl LogWriter {
@@ -85,6 +88,16 @@ impl LogWriter {
     /// writer lock. If the file does not end with `\n`, the torn fragment is terminated first,
     /// so it can never merge with the next event.
     pub fn open(path: &Path, policy: SyncPolicy) -> Result<LogWriter, LogError> {
+        LogWriter::open_with_faults(path, policy, None)
+    }
+
+    /// [`LogWriter::open`] with injected I/O failures, for tests.
+    #[doc(hidden)]
+    pub fn open_with_faults(
+        path: &Path,
+        policy: SyncPolicy,
+        faults: Option<Arc<Faults>>,
+    ) -> Result<LogWriter, LogError> {
         let mut file = open_for_append(path)?;
         match file.try_lock() {
             Ok(()) => {}
@@ -144,6 +157,7 @@ impl LogWriter {
             syncer,
             torn: false,
             terminated_fragment,
+            faults,
         })
     }
 
@@ -174,6 +188,12 @@ impl LogWriter {
 
     /// Appends `lines`: one or more complete lines, each ending with `\n`, written in one
     /// call. Under [`SyncPolicy::Fsync`] they are on disk when this returns.
+    ///
+    /// # Errors
+    ///
+    /// A failed or short write, or a failed fsync, is [`LogError::Write`]: the bytes are
+    /// removed again when possible (`rolled_back`), so an error means "not written"; when they
+    /// cannot be removed, the next append terminates them first.
     pub fn append(&mut self, lines: &[u8]) -> Result<Appended, LogError> {
         if lines.last() != Some(&b'\n') {
             return Err(LogError::InvalidEvent {
@@ -193,12 +213,26 @@ impl LogWriter {
             .file
             .stream_position()
             .map_err(|e| LogError::io("seek", &self.path, e))?;
-        self.end = end;
         let start = end.saturating_sub(lines.len() as u64);
         match self.policy {
-            SyncPolicy::Fsync => self.sync()?,
-            SyncPolicy::Interval(_) => self.shared.lock().written = end,
-            SyncPolicy::None => {}
+            SyncPolicy::Fsync => {
+                if let Err(source) = self.sync_file() {
+                    // Unacknowledged and of unknown durability: take it back.
+                    let rolled_back = self.roll_back(previous_end);
+                    return Err(LogError::Write {
+                        path: self.path.clone(),
+                        source,
+                        rolled_back,
+                    });
+                }
+                self.end = end;
+                self.mark_durable(end);
+            }
+            SyncPolicy::Interval(_) => {
+                self.end = end;
+                self.shared.lock().written = end;
+            }
+            SyncPolicy::None => self.end = end,
         }
         Ok(Appended {
             start,
@@ -208,18 +242,19 @@ impl LogWriter {
     }
 
     fn write_or_roll_back(&mut self, bytes: &[u8]) -> Result<(), LogError> {
-        let Err(source) = self.file.write_all(bytes) else {
+        let written = match self.faults.as_ref().map(|f| f.log_write(bytes.len())) {
+            Some(Err((fits, injected))) => {
+                // A short write: what fits reaches the file, then the disk fails.
+                let _ = self.file.write_all(&bytes[..fits.min(bytes.len())]);
+                Err(injected)
+            }
+            Some(Ok(())) | None => self.file.write_all(bytes),
+        };
+        let Err(source) = written else {
             return Ok(());
         };
-        let len = self.file.metadata().map(|m| m.len()).unwrap_or(self.end);
-        let rolled_back = if len > self.end {
-            // Under the writer lock the extra bytes are ours: remove the partial line.
-            let undone = self.file.set_len(self.end).is_ok();
-            self.torn = !undone;
-            undone
-        } else {
-            true
-        };
+        let end = self.end;
+        let rolled_back = self.roll_back(end);
         tracing::error!(log = %self.path.display(), error = %source, rolled_back, "append failed");
         Err(LogError::Write {
             path: self.path.clone(),
@@ -228,14 +263,43 @@ impl LogWriter {
         })
     }
 
+    /// Truncates what a failed append left after `to`. Under the writer lock those bytes are
+    /// ours. Returns whether the log is back at `to`; if not, the next append terminates them.
+    fn roll_back(&mut self, to: u64) -> bool {
+        let len = self.file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+        if len <= to {
+            return true;
+        }
+        let truncated = match self.faults.as_ref().map(|f| f.log_truncate()) {
+            Some(Err(_)) => false,
+            Some(Ok(())) | None => self.file.set_len(to).is_ok(),
+        };
+        self.torn = !truncated;
+        if !truncated {
+            // The bytes stay: our view of the end must include them.
+            self.end = len;
+        }
+        truncated
+    }
+
+    fn sync_file(&self) -> std::io::Result<()> {
+        if let Some(faults) = &self.faults {
+            faults.log_sync()?;
+        }
+        self.file.sync_data()
+    }
+
+    fn mark_durable(&self, end: u64) {
+        let mut state = self.shared.lock();
+        state.durable = state.durable.max(end);
+        self.shared.synced.notify_all();
+    }
+
     /// Forces everything written so far to disk.
     pub fn sync(&self) -> Result<(), LogError> {
-        self.file
-            .sync_data()
+        self.sync_file()
             .map_err(|e| LogError::io("sync", &self.path, e))?;
-        let mut state = self.shared.lock();
-        state.durable = state.durable.max(self.end);
-        self.shared.synced.notify_all();
+        self.mark_durable(self.end);
         Ok(())
     }
 

@@ -1,0 +1,220 @@
+//! I/O faults on the log and on the index (short writes, a full disk, I/O errors): the caller
+//! gets a clear error, the acknowledged prefix stays intact, and the next open recovers.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog::index::{CommitPolicy, IndexError, Writer, WriterOptions};
+use agentlog::log::{FaultKind, FaultPlan, Faults, LogError, SyncPolicy};
+use agentlog::session::{SessionRequest, Tier, agent_session_at};
+use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle, molt, token};
+
+fn writer(agent: &Agent, sync: SyncPolicy, faults: &Arc<Faults>) -> Writer {
+    let mut options = WriterOptions {
+        sync,
+        ..WriterOptions::default()
+    };
+    options.index.faults = Some(Arc::clone(faults));
+    options.commit = CommitPolicy {
+        rows: 1,
+        bytes: 1 << 20,
+        interval: Duration::from_secs(3600),
+    };
+    Writer::open(&agent.paths, options).expect("open writer")
+}
+
+fn event(i: u32) -> String {
+    token(f64::from(i), 100 + u64::from(i), 1, 0)
+        .trim()
+        .to_owned()
+}
+
+fn os_error(e: &IndexError) -> Option<i32> {
+    match e {
+        IndexError::Log(LogError::Write { source, .. }) => source.raw_os_error(),
+        _ => None,
+    }
+}
+
+#[test]
+fn short_write_on_a_full_disk_is_rolled_back_and_reported() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::Fsync, &faults);
+    w.append_json(event(0).as_bytes()).unwrap();
+    let before = agent.log();
+    let state = w.state().clone();
+    faults.set(|p| p.log_write_budget = Some(30));
+    let batch = [event(1), event(2), event(3)];
+    let err = w.append_batch_json(&batch).unwrap_err();
+    assert_eq!(os_error(&err), Some(28), "ENOSPC reaches the caller: {err}");
+    assert!(matches!(
+        err,
+        IndexError::Log(LogError::Write {
+            rolled_back: true,
+            ..
+        })
+    ));
+    assert_eq!(agent.log(), before, "the short write was taken back");
+    assert_eq!(w.state(), &state, "nothing of the batch was folded");
+    faults.set(|p| p.log_write_budget = None);
+    w.append_batch_json(&batch).unwrap();
+    w.close().unwrap();
+    assert_index_matches_oracle(&agent.open_index(), &agent.log());
+    assert_eq!(agent.oracle().since().calls, 4);
+}
+
+#[test]
+fn io_error_on_fsync_rolls_the_append_back() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::Fsync, &faults);
+    w.append_json(event(0).as_bytes()).unwrap();
+    let before = agent.log();
+    faults.set(|p| {
+        p.log_sync_fails = true;
+        p.kind = FaultKind::Io;
+    });
+    let err = w.append_json(event(1).as_bytes()).unwrap_err();
+    assert_eq!(os_error(&err), Some(5), "EIO reaches the caller: {err}");
+    assert_eq!(
+        agent.log(),
+        before,
+        "an append whose fsync failed is not left behind"
+    );
+    faults.set(|p| p.log_sync_fails = false);
+    w.append_json(event(2).as_bytes()).unwrap();
+    w.close().unwrap();
+    assert_tiers_match_oracle(&agent.paths, Some(0), 8 << 20);
+    assert_eq!(agent.oracle().since().calls, 2);
+}
+
+#[test]
+fn a_fragment_that_cannot_be_removed_is_terminated_before_the_next_event() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::Fsync, &faults);
+    w.append_json(event(0).as_bytes()).unwrap();
+    let acknowledged = agent.log();
+    faults.set(|p| {
+        p.log_write_budget = Some(20);
+        p.log_truncate_fails = true;
+        p.kind = FaultKind::Io;
+    });
+    let err = w.append_json(event(1).as_bytes()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::Log(LogError::Write {
+                rolled_back: false,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    let log = agent.log();
+    assert!(
+        log.starts_with(&acknowledged),
+        "the acknowledged prefix is intact"
+    );
+    assert_eq!(
+        log.len(),
+        acknowledged.len() + 20,
+        "the short write is still there"
+    );
+    faults.set(|p| *p = FaultPlan::default());
+    w.append_json(event(2).as_bytes()).unwrap();
+    w.close().unwrap();
+    // The fragment became one invalid line of its own; the new event did not merge with it.
+    let oracle = agent.oracle();
+    assert_eq!((oracle.invalid_lines, oracle.since().calls), (1, 2));
+    assert_index_matches_oracle(&agent.open_index(), &agent.log());
+}
+
+#[test]
+fn a_failing_index_never_fails_an_append_and_is_resynchronised() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::Fsync, &faults);
+    w.append_json(event(0).as_bytes()).unwrap();
+    faults.set(|p| {
+        p.index_write_budget = Some(0);
+        p.kind = FaultKind::NoSpace;
+    });
+    // Each append is due for an index commit (rows: 1); the commit fails, the append does not.
+    for i in 1..5 {
+        w.append_json(event(i).as_bytes()).unwrap();
+    }
+    w.append_json(molt(9.0, 1, "system").trim().as_bytes())
+        .unwrap();
+    assert!(
+        w.commit_index().is_err(),
+        "an explicit commit reports the index failure"
+    );
+    assert_eq!(w.state().since_latest().api_calls, 0);
+    assert_eq!(
+        w.state().totals.api_calls,
+        5,
+        "the writer's own answers stay right"
+    );
+    // Meanwhile another reader still answers right: it steps down to a scan while the index
+    // awaits its writer's repair, or, when the writer has let go of a handle it could not
+    // reopen, repairs and rebuilds the index itself on its healthy path.
+    let session = agent_session_at(&agent.paths, &SessionRequest::latest()).unwrap();
+    assert_eq!(
+        common::oracle::OTotals::from(session.totals),
+        agent.oracle().since()
+    );
+    faults.set(|p| p.index_write_budget = None);
+    w.commit_index().unwrap();
+    w.close().unwrap();
+    let index = agent.open_index();
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn index_sync_errors_are_reported_and_recovered() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::None, &faults);
+    for i in 0..10 {
+        w.append_json(event(i).as_bytes()).unwrap();
+    }
+    faults.set(|p| {
+        p.index_sync_fails = true;
+        p.kind = FaultKind::Io;
+    });
+    w.append_json(event(10).as_bytes()).unwrap();
+    assert!(w.commit_index().is_err());
+    // The writer dies without closing; the next open, on a healthy disk, recovers.
+    drop(w);
+    let index = agent.open_index();
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
+#[test]
+fn a_reader_that_cannot_write_the_index_steps_down_and_still_answers() {
+    let agent = Agent::with_log(&common::synthetic(300, 4));
+    let faults = Arc::new(Faults::new(FaultPlan {
+        index_write_budget: Some(2),
+        kind: FaultKind::NoSpace,
+        ..FaultPlan::default()
+    }));
+    let mut request = SessionRequest::latest();
+    request.index.faults = Some(faults);
+    let session = agent_session_at(&agent.paths, &request).unwrap();
+    assert_ne!(session.tier, Tier::Index);
+    assert!(
+        session.stepped_aside[0].reason.contains("No space left"),
+        "{:?}",
+        session.stepped_aside
+    );
+    assert_eq!(
+        common::oracle::OTotals::from(session.totals),
+        agent.oracle().since()
+    );
+    // With the disk healthy again the index is built.
+    assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
+}
