@@ -344,7 +344,8 @@ impl WritableIndex {
         loop {
             let chunk_start = scanner.end();
             let mut finished = false;
-            while scanner.end() - chunk_start < options.commit_bytes {
+            // At least one line per commit, whatever the option says.
+            while scanner.end() - chunk_start < options.commit_bytes.max(1) {
                 let (offset, folded) = match scanner.next_line().map_err(read_error)? {
                     None => {
                         finished = true;

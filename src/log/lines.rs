@@ -201,8 +201,12 @@ impl<'f> LineScanner<'f> {
     }
 }
 
-/// `pread` that retries on `Interrupted`; returns 0 at end of file.
+/// `pread` that retries on `Interrupted`; returns 0 at end of file (and past the largest
+/// offset a file can have, where the OS would refuse the call).
 pub fn read_at_retrying(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    if offset > i64::MAX as u64 {
+        return Ok(0);
+    }
     loop {
         match file.read_at(buf, offset) {
             Ok(n) => return Ok(n),

@@ -38,16 +38,28 @@ impl WindowSum {
         WindowSum::of(file, end - len, len)
     }
 
-    /// Checksums `[start, start + len)`; `None` if the file is shorter than that.
+    /// Checksums `[start, start + len)`; `None` if the file is shorter than that. Reads in
+    /// fixed-size chunks, so any `len` is safe.
     pub fn of(file: &File, start: u64, len: u64) -> io::Result<Option<WindowSum>> {
-        let mut buf = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
-        if !read_exact_at(file, &mut buf, start)? {
+        let Some(end) = start.checked_add(len) else {
             return Ok(None);
+        };
+        let mut buf = vec![0; usize::try_from(len.min(WINDOW_BYTES)).unwrap_or(0)];
+        let mut hasher = crc32fast::Hasher::new();
+        let mut at = start;
+        while at < end {
+            let n = usize::try_from((end - at).min(WINDOW_BYTES)).unwrap_or(0);
+            let chunk = &mut buf[..n];
+            if !read_exact_at(file, chunk, at)? {
+                return Ok(None);
+            }
+            hasher.update(chunk);
+            at += n as u64;
         }
         Ok(Some(WindowSum {
             start,
             len,
-            crc: crc32fast::hash(&buf),
+            crc: hasher.finalize(),
         }))
     }
 
