@@ -35,6 +35,7 @@
 pub mod event;
 pub mod index;
 pub mod log;
+pub mod query;
 pub mod session;
 pub mod synth;
 

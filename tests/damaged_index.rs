@@ -1,6 +1,7 @@
-//! Index files damaged in ways the fuzzer found (fuzz/regressions/index_file): opening them
-//! must never panic or abort, must give the oracle's answers, and a damaged row, once found,
-//! must be rebuilt rather than met again.
+//! Damaged index files: opening them must never panic or abort, must give the oracle's
+//! answers, and a damaged row, once found, must be rebuilt rather than met again. Some files
+//! are the fuzzer's findings (fuzz/regressions/index_file, written in index format 1: they
+//! now also exercise a rebuild from an old format whose file is damaged).
 
 mod common;
 
@@ -69,8 +70,36 @@ fn a_panic_inside_redb_while_catching_up_does_not_abort() {
 
 #[test]
 fn a_damaged_row_found_by_a_query_is_rebuilt() {
-    let agent = regression!("damaged-row-never-rebuilt");
+    use redb::ReadableTable;
+    let agent = Agent::with_log(&common::lines(&[
+        common::molt(1.0, 1, "agent"),
+        common::token(2.0, 5, 1, 0),
+        common::molt(3.0, 2, "agent"),
+        common::molt(4.0, 3, "system"),
+        common::token(5.0, 7, 1, 0),
+    ]));
+    drop(agent.open_index());
+    // Damage the first boundary row: the open-time structure check reads only the latest one.
+    {
+        let db = redb::Database::builder()
+            .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+            .create(&agent.paths.index)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(agentlog::index::schema::BOUNDARIES).unwrap();
+            let mut row = table.get(1).unwrap().unwrap().value().to_vec();
+            row[0] ^= 0xff;
+            table.insert(1, row.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
     let first = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert_eq!(
+        first.outcome(),
+        &IndexOutcome::Fresh,
+        "the O(1) open cannot see this row"
+    );
     match first.boundaries() {
         Err(IndexError::Damaged { .. }) => {}
         other => panic!("the damaged row should be found: {other:?}"),

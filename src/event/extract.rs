@@ -146,12 +146,23 @@ impl EventFields<'_> {
     }
 }
 
+/// A check of whole event lines beyond JSON validity, supplied by a higher layer (the session
+/// layer checks the dsh envelope). The first line it rejects marks where the log stops being
+/// clean ([`FoldState::first_break`](super::FoldState::first_break)).
+pub trait LineValidator: Send + Sync + std::fmt::Debug {
+    /// A name with a version, stored in the index: changing it forces a rebuild.
+    fn name(&self) -> &str;
+    /// Whether `line` (a valid JSON object) is acceptable.
+    fn accepts(&self, line: &[u8]) -> bool;
+}
+
 /// The keys an extractor looks for, compiled from a [`Profile`] for fast matching.
 #[derive(Clone, Debug)]
 pub struct Extractor {
     profile: Profile,
     /// Candidate keys grouped by byte length, so most keys are dismissed by one comparison.
     by_len: Vec<Vec<(Box<str>, Key)>>,
+    validator: Option<std::sync::Arc<dyn LineValidator>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,7 +208,25 @@ impl Extractor {
                 by_len[len].push((name.into_boxed_str(), key));
             }
         }
-        Extractor { profile, by_len }
+        Extractor {
+            profile,
+            by_len,
+            validator: None,
+        }
+    }
+
+    /// Adds a line validator (see [`LineValidator`]).
+    pub fn with_validator(
+        mut self,
+        validator: Option<std::sync::Arc<dyn LineValidator>>,
+    ) -> Extractor {
+        self.validator = validator;
+        self
+    }
+
+    /// The line validator, if any.
+    pub fn validator(&self) -> Option<&dyn LineValidator> {
+        self.validator.as_deref()
     }
 
     /// The profile this extractor was compiled from.

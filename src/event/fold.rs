@@ -190,6 +190,12 @@ pub struct FoldState {
     pub latest: Option<GenerationStart>,
     /// Odd lines and values.
     pub diagnostics: Diagnostics,
+    /// Offset of the first line where the log stops being clean: a blank or invalid line, a
+    /// line the extractor's [`LineValidator`](super::LineValidator) rejects, or, when the
+    /// profile wants contiguous seqs, an event whose seq is not its position. Session logs
+    /// end their committed region there.
+    #[serde(default)]
+    pub first_break: Option<u64>,
 }
 
 impl FoldState {
@@ -266,22 +272,23 @@ impl Folder {
     /// Folds one complete line at `offset`; `line` excludes its `\n`.
     pub fn fold_line<'a>(&mut self, offset: u64, line: &'a [u8]) -> Folded<'a> {
         let extracted = self.extractor.extract(line);
-        self.fold_extracted(offset, line.len() as u64, extracted)
+        self.fold_extracted(offset, line, extracted)
     }
 
-    /// Folds a line of `len` bytes at `offset` whose fields were already extracted (by this
+    /// Folds the line `line` at `offset` whose fields were already extracted (by this
     /// folder's extractor), so a writer that validated an event need not parse it twice.
     pub fn fold_extracted<'a>(
         &mut self,
         offset: u64,
-        len: u64,
+        line: &[u8],
         extracted: Result<EventFields<'a>, LineProblem>,
     ) -> Folded<'a> {
-        let ordinal = self.next_line(offset, len);
+        let ordinal = self.next_line(offset, line.len() as u64);
         let fields = match extracted {
             Ok(fields) => fields,
             Err(problem) => {
                 self.state.diagnostics.note_invalid(offset, problem);
+                self.state.first_break.get_or_insert(offset);
                 return Folded::Skipped(problem);
             }
         };
@@ -289,6 +296,9 @@ impl Folder {
         if kind == EventKind::Header {
             self.state.has_header = true;
             return Folded::Header;
+        }
+        if self.state.first_break.is_none() && !self.is_clean(&fields, line) {
+            self.state.first_break = Some(offset);
         }
         let state = &mut self.state;
         state.events += 1;
@@ -311,7 +321,7 @@ impl Folder {
         let implicit_seq = ordinal - u64::from(state.has_header);
         Folded::Event(FoldedEvent {
             offset,
-            len,
+            len: line.len() as u64,
             seq: fields.seq.valid().unwrap_or(implicit_seq),
             explicit_seq: fields.seq.valid().is_some(),
             time: fields.time.valid(),
@@ -327,6 +337,15 @@ impl Folder {
         self.state
             .diagnostics
             .note_invalid(offset, LineProblem::TooLong);
+        self.state.first_break.get_or_insert(offset);
+    }
+
+    /// Whether an event line keeps the log clean: its seq is its position (when the profile
+    /// asks for that) and the validator accepts it. Only asked until the first break.
+    fn is_clean(&self, fields: &EventFields<'_>, line: &[u8]) -> bool {
+        let in_place = !self.extractor.profile().contiguous_seqs
+            || fields.seq.valid() == Some(self.state.events);
+        in_place && self.extractor.validator().is_none_or(|v| v.accepts(line))
     }
 
     /// Advances past one line; returns its 0-based ordinal.
@@ -391,6 +410,62 @@ mod tests {
         assert_eq!(state.totals.output_tokens, 3);
         assert_eq!(state.diagnostics.token_values_truncated, 2);
         assert_eq!(state.diagnostics.token_values_zeroed, 2);
+    }
+
+    #[derive(Debug)]
+    struct NoRedTypes;
+
+    impl crate::event::LineValidator for NoRedTypes {
+        fn name(&self) -> &str {
+            "no-red/1"
+        }
+        fn accepts(&self, line: &[u8]) -> bool {
+            !line.windows(5).any(|w| w == b"\"red\"")
+        }
+    }
+
+    fn first_break(profile: Profile, validator: bool, lines: &[&str]) -> Option<u64> {
+        let extractor = Extractor::new(profile)
+            .with_validator(validator.then(|| std::sync::Arc::new(NoRedTypes) as _));
+        let mut folder = Folder::new(extractor, FoldState::default());
+        let mut offset = 0;
+        for line in lines {
+            folder.fold_line(offset, line.as_bytes());
+            offset += line.len() as u64 + 1;
+        }
+        folder.into_state().first_break
+    }
+
+    #[test]
+    fn first_break_marks_where_a_log_stops_being_clean() {
+        let header = r#"{"type":"session","id":"s"}"#;
+        let seq = |n: u64, t: &str| format!(r#"{{"type":"{t}","seq":{n}}}"#);
+        let clean = [header.to_owned(), seq(0, "a"), seq(1, "b"), seq(2, "a")];
+        let refs: Vec<&str> = clean.iter().map(String::as_str).collect();
+        assert_eq!(first_break(Profile::session(), true, &refs), None);
+        // A seq out of place, under a profile that wants contiguous seqs.
+        let gap = [header.to_owned(), seq(0, "a"), seq(2, "b"), seq(3, "a")];
+        let refs: Vec<&str> = gap.iter().map(String::as_str).collect();
+        let at = (header.len() + seq(0, "a").len() + 2) as u64;
+        assert_eq!(first_break(Profile::session(), false, &refs), Some(at));
+        assert_eq!(
+            first_break(Profile::lingtai(), false, &refs),
+            None,
+            "lingtai logs need no seqs"
+        );
+        // A line the validator rejects, an invalid line, a blank line: the first one counts.
+        let rejected = [
+            header.to_owned(),
+            seq(0, "a"),
+            seq(1, "red"),
+            "{".to_owned(),
+            seq(3, "a"),
+        ];
+        let refs: Vec<&str> = rejected.iter().map(String::as_str).collect();
+        assert_eq!(first_break(Profile::session(), true, &refs), Some(at));
+        let blank = [header.to_owned(), seq(0, "a"), "  ".to_owned(), seq(1, "a")];
+        let refs: Vec<&str> = blank.iter().map(String::as_str).collect();
+        assert_eq!(first_break(Profile::session(), true, &refs), Some(at));
     }
 
     #[test]

@@ -12,7 +12,9 @@ mod skip;
 mod time;
 
 pub use coerce::{MAX_TOKEN_VALUE, TokenValue};
-pub use extract::{EventFields, EventKind, Extractor, Field, LineProblem, MAX_NESTING, MoltCount};
+pub use extract::{
+    EventFields, EventKind, Extractor, Field, LineProblem, LineValidator, MAX_NESTING, MoltCount,
+};
 pub use fold::{
     Boundary, Diagnostics, FoldState, Folded, FoldedEvent, Folder, GenerationStart,
     INVALID_OFFSETS_KEPT, Totals,

@@ -28,6 +28,12 @@ pub struct Profile {
     pub after_tokens_field: String,
     /// The `type` of a session header line; only the line at offset 0 can be a header.
     pub header_type: String,
+    /// Whether events must carry `seq` 0, 1, 2, ... in file order (session logs): the first
+    /// event that does not marks where the log stops being clean ([`FoldState::first_break`]).
+    ///
+    /// [`FoldState::first_break`]: super::FoldState::first_break
+    #[serde(default)]
+    pub contiguous_seqs: bool,
 }
 
 impl Profile {
@@ -48,6 +54,17 @@ impl Profile {
             before_tokens_field: "before_tokens".to_owned(),
             after_tokens_field: "after_tokens".to_owned(),
             header_type: "session".to_owned(),
+            contiguous_seqs: false,
+        }
+    }
+
+    /// The vocabulary of dsh-style session logs: a header line, then events with contiguous
+    /// seqs (no token events or boundaries).
+    pub fn session() -> Profile {
+        Profile {
+            name: "session".to_owned(),
+            contiguous_seqs: true,
+            ..Profile::lingtai()
         }
     }
 

@@ -96,7 +96,7 @@ pub(crate) fn log_read(log: &Path, e: std::io::Error) -> IndexError {
 
 pub(crate) fn expected(options: &IndexOptions) -> Expected {
     Expected {
-        profile: options.profile.fingerprint(),
+        profile: options.fingerprint(),
         max_line: options.max_line as u64,
     }
 }
@@ -104,7 +104,7 @@ pub(crate) fn expected(options: &IndexOptions) -> Expected {
 fn empty_meta(options: &IndexOptions) -> Meta {
     Meta {
         parser: PARSER_VERSION,
-        profile: options.profile.fingerprint(),
+        profile: options.fingerprint(),
         max_line: options.max_line as u64,
         head: WindowSum::default(),
         tail: WindowSum::default(),
@@ -267,8 +267,9 @@ impl WritableIndex {
             if damaged {
                 std::mem::forget(old);
             } else {
-                // The old file is unlinked; its close errors do not matter.
-                let _ = old.close();
+                // The old file is unlinked; its close errors do not matter, and a file that
+                // is stale for another reason may be damaged too, so a panic is contained.
+                let _ = catch_unwind(AssertUnwindSafe(|| old.close()));
             }
         }
         self.meta = empty_meta(options);
@@ -368,6 +369,9 @@ impl WritableIndex {
             self.meta.fold = folder.state().clone();
             self.meta.running_crc = scanner.crc();
             self.refresh_windows(log)?;
+            // The index must never cover bytes a power loss could take away, whoever wrote
+            // them (an external writer may never sync): sync the log first.
+            log.sync_data().map_err(|e| log_read(&self.log_path, e))?;
             self.commit_buffer()?;
             progress(scanner.end() - start, limit - start);
             if finished {

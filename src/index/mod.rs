@@ -28,7 +28,7 @@ pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use reader::Index;
 pub use writer::{CommitPolicy, Writer, WriterOptions};
 
-use crate::event::{Extractor, Profile};
+use crate::event::{Extractor, LineValidator, Profile};
 use crate::log::{DEFAULT_MAX_LINE, Faults};
 
 /// How to read the log and maintain its index.
@@ -45,6 +45,9 @@ pub struct IndexOptions {
     pub commit_bytes: u64,
     /// How long redb may repair the index after a crash before we rebuild it instead.
     pub repair_budget: Duration,
+    /// A check of whole lines beyond JSON validity (the session layer's envelope rules); the
+    /// first line it rejects is recorded as [`FoldState::first_break`](crate::event::FoldState).
+    pub line_validator: Option<Arc<dyn LineValidator>>,
     /// Injected I/O failures for the log writer and the index (tests only).
     #[doc(hidden)]
     pub faults: Option<Arc<Faults>>,
@@ -58,14 +61,25 @@ impl Default for IndexOptions {
             read_only: false,
             commit_bytes: 64 << 20,
             repair_budget: DEFAULT_REPAIR_BUDGET,
+            line_validator: None,
             faults: None,
         }
     }
 }
 
 impl IndexOptions {
-    /// An extractor for this profile.
+    /// An extractor for this profile and line validator.
     pub fn extractor(&self) -> Extractor {
-        Extractor::new(self.profile.clone())
+        Extractor::new(self.profile.clone()).with_validator(self.line_validator.clone())
+    }
+
+    /// What the index records of how lines were read: the profile and the validator's name.
+    /// An index built with another fingerprint is rebuilt.
+    pub fn fingerprint(&self) -> u32 {
+        let mut hasher = crc32fast::Hasher::new_with_initial(self.profile.fingerprint());
+        if let Some(validator) = &self.line_validator {
+            hasher.update(validator.name().as_bytes());
+        }
+        hasher.finalize()
     }
 }

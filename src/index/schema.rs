@@ -10,7 +10,7 @@ use crate::event::{EventKind, FoldState, GenerationStart, Timestamp, Totals};
 use crate::log::WindowSum;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Bumped whenever extraction or the fold could give a different answer for the same bytes.
 pub const PARSER_VERSION: u32 = 1;
@@ -48,7 +48,7 @@ pub const OTHER_TYPE: u32 = u32::MAX;
 pub struct Meta {
     /// [`PARSER_VERSION`] of the writer.
     pub parser: u32,
-    /// The profile's fingerprint.
+    /// The fingerprint of the profile and line validator (`IndexOptions::fingerprint`).
     pub profile: u32,
     /// The maximum line size the index was built with (it decides which lines are valid).
     pub max_line: u64,

@@ -232,7 +232,10 @@ impl Writer {
         }
         for (&(start, len), fields) in spans.iter().zip(fields) {
             let offset = appended.start + start;
-            let folded = self.folder.fold_extracted(offset, len, Ok(fields));
+            let line = batch
+                .get(start as usize..(start + len) as usize)
+                .unwrap_or_default();
+            let folded = self.folder.fold_extracted(offset, line, Ok(fields));
             self.queue(&folded, offset);
         }
         self.crc.update(batch);

@@ -1,0 +1,398 @@
+//! The query service (§4.3): exact reads, filters and traces over the corpus.
+//!
+//! The corpus is the union of the store's live sessions and its persisted side. For one
+//! id the live copy always wins, and an exact read of a live session never touches the
+//! persisted side, so a broken backend cannot hide or delay live data. A persisted
+//! session is read as: stored header, then the events, then a check that the header
+//! stored with the events still matches (a log replaced in between is a
+//! [`QueryError::SourceConflict`]), then legacy normalization and the read-side rules.
+//!
+//! Whole-log operations (list/filter events, read surface, read session, trace event)
+//! fold the surface; a violation is [`QueryError::InvalidSurface`]. A window read
+//! ([`QueryService::read_event`]) reads only the seq range it returns (plus the prefix
+//! when a legacy event needs earlier ids) and does not fold, so it stays cheap on an
+//! index and answers even when the surface is broken.
+
+use std::collections::BTreeMap;
+
+use crate::query::envelope::{Vocabulary, check_message_shape};
+use crate::query::error::{QueryError, Result};
+use crate::query::extract::extract_text;
+use crate::query::filter::{
+    EventFilter, SessionFilter, compile_event_filters, compile_session_filters,
+};
+use crate::query::json::MAX_SAFE_INTEGER;
+use crate::query::legacy::{check_no_retired, needs_prefix, normalize_log};
+use crate::query::source::{SourceError, StoredSlice};
+use crate::query::store::Store;
+use crate::query::surface::{SurfaceFold, fold_surface};
+use crate::query::trace::{trace_event, trace_lineage};
+use crate::query::types::{
+    SessionEvent, SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow,
+    SessionHeader, SessionLineageTrace, SessionLogSnapshot, SessionRecord, SessionSurfaceSnapshot,
+};
+use crate::query::window::{DEFAULT_READ_WINDOW_MAX, WindowRequest, cut_window};
+
+/// The event types whose presence anywhere refuses a whole log (§6).
+const RETIRED_TYPES: [&str; 3] = ["request/header-delta", "mode/set", "request/header"];
+
+/// Configuration of the query service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryConfig {
+    /// The largest `before`/`after` a window read accepts (default 50).
+    pub read_window_max: u64,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        Self {
+            read_window_max: DEFAULT_READ_WINDOW_MAX,
+        }
+    }
+}
+
+/// Exact queries over a [`Store`]'s corpus.
+#[derive(Debug)]
+pub struct QueryService<'s> {
+    store: &'s Store,
+    config: QueryConfig,
+    vocabulary: Vocabulary,
+}
+
+/// A whole log, with the surface fold when it is already known (live sessions).
+struct Loaded {
+    header: SessionHeader,
+    events: Vec<SessionEvent>,
+    fold: Option<SurfaceFold>,
+}
+
+impl<'s> QueryService<'s> {
+    /// A service over `store`; a `read_window_max` above 2^53-1 is
+    /// [`QueryError::InvalidConfig`].
+    pub fn new(store: &'s Store, config: QueryConfig) -> Result<Self> {
+        if config.read_window_max > MAX_SAFE_INTEGER {
+            return Err(QueryError::InvalidConfig {
+                reason: format!("read_window_max {} is above 2^53-1", config.read_window_max),
+            });
+        }
+        Ok(Self {
+            store,
+            config,
+            vocabulary: store.config().vocabulary.clone(),
+        })
+    }
+
+    /// Every session, newest first (`createdAt` descending, then id ascending).
+    ///
+    /// Reads headers only. A live and a stored header that disagree on an immutable
+    /// field are a [`QueryError::SourceConflict`].
+    pub fn list_sessions(&self) -> Result<Vec<SessionRecord>> {
+        let stored = self
+            .store
+            .source()
+            .list_headers()
+            .map_err(|e| source_error("", "listing sessions", e))?;
+        let mut records: BTreeMap<String, SessionRecord> = self
+            .store
+            .live_headers()
+            .into_iter()
+            .map(|header| {
+                let record = SessionRecord {
+                    header,
+                    live: true,
+                    persisted: false,
+                };
+                (record.header.id.clone(), record)
+            })
+            .collect();
+        for header in stored {
+            match records.get_mut(&header.id) {
+                Some(record) => {
+                    check_compatible(&record.header, &header)?;
+                    record.persisted = true;
+                }
+                None => {
+                    records.insert(
+                        header.id.clone(),
+                        SessionRecord {
+                            header,
+                            live: false,
+                            persisted: true,
+                        },
+                    );
+                }
+            }
+        }
+        let mut list: Vec<SessionRecord> = records.into_values().collect();
+        list.sort_by(|a, b| {
+            b.header
+                .created_at
+                .cmp(&a.header.created_at)
+                .then_with(|| a.header.id.cmp(&b.header.id))
+        });
+        Ok(list)
+    }
+
+    /// The sessions passing every filter, in [`Self::list_sessions`] order.
+    pub fn filter_sessions(&self, filters: &[SessionFilter]) -> Result<Vec<SessionRecord>> {
+        let matcher = compile_session_filters(filters)?;
+        Ok(self
+            .list_sessions()?
+            .into_iter()
+            .filter(|r| matcher.matches(r))
+            .collect())
+    }
+
+    /// A whole session after full validation, including the surface fold.
+    pub fn read_session(&self, session_id: &str) -> Result<SessionLogSnapshot> {
+        let loaded = self.load(session_id)?;
+        fold(session_id, &loaded)?;
+        Ok(SessionLogSnapshot {
+            session: loaded.header,
+            events: loaded.events,
+        })
+    }
+
+    /// One record per event, ascending seq, classified by the surface fold.
+    pub fn list_events(&self, session_id: &str) -> Result<Vec<SessionEventRecord>> {
+        let loaded = self.load(session_id)?;
+        let fold = fold(session_id, &loaded)?;
+        Ok(loaded
+            .events
+            .iter()
+            .map(|e| event_record(session_id, e, &fold))
+            .collect())
+    }
+
+    /// The events with extracted text that pass every filter, ascending seq.
+    pub fn filter_events(
+        &self,
+        session_id: &str,
+        filters: &[EventFilter],
+    ) -> Result<Vec<SessionEventDocument>> {
+        let matcher = compile_event_filters(filters)?;
+        let loaded = self.load(session_id)?;
+        let fold = fold(session_id, &loaded)?;
+        Ok(loaded
+            .events
+            .iter()
+            .filter_map(|e| {
+                let text = extract_text(e);
+                (!text.is_empty()).then(|| SessionEventDocument {
+                    record: event_record(session_id, e, &fold),
+                    text,
+                })
+            })
+            .filter(|doc| matcher.matches(doc))
+            .collect())
+    }
+
+    /// The current surface events in surface order, and the last seq folded.
+    pub fn read_surface(&self, session_id: &str) -> Result<SessionSurfaceSnapshot> {
+        let loaded = self.load(session_id)?;
+        let fold = fold(session_id, &loaded)?;
+        let events = fold
+            .nodes
+            .iter()
+            .filter_map(|seq| loaded.events.iter().find(|e| e.seq == *seq).cloned())
+            .collect();
+        Ok(SessionSurfaceSnapshot {
+            captured_through_seq: loaded.events.last().map(|e| e.seq),
+            session: loaded.header,
+            events,
+        })
+    }
+
+    /// One event with up to `before`/`after` raw neighbours.
+    ///
+    /// The bounds are checked before anything is read.
+    pub fn read_event(&self, request: &WindowRequest) -> Result<SessionEventWindow> {
+        let (before, after) = request.bounds(self.config.read_window_max)?;
+        let id = request.session_id.as_str();
+        let (lo, hi) = request.seq_range(before, after);
+        let (header, events) = match self.store.with_live(id, |v| {
+            let first = usize::try_from(lo).unwrap_or(usize::MAX);
+            let last = usize::try_from(hi).unwrap_or(usize::MAX);
+            let window = v
+                .events
+                .get(first.min(v.events.len())..last.saturating_add(1).min(v.events.len()))
+                .unwrap_or_default()
+                .to_vec();
+            (v.header.clone(), window)
+        }) {
+            Some(live) => live,
+            None => self.load_persisted_range(id, lo, hi)?,
+        };
+        let (target, events, start_seq, end_seq) = cut_window(&events, request.seq, before, after)
+            .ok_or_else(|| QueryError::EventNotFound {
+                session_id: id.to_string(),
+                seq: request.seq,
+            })?;
+        Ok(SessionEventWindow {
+            session: header,
+            target,
+            events,
+            start_seq,
+            end_seq,
+        })
+    }
+
+    /// The lineage of a session through `parentSession`.
+    pub fn trace_session(&self, session_id: &str) -> Result<SessionLineageTrace> {
+        trace_lineage(&self.list_sessions()?, session_id)
+    }
+
+    /// How one event relates to others through replacements and provenance.
+    pub fn trace_event(&self, session_id: &str, seq: u64) -> Result<SessionEventTrace> {
+        let loaded = self.load(session_id)?;
+        trace_event(session_id, &loaded.events, seq)
+    }
+
+    /// The whole log of a session, live first.
+    fn load(&self, session_id: &str) -> Result<Loaded> {
+        let live = |s: &Self| {
+            s.store.with_live(session_id, |v| Loaded {
+                header: v.header.clone(),
+                events: v.events.to_vec(),
+                fold: Some(v.surface.to_fold()),
+            })
+        };
+        if let Some(loaded) = live(self) {
+            return Ok(loaded);
+        }
+        let source = self.store.source();
+        let listed = source
+            .read_header(session_id)
+            .map_err(|e| source_error(session_id, "reading the header", e))?;
+        let slice = source
+            .read_all(session_id)
+            .map_err(|e| source_error(session_id, "reading the log", e))?;
+        // The session may have gone live while we read; live data wins.
+        if let Some(loaded) = live(self) {
+            return Ok(loaded);
+        }
+        check_compatible(&listed, &slice.header)?;
+        let events = self.prepare_stored(session_id, &slice.events)?;
+        Ok(Loaded {
+            header: slice.header,
+            events,
+            fold: None,
+        })
+    }
+
+    /// The stored events `lo..=hi` of a non-live session, normalized and checked.
+    fn load_persisted_range(
+        &self,
+        session_id: &str,
+        lo: u64,
+        hi: u64,
+    ) -> Result<(SessionHeader, Vec<SessionEvent>)> {
+        let source = self.store.source();
+        let read_err = |e| source_error(session_id, "reading the log", e);
+        let listed = source
+            .read_header(session_id)
+            .map_err(|e| source_error(session_id, "reading the header", e))?;
+        // Retired shapes refuse the whole log; the type index finds them without a scan.
+        let retired = source
+            .read_types(session_id, &RETIRED_TYPES)
+            .map_err(read_err)?;
+        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
+        let mut slice: StoredSlice = source.read_range(session_id, lo, hi).map_err(read_err)?;
+        if slice.events.iter().any(needs_prefix) {
+            slice = source.read_range(session_id, 0, hi).map_err(read_err)?;
+        }
+        check_compatible(&listed, &retired.header)?;
+        check_compatible(&listed, &slice.header)?;
+        let mut events = self.prepare_stored(session_id, &slice.events)?;
+        events.retain(|e| e.seq >= lo);
+        Ok((slice.header, events))
+    }
+
+    /// Normalizes stored events and applies the read-side rules (message shapes,
+    /// vocabulary).
+    fn prepare_stored(
+        &self,
+        session_id: &str,
+        stored: &[SessionEvent],
+    ) -> Result<Vec<SessionEvent>> {
+        let events = normalize_log(session_id, stored).map_err(|v| corrupt(session_id, &v))?;
+        for event in &events {
+            check_message_shape(event).map_err(|v| corrupt(session_id, &v))?;
+            self.vocabulary
+                .check(event)
+                .map_err(|v| QueryError::UnsupportedFormat {
+                    session_id: session_id.to_string(),
+                    reason: v.to_string(),
+                })?;
+        }
+        Ok(events)
+    }
+}
+
+/// The surface fold of a loaded log (reusing the live incremental fold when there is one).
+fn fold(session_id: &str, loaded: &Loaded) -> Result<SurfaceFold> {
+    match &loaded.fold {
+        Some(fold) => Ok(fold.clone()),
+        None => fold_surface(&loaded.events).map_err(|violation| QueryError::InvalidSurface {
+            session_id: session_id.to_string(),
+            violation,
+        }),
+    }
+}
+
+/// Maps a persisted-side failure to the query error a caller acts on.
+fn source_error(session_id: &str, operation: &str, err: SourceError) -> QueryError {
+    match err {
+        SourceError::NotFound if !session_id.is_empty() => QueryError::SessionNotFound {
+            session_id: session_id.to_string(),
+        },
+        SourceError::Corrupt(reason) => QueryError::CorruptSession {
+            session_id: session_id.to_string(),
+            reason,
+        },
+        SourceError::Unsupported(reason) => QueryError::UnsupportedFormat {
+            session_id: session_id.to_string(),
+            reason,
+        },
+        SourceError::Failed { context, cause } => QueryError::PersistenceFailed {
+            operation: format!("{operation} ({context})"),
+            cause,
+        },
+        other => QueryError::PersistenceFailed {
+            operation: operation.to_string(),
+            cause: Box::new(other),
+        },
+    }
+}
+
+fn corrupt(session_id: &str, violation: &crate::query::error::Violation) -> QueryError {
+    QueryError::CorruptSession {
+        session_id: session_id.to_string(),
+        reason: violation.to_string(),
+    }
+}
+
+fn check_compatible(first: &SessionHeader, second: &SessionHeader) -> Result<()> {
+    match first.incompatibility(second) {
+        None => Ok(()),
+        Some((field, live, persisted)) => Err(QueryError::SourceConflict {
+            session_id: first.id.clone(),
+            field,
+            live,
+            persisted,
+        }),
+    }
+}
+
+fn event_record(session_id: &str, e: &SessionEvent, fold: &SurfaceFold) -> SessionEventRecord {
+    SessionEventRecord {
+        session_id: session_id.to_string(),
+        seq: e.seq,
+        event_type: e.event_type.clone(),
+        time: e.time,
+        surface: fold.classify(e.seq),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,457 @@
+//! The persisted side: the [`PersistedSource`] trait and its plain-JSONL implementation.
+//!
+//! The query layer reads stored sessions only through this narrow trait, so the engine
+//! can back it with its redb index (seq → offset, type → offsets) without any change
+//! above. The trait's reads are shaped for an index: by seq range and by type, neither
+//! of which requires an implementation to load the whole log.
+//!
+//! On-disk layout of a store: `ROOT/<session-id>/events.jsonl`; the first line is the
+//! header, then one event per line. A final line without `\n` is a torn tail (a write in
+//! progress or cut by a crash) and is never returned.
+
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+
+use memchr::{memchr, memmem};
+use serde_json::Value;
+
+use crate::query::envelope::{HeaderError, parse_event, parse_header};
+use crate::query::error::{Cause, QueryError};
+use crate::query::types::{SessionEvent, SessionHeader};
+
+/// Name of the log file inside a session directory.
+pub const LOG_FILE_NAME: &str = "events.jsonl";
+
+/// Why the persisted side could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The session is not stored.
+    #[error("the session is not stored")]
+    NotFound,
+    /// The stored log is damaged (unparsable or non-contiguous committed records, a bad
+    /// header, an identity mismatch).
+    #[error("{0}")]
+    Corrupt(String),
+    /// The stored log uses a format version this build does not read.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The backend failed (I/O, index); the data may be intact.
+    #[error("{context}: {cause}")]
+    Failed {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        cause: Cause,
+    },
+}
+
+impl SourceError {
+    fn io(context: impl Into<String>, err: io::Error) -> Self {
+        if err.kind() == io::ErrorKind::NotFound {
+            Self::NotFound
+        } else {
+            Self::Failed {
+                context: context.into(),
+                cause: Box::new(err),
+            }
+        }
+    }
+}
+
+impl From<HeaderError> for SourceError {
+    fn from(e: HeaderError) -> Self {
+        match e {
+            HeaderError::Unsupported(m) => Self::Unsupported(m),
+            HeaderError::Invalid(m) => Self::Corrupt(m),
+        }
+    }
+}
+
+/// Stored events with the header they were stored under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSlice {
+    /// The stored header.
+    pub header: SessionHeader,
+    /// The requested committed events, ascending seq, envelope-valid, *as stored* (not
+    /// legacy-normalized).
+    pub events: Vec<SessionEvent>,
+}
+
+/// Read access to stored sessions.
+///
+/// Contract for every method:
+/// - events are committed events only (never a torn tail), in ascending seq, each
+///   envelope-valid ([`crate::query::envelope::parse_event`]), exactly as stored;
+/// - a session that is not stored is [`SourceError::NotFound`]; damage is
+///   [`SourceError::Corrupt`], a foreign format version [`SourceError::Unsupported`],
+///   and anything else [`SourceError::Failed`];
+/// - the header returned with events is the one stored with them (the caller compares it
+///   with the listed header to detect a log replaced between two calls).
+pub trait PersistedSource: Send + Sync {
+    /// Headers of every stored session. Sessions created but never given an event are
+    /// not stored, so they are absent.
+    fn list_headers(&self) -> Result<Vec<SessionHeader>, SourceError>;
+
+    /// The stored header of one session.
+    fn read_header(&self, session_id: &str) -> Result<SessionHeader, SourceError>;
+
+    /// Events with `from <= seq <= to` (fewer when the log is shorter).
+    fn read_range(&self, session_id: &str, from: u64, to: u64) -> Result<StoredSlice, SourceError>;
+
+    /// Events whose type is one of `types`.
+    fn read_types(&self, session_id: &str, types: &[&str]) -> Result<StoredSlice, SourceError>;
+
+    /// Every committed event.
+    fn read_all(&self, session_id: &str) -> Result<StoredSlice, SourceError> {
+        self.read_range(session_id, 0, u64::MAX)
+    }
+}
+
+/// Checks that `id` can safely be used as one directory name.
+///
+/// The rule: 1 to 255 bytes; no `/`, `\` or `:` (so never a path, an absolute path or a
+/// Windows drive); no NUL or other control character; no `..` anywhere; no leading `.`
+/// (no `.`, `..` or hidden directories). Everything else, including non-ASCII, is kept
+/// as is, so ids and directory names correspond one to one.
+pub fn validate_session_id(id: &str) -> Result<(), QueryError> {
+    let reason = if id.is_empty() {
+        Some("it is empty")
+    } else if id.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else if id.contains(['/', '\\', ':']) {
+        Some("it contains a path separator or drive colon")
+    } else if id.chars().any(char::is_control) {
+        Some("it contains NUL or a control character")
+    } else if id.contains("..") {
+        Some("it contains '..'")
+    } else if id.starts_with('.') {
+        Some("it starts with '.'")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(QueryError::InvalidSessionId {
+            id: id.to_string(),
+            reason: reason.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The log path of session `id` under `root`, after validating the id.
+pub fn session_log_path(root: &Path, id: &str) -> Result<PathBuf, QueryError> {
+    validate_session_id(id)?;
+    Ok(root.join(id).join(LOG_FILE_NAME))
+}
+
+/// The plain-JSONL [`PersistedSource`]: scans the files, no index.
+#[derive(Debug, Clone)]
+pub struct JsonlSource {
+    root: PathBuf,
+}
+
+impl JsonlSource {
+    /// A source over the store directory `root` (which need not exist yet).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    fn path(&self, id: &str) -> Result<PathBuf, SourceError> {
+        // An id that cannot be a directory name cannot be stored.
+        session_log_path(&self.root, id).map_err(|_| SourceError::NotFound)
+    }
+
+    fn scan(&self, id: &str) -> Result<ScannedLog, SourceError> {
+        let path = self.path(id)?;
+        let bytes = std::fs::read(&path)
+            .map_err(|e| SourceError::io(format!("reading {}", path.display()), e))?;
+        let scanned = scan_log(&bytes)?;
+        if scanned.header.id != id {
+            return Err(SourceError::Corrupt(format!(
+                "{} holds session \"{}\", not \"{id}\"",
+                path.display(),
+                scanned.header.id
+            )));
+        }
+        Ok(scanned)
+    }
+}
+
+/// Reads the header line of a log file.
+fn read_header_file(path: &Path) -> Result<SessionHeader, SourceError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| SourceError::io(format!("opening {}", path.display()), e))?;
+    let mut line = Vec::new();
+    io::BufReader::new(file)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| SourceError::io(format!("reading {}", path.display()), e))?;
+    if line.last() != Some(&b'\n') {
+        return Err(SourceError::Corrupt("the header line is incomplete".into()));
+    }
+    let value: Value = serde_json::from_slice(&line)
+        .map_err(|e| SourceError::Corrupt(format!("the header line is not JSON: {e}")))?;
+    Ok(parse_header(&value)?)
+}
+
+impl PersistedSource for JsonlSource {
+    fn list_headers(&self) -> Result<Vec<SessionHeader>, SourceError> {
+        let entries = match std::fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(SourceError::io(
+                    format!("listing {}", self.root.display()),
+                    e,
+                ));
+            }
+        };
+        let mut headers = Vec::new();
+        for entry in entries {
+            let entry = entry
+                .map_err(|e| SourceError::io(format!("listing {}", self.root.display()), e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let Ok(path) = session_log_path(&self.root, &name) else {
+                continue; // Not a session directory (temp files, foreign names).
+            };
+            match read_header_file(&path) {
+                Ok(h) if h.id == name => headers.push(h),
+                Ok(h) => {
+                    tracing::warn!(dir = %name, header_id = %h.id, "session directory holds another session's log; skipped in listing")
+                }
+                Err(SourceError::NotFound) => {}
+                Err(e) => {
+                    tracing::warn!(session = %name, error = %e, "unreadable session header; skipped in listing")
+                }
+            }
+        }
+        Ok(headers)
+    }
+
+    fn read_header(&self, session_id: &str) -> Result<SessionHeader, SourceError> {
+        let header = read_header_file(&self.path(session_id)?)?;
+        if header.id != session_id {
+            return Err(SourceError::Corrupt(format!(
+                "the log of \"{session_id}\" holds session \"{}\"",
+                header.id
+            )));
+        }
+        Ok(header)
+    }
+
+    fn read_range(&self, session_id: &str, from: u64, to: u64) -> Result<StoredSlice, SourceError> {
+        let scanned = self.scan(session_id)?;
+        Ok(StoredSlice {
+            header: scanned.header,
+            events: scanned
+                .events
+                .into_iter()
+                .filter(|e| e.seq >= from && e.seq <= to)
+                .collect(),
+        })
+    }
+
+    fn read_types(&self, session_id: &str, types: &[&str]) -> Result<StoredSlice, SourceError> {
+        let scanned = self.scan(session_id)?;
+        Ok(StoredSlice {
+            header: scanned.header,
+            events: scanned
+                .events
+                .into_iter()
+                .filter(|e| types.contains(&e.event_type.as_str()))
+                .collect(),
+        })
+    }
+}
+
+/// A scanned log file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScannedLog {
+    /// The header.
+    pub header: SessionHeader,
+    /// The committed events.
+    pub events: Vec<SessionEvent>,
+    /// Bytes up to the end of the last committed record (where a repair would truncate).
+    pub committed_bytes: usize,
+}
+
+/// Scans a whole log file (§2.3 rules).
+///
+/// The first record that does not parse, or whose seq breaks contiguity, ends the
+/// committed region *unless* a later line holds a `turn/end`: a completed turn after the
+/// damage proves the damage is inside history that was acknowledged, which is
+/// corruption, not a torn write.
+pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
+    let header_end = memchr(b'\n', bytes)
+        .ok_or_else(|| SourceError::Corrupt("the header line is incomplete".into()))?;
+    let header_line = bytes.get(..header_end).unwrap_or_default();
+    let header_value: Value = serde_json::from_slice(header_line)
+        .map_err(|e| SourceError::Corrupt(format!("the header line is not JSON: {e}")))?;
+    let header = parse_header(&header_value)?;
+
+    let mut events = Vec::new();
+    let mut pos = header_end + 1;
+    let mut committed_bytes = pos;
+    while let Some(rest) = bytes.get(pos..) {
+        let Some(len) = memchr(b'\n', rest) else {
+            if !rest.is_empty() {
+                tracing::debug!(offset = pos, "ignoring torn tail");
+            }
+            break;
+        };
+        let line = rest.get(..len).unwrap_or_default();
+        let expected = events.len() as u64;
+        let issue = match serde_json::from_slice::<Value>(line) {
+            Err(e) => Some(format!("unparsable committed event at byte {pos}: {e}")),
+            Ok(value) => match parse_event(&value) {
+                Err(v) => Some(format!("unparsable committed event at byte {pos}: {v}")),
+                Ok(event) if event.seq != expected => Some(format!(
+                    "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
+                    event.seq
+                )),
+                Ok(event) => {
+                    events.push(event);
+                    None
+                }
+            },
+        };
+        let next = pos + len + 1;
+        if let Some(issue) = issue {
+            if later_turn_end(bytes.get(next..).unwrap_or_default()) {
+                return Err(SourceError::Corrupt(issue));
+            }
+            tracing::warn!(offset = pos, %issue, "treating the damaged tail after the last turn/end as torn");
+            break;
+        }
+        pos = next;
+        committed_bytes = pos;
+    }
+    Ok(ScannedLog {
+        header,
+        events,
+        committed_bytes,
+    })
+}
+
+/// Whether any complete line of `rest` is a `turn/end` event.
+fn later_turn_end(rest: &[u8]) -> bool {
+    let finder = memmem::Finder::new(b"turn/end");
+    let complete = match memchr::memrchr(b'\n', rest) {
+        Some(end) => rest.get(..end).unwrap_or_default(),
+        None => return false,
+    };
+    complete.split(|b| *b == b'\n').any(|line| {
+        finder.find(line).is_some()
+            && serde_json::from_slice::<Value>(line)
+                .ok()
+                .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("turn/end"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+
+    fn log(lines: &[&str], tail: &str) -> Vec<u8> {
+        let mut s = format!("{HEADER}\n");
+        for l in lines {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s.push_str(tail);
+        s.into_bytes()
+    }
+
+    fn ev(seq: u64, ty: &str) -> String {
+        format!(
+            r#"{{"type":"{ty}","seq":{seq},"time":1,"data":{{"turn":1,"reason":{{"kind":"completed"}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn header_only_log_has_no_events() {
+        let bytes = log(&[], "");
+        let s = scan_log(&bytes).unwrap();
+        assert!(s.events.is_empty());
+        assert_eq!(s.committed_bytes, HEADER.len() + 1);
+    }
+
+    #[test]
+    fn torn_tail_is_never_returned() {
+        let bytes = log(&[&ev(0, "turn/start")], r#"{"type":"turn/end","seq":1"#);
+        assert_eq!(scan_log(&bytes).unwrap().events.len(), 1);
+    }
+
+    #[test]
+    fn seq_gap_after_the_last_turn_end_is_tolerated() {
+        let bytes = log(
+            &[
+                &ev(0, "turn/start"),
+                &ev(1, "turn/end"),
+                &ev(3, "turn/start"),
+            ],
+            "",
+        );
+        let s = scan_log(&bytes).unwrap();
+        assert_eq!(s.events.len(), 2);
+    }
+
+    #[test]
+    fn seq_gap_before_a_later_turn_end_is_corruption() {
+        let bytes = log(
+            &[
+                &ev(0, "turn/start"),
+                &ev(2, "step/start"),
+                &ev(3, "turn/end"),
+            ],
+            "",
+        );
+        let err = scan_log(&bytes).unwrap_err();
+        assert!(
+            err.to_string().contains("seq gap in committed region"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn corrupt_line_before_a_later_turn_end_is_corruption() {
+        let bytes = log(&[&ev(0, "turn/start"), "{not json", &ev(2, "turn/end")], "");
+        let err = scan_log(&bytes).unwrap_err();
+        assert!(
+            err.to_string().contains("unparsable committed event"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn header_without_newline_is_corrupt_and_newer_version_is_unsupported() {
+        assert!(matches!(
+            scan_log(HEADER.as_bytes()),
+            Err(SourceError::Corrupt(_))
+        ));
+        let newer = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"createdAt\":1}\n";
+        assert!(matches!(scan_log(newer), Err(SourceError::Unsupported(_))));
+    }
+
+    #[test]
+    fn session_ids_that_could_escape_the_root_are_rejected() {
+        for bad in [
+            "", ".", "..", "a/b", "a\\b", "/abs", "C:x", "a\0b", ".hidden", "x..y", "tab\tid",
+        ] {
+            assert_eq!(
+                validate_session_id(bad).unwrap_err().code(),
+                "invalid_session_id",
+                "{bad:?}"
+            );
+        }
+        for good in ["session-1", "a.b", "ünïcode", "UPPER_lower-123"] {
+            validate_session_id(good).unwrap();
+        }
+        assert!(validate_session_id(&"x".repeat(256)).is_err());
+    }
+}

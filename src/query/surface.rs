@@ -1,0 +1,579 @@
+//! The surface fold (§3): which events form the model-visible history.
+//!
+//! The raw log is never edited. History is rewritten by *appending* a surface event
+//! whose `surfaceOp` replaces a range of the current surface. Ranges are positional: the
+//! replacing node takes the place of the range it removed, so the surface is not sorted
+//! by seq, and a later replace may legitimately name `start=2, end=1`.
+//!
+//! [`SurfaceState`] folds incrementally, as a live session does: [`SurfaceState::check_next`]
+//! plans a transition without changing anything, [`SurfaceState::push`] validates and
+//! applies it atomically, so a rejected candidate leaves the state untouched.
+//! [`fold_surface`] folds a whole log through the same transition, so both paths agree
+//! by construction (and a property test holds them to a naive model).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::query::error::Violation;
+use crate::query::json::MAX_SAFE_INTEGER;
+use crate::query::types::{Replacement, SessionEvent, SurfaceClass, SurfaceOp};
+
+/// Finds an earlier event by seq (needed to check a tool-result rewrite against its target).
+pub trait EventLookup {
+    /// The event with this seq, if present.
+    fn event_at(&self, seq: u64) -> Option<&SessionEvent>;
+}
+
+impl EventLookup for [SessionEvent] {
+    fn event_at(&self, seq: u64) -> Option<&SessionEvent> {
+        usize::try_from(seq)
+            .ok()
+            .and_then(|i| self.get(i))
+            .filter(|e| e.seq == seq)
+            // A windowed slice may not start at seq 0; fall back to a search.
+            .or_else(|| self.iter().find(|e| e.seq == seq))
+    }
+}
+
+impl EventLookup for Vec<SessionEvent> {
+    fn event_at(&self, seq: u64) -> Option<&SessionEvent> {
+        self.as_slice().event_at(seq)
+    }
+}
+
+/// A committed log followed by a batch still being validated.
+#[derive(Debug, Clone, Copy)]
+pub struct Chained<'a> {
+    /// The committed events, seqs from 0.
+    pub log: &'a [SessionEvent],
+    /// The pending events that follow them.
+    pub pending: &'a [SessionEvent],
+}
+
+impl EventLookup for Chained<'_> {
+    fn event_at(&self, seq: u64) -> Option<&SessionEvent> {
+        self.log
+            .event_at(seq)
+            .or_else(|| self.pending.event_at(seq))
+    }
+}
+
+/// The result of folding a whole log.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SurfaceFold {
+    /// The current surface, in surface order.
+    pub nodes: Vec<u64>,
+    /// Every replacement, in event order.
+    pub replacements: Vec<Replacement>,
+    current: HashSet<u64>,
+    replaced_by: HashMap<u64, u64>,
+}
+
+impl SurfaceFold {
+    fn new(nodes: Vec<u64>, replacements: Vec<Replacement>) -> Self {
+        let current = nodes.iter().copied().collect();
+        let replaced_by = replacements
+            .iter()
+            .flat_map(|r| r.shadowed_seqs.iter().map(move |s| (*s, r.seq)))
+            .collect();
+        Self {
+            nodes,
+            replacements,
+            current,
+            replaced_by,
+        }
+    }
+
+    /// The class of the event at `seq`: current, shadowed or log-only.
+    pub fn classify(&self, seq: u64) -> SurfaceClass {
+        if self.current.contains(&seq) {
+            SurfaceClass::Current
+        } else if self.replaced_by.contains_key(&seq) {
+            SurfaceClass::Shadowed
+        } else {
+            SurfaceClass::LogOnly
+        }
+    }
+
+    /// The replacement that directly shadowed `seq`, if any.
+    pub fn replaced_by(&self, seq: u64) -> Option<u64> {
+        self.replaced_by.get(&seq).copied()
+    }
+
+    /// The nodes the event at `seq` shadowed (empty if it is not a replacement).
+    pub fn replaced_event_seqs(&self, seq: u64) -> &[u64] {
+        self.replacements
+            .iter()
+            .find(|r| r.seq == seq)
+            .map(|r| r.shadowed_seqs.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+/// A planned transition (what [`SurfaceState::check_next`] found acceptable).
+enum Plan {
+    LogOnly,
+    Append,
+    Replace {
+        lo: usize,
+        hi: usize,
+        start: u64,
+        end: u64,
+        shadowed: Vec<u64>,
+    },
+}
+
+/// The incremental surface fold of a live session.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SurfaceState {
+    nodes: Vec<u64>,
+    replacements: Vec<Replacement>,
+    next_seq: u64,
+}
+
+impl SurfaceState {
+    /// The state of an empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The seq the next event must have.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The current surface, in surface order.
+    pub fn nodes(&self) -> &[u64] {
+        &self.nodes
+    }
+
+    /// Every replacement so far, in event order.
+    pub fn replacements(&self) -> &[Replacement] {
+        &self.replacements
+    }
+
+    /// Validates `candidate` as the next event without changing the state.
+    ///
+    /// `log` must resolve every earlier seq (it is consulted for tool-result rewrites).
+    pub fn check_next(
+        &self,
+        candidate: &SessionEvent,
+        log: &(impl EventLookup + ?Sized),
+    ) -> Result<(), Violation> {
+        self.plan(candidate, log).map(|_| ())
+    }
+
+    /// Validates `candidate` and, if it is valid, folds it in. On error nothing changes.
+    pub fn push(
+        &mut self,
+        candidate: &SessionEvent,
+        log: &(impl EventLookup + ?Sized),
+    ) -> Result<(), Violation> {
+        let plan = self.plan(candidate, log)?;
+        let seq = candidate.seq;
+        match plan {
+            Plan::LogOnly => {}
+            Plan::Append => self.nodes.push(seq),
+            Plan::Replace {
+                lo,
+                hi,
+                start,
+                end,
+                shadowed,
+            } => {
+                // `plan` checked lo <= hi < len, so the splice range is in bounds.
+                self.nodes.splice(lo..=hi, [seq]);
+                self.replacements.push(Replacement {
+                    seq,
+                    start,
+                    end,
+                    shadowed_seqs: shadowed,
+                });
+            }
+        }
+        self.next_seq = seq.saturating_add(1);
+        Ok(())
+    }
+
+    /// The fold so far, with its classification maps.
+    pub fn to_fold(&self) -> SurfaceFold {
+        SurfaceFold::new(self.nodes.clone(), self.replacements.clone())
+    }
+
+    /// Consumes the state into its fold.
+    pub fn into_fold(self) -> SurfaceFold {
+        SurfaceFold::new(self.nodes, self.replacements)
+    }
+
+    fn plan(&self, c: &SessionEvent, log: &(impl EventLookup + ?Sized)) -> Result<Plan, Violation> {
+        let seq = c.seq;
+        let fail = |m: String| Violation::at(seq, m);
+        if seq != self.next_seq {
+            return Err(fail(format!(
+                "seq {seq} is not contiguous; expected {}",
+                self.next_seq
+            )));
+        }
+        let ty = c.event_type.as_str();
+        if !c.is_surface() {
+            if c.surface_op.is_some() {
+                return Err(fail(format!("{ty} cannot carry surfaceOp")));
+            }
+            if c.source_event_seqs.is_some() {
+                return Err(fail(format!("{ty} cannot carry sourceEventSeqs")));
+            }
+            return Ok(Plan::LogOnly);
+        }
+        let op = c
+            .surface_op
+            .ok_or_else(|| fail(format!("{ty} requires a surfaceOp")))?;
+        if let Some(sources) = &c.source_event_seqs {
+            check_sources(ty, seq, sources).map_err(fail)?;
+        }
+        let (start, end) = match op {
+            SurfaceOp::Append => return Ok(Plan::Append),
+            SurfaceOp::Replace { start, end } => (start, end),
+        };
+        let position = |s: u64, which: &str| {
+            self.nodes
+                .iter()
+                .position(|n| *n == s)
+                .ok_or_else(|| fail(format!("replace {which} {s} is not a current surface node")))
+        };
+        let lo = position(start, "start")?;
+        let hi = position(end, "end")?;
+        if lo > hi {
+            return Err(fail(format!(
+                "replace start {start} comes after end {end} on the surface"
+            )));
+        }
+        let shadowed = self
+            .nodes
+            .get(lo..=hi)
+            .map(<[u64]>::to_vec)
+            .ok_or_else(|| fail("replace range is outside the surface".into()))?;
+        let sources = c.source_event_seqs.as_deref().unwrap_or(&[]);
+        let missing: Vec<u64> = shadowed
+            .iter()
+            .copied()
+            .filter(|s| !sources.contains(s))
+            .collect();
+        if !missing.is_empty() {
+            return Err(fail(format!(
+                "replace sourceEventSeqs must cite every shadowed node; missing {}",
+                join(&missing)
+            )));
+        }
+        if ty == "tool/result" {
+            let target_seq = match shadowed.as_slice() {
+                [only] => *only,
+                _ => {
+                    return Err(fail(
+                        "a tool/result replace must rewrite exactly one current node".into(),
+                    ));
+                }
+            };
+            let target = log
+                .event_at(target_seq)
+                .filter(|t| t.event_type == "tool/result")
+                .ok_or_else(|| {
+                    fail("a tool/result replace must target a current tool/result".into())
+                })?;
+            if without_result_content(&target.data) != without_result_content(&c.data) {
+                return Err(fail(format!(
+                    "a tool/result replace may change only content (message.content[0].content) of {target_seq}"
+                )));
+            }
+        }
+        Ok(Plan::Replace {
+            lo,
+            hi,
+            start,
+            end,
+            shadowed,
+        })
+    }
+}
+
+/// Checks `sourceEventSeqs` beyond its element types (§3 rule 4).
+fn check_sources(ty: &str, seq: u64, sources: &[u64]) -> Result<(), String> {
+    if sources.is_empty() && ty != "assistant/message" {
+        return Err(format!("sourceEventSeqs must not be empty on {ty}"));
+    }
+    let mut seen = HashSet::with_capacity(sources.len());
+    for s in sources {
+        if *s > MAX_SAFE_INTEGER {
+            return Err("sourceEventSeqs must contain only non-negative safe integers".into());
+        }
+        if !seen.insert(*s) {
+            return Err(format!("sourceEventSeqs must not contain duplicates ({s})"));
+        }
+        if *s >= seq {
+            return Err(format!(
+                "sourceEventSeqs must reference earlier events ({s} is not before {seq})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The tool-result payload with the one rewritable part blanked out.
+fn without_result_content(data: &Value) -> Value {
+    let mut copy = data.clone();
+    if let Some(content) = copy.pointer_mut("/message/content/0/content") {
+        *content = Value::Null;
+    }
+    copy
+}
+
+fn join(seqs: &[u64]) -> String {
+    seqs.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Folds a whole log from seq 0, enforcing every rule of §3.
+pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
+    let mut state = SurfaceState::new();
+    for event in events {
+        state.push(event, events)?;
+    }
+    Ok(state.into_fold())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_support::*;
+    use serde_json::json;
+
+    fn err_of(events: &[SessionEvent]) -> String {
+        fold_surface(events).unwrap_err().message
+    }
+
+    #[test]
+    fn sources_absent_or_valid_are_accepted() {
+        let events = [
+            log_only("turn/start", 0, json!({"turn": 1})),
+            user(1, "u", "hi"),
+            assistant(2, "a", "ok").with_sources(vec![0, 1]),
+        ];
+        assert_eq!(fold_surface(&events).unwrap().nodes, vec![1, 2]);
+    }
+
+    #[test]
+    fn empty_sources_are_allowed_only_on_assistant_messages() {
+        assert!(fold_surface(&[assistant(0, "a", "").with_sources(vec![])]).is_ok());
+        let err = err_of(&[user(0, "u", "hi").with_sources(vec![])]);
+        assert!(err.contains("must not be empty"), "{err}");
+    }
+
+    #[test]
+    fn log_only_events_cannot_carry_sources_or_ops() {
+        let err = err_of(&[log_only("turn/start", 0, json!({"turn": 1})).with_sources(vec![])]);
+        assert!(err.contains("cannot carry sourceEventSeqs"), "{err}");
+        let err =
+            err_of(&[log_only("turn/start", 0, json!({})).with_surface_op(SurfaceOp::Append)]);
+        assert!(err.contains("cannot carry surfaceOp"), "{err}");
+    }
+
+    #[test]
+    fn surface_events_require_an_op() {
+        let mut e = user(0, "u", "hi");
+        e.surface_op = None;
+        assert!(err_of(&[e]).contains("requires a surfaceOp"));
+    }
+
+    #[test]
+    fn duplicate_and_forward_sources_are_rejected() {
+        let dup = err_of(&[
+            user(0, "u", "a"),
+            user(1, "v", "b").with_sources(vec![0, 0]),
+        ]);
+        assert!(dup.contains("duplicates"), "{dup}");
+        let selfref = err_of(&[user(0, "u", "a").with_sources(vec![0])]);
+        assert!(
+            selfref.contains("must reference earlier events"),
+            "{selfref}"
+        );
+    }
+
+    #[test]
+    fn seq_gap_is_not_contiguous() {
+        let err = err_of(&[user(0, "u", "a"), user(2, "v", "b")]);
+        assert_eq!(err, "seq 2 is not contiguous; expected 1");
+    }
+
+    #[test]
+    fn replace_must_cite_every_shadowed_node() {
+        let err = err_of(&[
+            user(0, "a", "a"),
+            user(1, "b", "b"),
+            replacing(user(2, "c", "c"), 0, 1, vec![0]),
+        ]);
+        assert!(err.contains("missing 1"), "{err}");
+    }
+
+    #[test]
+    fn replace_covering_every_shadowed_node_is_accepted() {
+        let fold = fold_surface(&[
+            user(0, "a", "a"),
+            user(1, "b", "b"),
+            replacing(user(2, "c", "c"), 0, 1, vec![1, 0]),
+        ])
+        .unwrap();
+        assert_eq!(fold.nodes, vec![2]);
+    }
+
+    #[test]
+    fn replace_range_is_positional_not_numeric() {
+        let a = [
+            user(0, "a", "a"),
+            user(1, "b", "b"),
+            user(2, "c", "c"),
+            replacing(user(3, "d", "d"), 0, 1, vec![0, 1]),
+        ];
+        assert_eq!(fold_surface(&a).unwrap().nodes, vec![3, 2]);
+
+        let b = [
+            user(0, "a", "a"),
+            user(1, "b", "b"),
+            replacing(user(2, "c", "c"), 1, 1, vec![1]),
+        ];
+        assert_eq!(fold_surface(&b).unwrap().nodes, vec![0, 2]);
+    }
+
+    #[test]
+    fn nested_replace_may_run_from_a_higher_seq_to_a_lower_one() {
+        let events = [
+            user(0, "a", "a"),
+            user(1, "b", "b"),
+            replacing(user(2, "c", "c"), 0, 0, vec![0]),
+            replacing(user(3, "d", "d"), 2, 1, vec![2, 1]),
+        ];
+        let fold = fold_surface(&events).unwrap();
+        assert_eq!(fold.nodes, vec![3]);
+        assert_eq!(
+            fold.replacements,
+            vec![
+                Replacement {
+                    seq: 2,
+                    start: 0,
+                    end: 0,
+                    shadowed_seqs: vec![0]
+                },
+                Replacement {
+                    seq: 3,
+                    start: 2,
+                    end: 1,
+                    shadowed_seqs: vec![2, 1]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_endpoints_and_reversed_ranges_are_rejected() {
+        let base = [user(0, "a", "a"), user(1, "b", "b")];
+        for (start, end) in [(5, 1), (0, 5), (1, 0)] {
+            let mut events = base.to_vec();
+            events.push(replacing(user(2, "c", "c"), start, end, vec![0, 1]));
+            assert!(fold_surface(&events).is_err(), "{start}..{end}");
+        }
+    }
+
+    #[test]
+    fn shadowed_nodes_never_return() {
+        let err = err_of(&[
+            user(0, "a", "a"),
+            replacing(user(1, "b", "b"), 0, 0, vec![0]),
+            replacing(user(2, "c", "c"), 0, 0, vec![0]),
+        ]);
+        assert!(err.contains("not a current surface node"), "{err}");
+    }
+
+    fn pruned(target: &SessionEvent, seq: u64, text: &str) -> SessionEvent {
+        let mut e = target.clone();
+        e.seq = seq;
+        e.data["message"]["content"][0]["content"] = json!([{"type": "text", "text": text}]);
+        replacing(e, target.seq, target.seq, vec![target.seq])
+    }
+
+    #[test]
+    fn tool_result_rewrite_may_change_only_content() {
+        let t = tool_result(0, "r", "c1", "long output");
+        let ok = [t.clone(), pruned(&t, 1, "[pruned]")];
+        assert_eq!(fold_surface(&ok).unwrap().nodes, vec![1]);
+
+        let edits: [(&str, Value); 4] = [
+            ("/message/content/0/toolCallId", json!("c2")),
+            ("/message/content/0/isError", json!(true)),
+            ("/meta", json!({"x": 1})),
+            ("/message/id", json!("other")),
+        ];
+        for (path, value) in edits {
+            let mut bad = pruned(&t, 1, "[pruned]");
+            match bad.data.pointer_mut(path) {
+                Some(slot) => *slot = value,
+                None => {
+                    let (parent, key) = path.rsplit_once('/').unwrap();
+                    bad.data.pointer_mut(parent).unwrap()[key] = value;
+                }
+            }
+            let err = err_of(&[t.clone(), bad]);
+            assert!(err.contains("may change only content"), "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn tool_result_rewrite_targets_exactly_one_tool_result() {
+        let t = tool_result(1, "r", "c1", "out");
+        let mut two = pruned(&t, 2, "x");
+        two.surface_op = Some(SurfaceOp::Replace { start: 0, end: 1 });
+        two.source_event_seqs = Some(vec![0, 1]);
+        let err = err_of(&[user(0, "u", "hi"), t.clone(), two]);
+        assert!(err.contains("exactly one current node"), "{err}");
+
+        let mut at_user = pruned(&t, 2, "x");
+        at_user.surface_op = Some(SurfaceOp::Replace { start: 0, end: 0 });
+        at_user.source_event_seqs = Some(vec![0]);
+        let err = err_of(&[user(0, "u", "hi"), t, at_user]);
+        assert!(err.contains("must target a current tool/result"), "{err}");
+    }
+
+    #[test]
+    fn rejected_candidate_leaves_the_incremental_state_unchanged() {
+        let log = vec![user(0, "a", "a"), user(1, "b", "b")];
+        let mut state = SurfaceState::new();
+        for e in &log {
+            state.push(e, &log).unwrap();
+        }
+        let before = state.clone();
+        let bad = replacing(user(2, "c", "c"), 1, 0, vec![0, 1]);
+        assert!(state.push(&bad, &log).is_err());
+        assert_eq!(state, before);
+        assert!(state.check_next(&user(2, "c", "c"), &log).is_ok());
+        assert_eq!(state, before);
+    }
+
+    #[test]
+    fn replace_after_append_classifies_shadowed_log_only_current() {
+        let events = [
+            user(0, "a", "a"),
+            log_only("compaction/summary", 1, json!({})),
+            replacing(user(2, "s", "summary"), 0, 0, vec![1, 0]),
+        ];
+        let fold = fold_surface(&events).unwrap();
+        let classes: Vec<_> = (0..3).map(|s| fold.classify(s)).collect();
+        assert_eq!(
+            classes,
+            [
+                SurfaceClass::Shadowed,
+                SurfaceClass::LogOnly,
+                SurfaceClass::Current
+            ]
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! Event builders shared by the unit tests.
+
+use serde_json::{Value, json};
+
+use crate::query::types::{SessionEvent, SurfaceOp};
+
+/// A current-shape `user/message` appended to the surface.
+pub fn user(seq: u64, id: &str, text: &str) -> SessionEvent {
+    SessionEvent::new(
+        "user/message",
+        seq,
+        seq as i64 * 10,
+        json!({"id": id, "role": "user", "source": {"kind": "user"},
+               "content": [{"type": "text", "text": text}]}),
+    )
+    .with_surface_op(SurfaceOp::Append)
+}
+
+/// A current-shape `assistant/message` appended to the surface.
+pub fn assistant(seq: u64, id: &str, text: &str) -> SessionEvent {
+    SessionEvent::new(
+        "assistant/message",
+        seq,
+        seq as i64 * 10,
+        json!({"turn": 1, "step": 1, "message": {"id": id, "role": "assistant",
+               "source": {"kind": "model", "provider": "p", "model": "m"},
+               "content": [{"type": "text", "text": text}]}}),
+    )
+    .with_surface_op(SurfaceOp::Append)
+}
+
+/// A current-shape `tool/result` appended to the surface.
+pub fn tool_result(seq: u64, id: &str, call_id: &str, text: &str) -> SessionEvent {
+    SessionEvent::new(
+        "tool/result",
+        seq,
+        seq as i64 * 10,
+        json!({"turn": 1, "step": 1, "message": {"id": id, "role": "user",
+               "source": {"kind": "tool", "callId": call_id},
+               "content": [{"type": "tool-result", "toolCallId": call_id,
+                            "content": [{"type": "text", "text": text}]}]}}),
+    )
+    .with_surface_op(SurfaceOp::Append)
+}
+
+/// A log-only event of `event_type` with `data`.
+pub fn log_only(event_type: &str, seq: u64, data: Value) -> SessionEvent {
+    SessionEvent::new(event_type, seq, seq as i64 * 10, data)
+}
+
+/// `event` turned into a replace of `start..=end` citing `sources`.
+pub fn replacing(event: SessionEvent, start: u64, end: u64, sources: Vec<u64>) -> SessionEvent {
+    event
+        .with_surface_op(SurfaceOp::Replace { start, end })
+        .with_sources(sources)
+}
+
+/// A store over `dir` that checkpoints only when asked (or on close/drop).
+pub fn manual_store(dir: &std::path::Path) -> crate::query::Store {
+    let config = crate::query::StoreConfig {
+        checkpoint: crate::query::CheckpointPolicy {
+            max_pending_events: usize::MAX,
+            max_delay: std::time::Duration::from_secs(3600),
+        },
+        ..Default::default()
+    };
+    crate::query::Store::open(dir, config).unwrap()
+}
+
+/// Writes a raw session log (header line + lines, each newline-terminated) under `root`.
+pub fn write_raw_log(root: &std::path::Path, id: &str, header: &Value, lines: &[Value]) {
+    let dir = root.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = format!("{header}\n");
+    for line in lines {
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    std::fs::write(dir.join("events.jsonl"), text).unwrap();
+}
+
+/// A minimal header value for raw logs.
+pub fn raw_header(id: &str, created_at: u64) -> Value {
+    json!({"type": "session", "version": 0, "id": id, "createdAt": created_at})
+}
+
+/// A short valid turn: start, user message, assistant reply, end.
+pub fn simple_turn(first_seq: u64) -> Vec<SessionEvent> {
+    let s = first_seq;
+    vec![
+        log_only("turn/start", s, json!({"turn": 1})),
+        user(s + 1, &format!("u{}", s + 1), "hello there"),
+        assistant(s + 2, &format!("a{}", s + 2), "general kenobi"),
+        log_only(
+            "turn/end",
+            s + 3,
+            json!({"turn": 1, "reason": {"kind": "completed"}}),
+        ),
+    ]
+}
