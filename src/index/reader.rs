@@ -48,6 +48,8 @@ pub struct Index {
     bytes_read: u64,
     /// Opened on the first query that needs rows.
     db: OnceLock<ReadOnlyDatabase>,
+    /// The log as validated at open, for reading lines back.
+    log: File,
 }
 
 impl Index {
@@ -70,7 +72,7 @@ impl Index {
     ) -> Result<Index, IndexError> {
         let log = open_for_read(&paths.log)?;
         if options.read_only {
-            return Index::open_read_only(paths, options, &log, ReadOnlyReason::Requested);
+            return Index::open_read_only(paths, options, log, ReadOnlyReason::Requested);
         }
         // An index that already covers the log needs no write access: a writable open and
         // close costs several fsyncs in redb's multi-process mode, a read-only one none.
@@ -84,6 +86,7 @@ impl Index {
             return Ok(Index::from_look(
                 paths,
                 options,
+                log,
                 db,
                 *meta,
                 types,
@@ -97,6 +100,7 @@ impl Index {
                 index.close()?;
                 let bytes_read = meta.head.len + meta.tail.len + outcome.work().0;
                 return Ok(Index {
+                    log,
                     bytes_read,
                     paths: paths.clone(),
                     options: options.clone(),
@@ -113,13 +117,14 @@ impl Index {
             Err(Unwritable::NotWritable(why)) => ReadOnlyReason::NotWritable(why),
             Err(Unwritable::Failed(e)) => return Err(e),
         };
-        Index::open_read_only(paths, options, &log, why)
+        Index::open_read_only(paths, options, log, why)
     }
 
     /// An index whose last commit covers the whole log, read through `db`.
     fn from_look(
         paths: &LogPaths,
         options: &IndexOptions,
+        log: File,
         db: ReadOnlyDatabase,
         meta: Meta,
         types: TypeMap,
@@ -129,6 +134,7 @@ impl Index {
         let cell = OnceLock::new();
         let _ = cell.set(db);
         Index {
+            log,
             bytes_read: meta.head.len + meta.tail.len,
             paths: paths.clone(),
             options: options.clone(),
@@ -146,10 +152,10 @@ impl Index {
     fn open_read_only(
         paths: &LogPaths,
         options: &IndexOptions,
-        log: &File,
+        log: File,
         why: ReadOnlyReason,
     ) -> Result<Index, IndexError> {
-        let (db, meta, types) = match look(paths, options, log)? {
+        let (db, meta, types) = match look(paths, options, &log)? {
             Look::Valid {
                 db, meta, types, ..
             } => (db, *meta, types),
@@ -167,15 +173,15 @@ impl Index {
                 });
             }
         };
-        let log_len = log_len(log, &paths.log)?;
+        let log_len = log_len(&log, &paths.log)?;
         let (state, tail, bytes, events) =
-            fold_tail(log, &meta.fold, log_len, options).map_err(|e| log_read(&paths.log, e))?;
+            fold_tail(&log, &meta.fold, log_len, options).map_err(|e| log_read(&paths.log, e))?;
         let outcome = IndexOutcome::ReadOnly {
             why,
             tail_bytes: bytes,
             tail_events: events,
         };
-        let mut index = Index::from_look(paths, options, db, meta, types, outcome);
+        let mut index = Index::from_look(paths, options, log, db, meta, types, outcome);
         index.bytes_read += bytes;
         index.state = state;
         index.tail = tail;
@@ -379,6 +385,103 @@ impl Index {
             Ok(found
                 .map(|v| v.value())
                 .filter(|offset| *offset < watermark))
+        })
+    }
+
+    /// The facts over the lines whose rows are on disk (up to [`Index::watermark`]); the
+    /// lines after it, folded in memory by a read-only open, are in [`Index::state`] only.
+    pub fn indexed(&self) -> &FoldState {
+        &self.meta.fold
+    }
+
+    /// (seq, offset) of the indexed events with `from <= seq <= to`, in seq order: one range
+    /// read of the seq table.
+    pub fn seq_offsets(&self, from: u64, to: u64) -> Result<Vec<(u64, u64)>, IndexError> {
+        if from > to {
+            return Ok(Vec::new());
+        }
+        let watermark = self.meta.watermark();
+        self.read(|txn| {
+            let table = txn
+                .open_table(SEQS)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let mut out = Vec::new();
+            for entry in table
+                .range(from..=to)
+                .map_err(|e| redb_failure(&self.paths.index, e))?
+            {
+                let (seq, offset) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+                if offset.value() < watermark {
+                    out.push((seq.value(), offset.value()));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// The bytes (without `\n`) of the indexed event line at `offset`, read back from the log.
+    pub fn line_at(&self, offset: u64) -> Result<Option<Vec<u8>>, IndexError> {
+        let Some(row) = self.event_at(offset)? else {
+            return Ok(None);
+        };
+        let mut line = vec![0; usize::try_from(row.len).unwrap_or(0)];
+        let complete = crate::log::read_exact_at(&self.log, &mut line, offset)
+            .map_err(|e| log_read(&self.paths.log, e))?;
+        if !complete {
+            return Err(IndexError::LogChanged {
+                path: self.paths.index.clone(),
+            });
+        }
+        Ok(Some(line))
+    }
+
+    /// The log file this index was validated against.
+    pub fn log_file(&self) -> &File {
+        &self.log
+    }
+
+    /// The offset of the last indexed event of type `name`.
+    pub fn last_offset_of_type(&self, name: &str) -> Result<Option<u64>, IndexError> {
+        let Some(id) = self.types.get(name) else {
+            return Ok(None);
+        };
+        let watermark = self.meta.watermark();
+        self.read(|txn| {
+            let table = txn
+                .open_table(TYPE_EVENTS)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let mut range = table
+                .range((id, 0)..(id, watermark))
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            match range.next_back() {
+                None => Ok(None),
+                Some(entry) => {
+                    let (key, _) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+                    Ok(Some(key.value().1))
+                }
+            }
+        })
+    }
+
+    /// The last indexed event strictly before `offset`, with its row.
+    pub fn last_event_before(&self, offset: u64) -> Result<Option<(u64, EventRow)>, IndexError> {
+        let end = offset.min(self.meta.watermark());
+        self.read(|txn| {
+            let table = txn
+                .open_table(EVENTS)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let mut range = table
+                .range(..end)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            match range.next_back() {
+                None => Ok(None),
+                Some(entry) => {
+                    let (at, row) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+                    let row = schema::decode::<EventRow>(row.value())
+                        .ok_or_else(|| self.damaged("an event row fails its checksum"))?;
+                    Ok(Some((at.value(), row)))
+                }
+            }
         })
     }
 

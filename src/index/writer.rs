@@ -83,6 +83,15 @@ pub struct Writer {
     batch: Vec<u8>,
 }
 
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("log", &self.paths.log)
+            .field("end", &self.folder.state().end)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Writer {
     /// Opens the log for writing (taking its lock; a second writer gets
     /// [`LogError::Locked`]) and brings its index up to date.

@@ -56,6 +56,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod filter;
+pub mod indexed;
 pub mod json;
 pub mod legacy;
 pub mod repair;
@@ -74,6 +75,7 @@ mod test_support;
 
 pub use error::{QueryError, Violation};
 pub use filter::{Availability, EventFilter, SessionFilter};
+pub use indexed::{IndexedSource, session_index_options};
 pub use service::{QueryConfig, QueryService};
 pub use source::{JsonlSource, PersistedSource, SourceError, StoredSlice};
 pub use store::{AppendReceipt, CheckpointPolicy, Store, StoreConfig, validate_session_id};

@@ -27,12 +27,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::index::{IndexError, Writer, WriterOptions};
+use crate::log::{LogPaths, SyncPolicy};
 use crate::query::envelope::{
     Vocabulary, check_message_shape, retired_shape, validate_envelope, validate_header,
 };
 use crate::query::error::{QueryError, Result, Violation};
+use crate::query::indexed::{IndexedSource, session_index_options};
 use crate::query::legacy::normalize_event;
-use crate::query::source::{JsonlSource, PersistedSource, SourceError, session_log_path};
+use crate::query::source::{PersistedSource, SourceError, session_log_path};
 use crate::query::surface::{Chained, SurfaceState};
 use crate::query::types::{SessionEvent, SessionHeader};
 
@@ -86,6 +89,9 @@ struct LiveSession {
     /// After an automatic checkpoint fails, wait for new events or an explicit
     /// checkpoint instead of retrying (and failing) on every call.
     auto_paused: bool,
+    /// Once the log exists: its single writer, holding the OS lock and keeping the index
+    /// current while the session is live.
+    writer: Option<Writer>,
 }
 
 /// A read-only view of a live session.
@@ -124,10 +130,11 @@ fn failed(operation: String, err: io::Error) -> QueryError {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store directory `root`, reading it as plain JSONL.
+    /// Opens (creating if needed) the store directory `root`, reading stored sessions
+    /// through their indexes ([`IndexedSource`]).
     pub fn open(root: impl Into<PathBuf>, config: StoreConfig) -> Result<Self> {
         let root = root.into();
-        let source = Arc::new(JsonlSource::new(root.clone()));
+        let source = Arc::new(IndexedSource::new(root.clone()));
         Self::with_source(root, config, source)
     }
 
@@ -214,6 +221,7 @@ impl Store {
                 materialized: false,
                 first_pending_at: None,
                 auto_paused: false,
+                writer: None,
             },
         );
         Ok(())
@@ -357,7 +365,13 @@ impl Store {
             return Err(self.not_live_error(session_id));
         };
         flush(&self.root, session)?;
-        live.remove(session_id);
+        if let Some(mut removed) = live.remove(session_id)
+            && let Some(writer) = removed.writer.take()
+        {
+            writer
+                .close()
+                .map_err(|e| index_failure(session_id, "closing", e))?;
+        }
         Ok(())
     }
 
@@ -401,19 +415,31 @@ fn flush(root: &Path, session: &mut LiveSession) -> Result<()> {
         return Ok(());
     }
     let path = session_log_path(root, &session.header.id)?;
-    let mut bytes = Vec::new();
+    let mut lines = Vec::with_capacity(pending.len());
     for event in pending {
-        serde_json::to_writer(&mut bytes, event).map_err(|e| QueryError::PersistenceFailed {
-            operation: format!("encoding event seq {}", event.seq),
-            cause: Box::new(e),
-        })?;
-        bytes.push(b'\n');
+        lines.push(
+            serde_json::to_vec(event).map_err(|e| QueryError::PersistenceFailed {
+                operation: format!("encoding event seq {}", event.seq),
+                cause: Box::new(e),
+            })?,
+        );
     }
     if session.materialized {
-        append_lines(&path, &bytes)?;
+        let writer = match &mut session.writer {
+            Some(writer) => writer,
+            None => session
+                .writer
+                .insert(open_writer(&path, &session.header.id)?),
+        };
+        writer
+            .append_batch_json(&lines)
+            .map_err(|e| index_failure(&session.header.id, "appending to", e))?;
     } else {
+        let mut bytes = lines.join(&b'\n');
+        bytes.push(b'\n');
         materialize(&path, &session.header, &bytes)?;
         session.materialized = true;
+        session.writer = Some(open_writer(&path, &session.header.id)?);
     }
     session.durable = session.events.len();
     session.first_pending_at = None;
@@ -472,23 +498,24 @@ fn materialize(path: &Path, header: &SessionHeader, first_batch: &[u8]) -> Resul
 
 /// Appends whole lines and fsyncs; on failure truncates back so a retry cannot
 /// duplicate seqs.
-fn append_lines(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .append(true)
-        .open(path)
-        .map_err(|e| failed(format!("opening {}", path.display()), e))?;
-    let before = file
-        .metadata()
-        .map_err(|e| failed(format!("reading the size of {}", path.display()), e))?
-        .len();
-    let result = file.write_all(bytes).and_then(|()| file.sync_data());
-    if let Err(e) = result {
-        if let Err(truncate) = file.set_len(before) {
-            tracing::error!(path = %path.display(), error = %truncate, "could not truncate a failed append");
-        }
-        return Err(failed(format!("appending to {}", path.display()), e));
+/// The single writer of a materialized session log: it takes the log's OS lock (another
+/// writer, in any process, is refused), writes whole lines with fsync and rolls back a failed
+/// write, and keeps the session's index current with the profile readers use.
+fn open_writer(path: &Path, session_id: &str) -> Result<Writer> {
+    let options = WriterOptions {
+        sync: SyncPolicy::Fsync,
+        index: session_index_options(),
+        ..WriterOptions::default()
+    };
+    Writer::open(&LogPaths::for_log_file(path), options)
+        .map_err(|e| index_failure(session_id, "opening the writer of", e))
+}
+
+fn index_failure(session_id: &str, what: &str, error: IndexError) -> QueryError {
+    QueryError::PersistenceFailed {
+        operation: format!("{what} session \"{session_id}\""),
+        cause: Box::new(error),
     }
-    Ok(())
 }
 
 #[cfg(unix)]

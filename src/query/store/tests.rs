@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::query::service::{QueryConfig, QueryService};
+use crate::query::source::JsonlSource;
 use crate::query::test_support::*;
 use crate::query::types::SurfaceOp;
 
