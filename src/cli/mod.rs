@@ -8,6 +8,7 @@ mod append;
 mod demo;
 mod generations;
 mod index;
+mod sessions;
 mod status;
 mod table;
 mod verify;
@@ -61,6 +62,16 @@ enum Command {
     Append(append::Args),
     /// Write a realistic agent directory, index it, and compare the tiers.
     Demo(demo::Args),
+    /// The sessions of a store (ROOT/<session-id>/events.jsonl), newest first.
+    Sessions(sessions::SessionsArgs),
+    /// The events of a session, with their surface class; filter by type, surface or text.
+    Events(sessions::EventsArgs),
+    /// One event of a session with a window of neighbours.
+    Read(sessions::ReadArgs),
+    /// A session's lineage: ancestors, descendants, whether it reaches a root.
+    TraceSession(sessions::TraceSessionArgs),
+    /// How one event relates to others: replacements, cited sources, citing events.
+    TraceEvent(sessions::TraceEventArgs),
 }
 
 /// `--tier` values.
@@ -192,6 +203,11 @@ pub fn run() -> ExitCode {
         Command::Verify(args) => (verify::run(&args), args.json),
         Command::Append(args) => (append::run(&args), false),
         Command::Demo(args) => (demo::run(&args), false),
+        Command::Sessions(args) => (sessions::sessions(&args), args.json),
+        Command::Events(args) => (sessions::events(&args), args.json),
+        Command::Read(args) => (sessions::read(&args), args.json),
+        Command::TraceSession(args) => (sessions::trace_session(&args), args.json),
+        Command::TraceEvent(args) => (sessions::trace_event(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

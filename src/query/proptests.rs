@@ -246,3 +246,37 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The type-index path (only the matching events, plus the surface events when a surface
+    /// type is asked for) classifies exactly like the whole-log fold, live and stored.
+    #[test]
+    fn events_of_types_agree_with_the_whole_log(
+        ops in prop::collection::vec(op(), 1..50),
+        mask in 1u8..16,
+    ) {
+        let (events, _, _) = build(&ops);
+        let all = ["step/start", "user/message", "assistant/message", "tool/result"];
+        let types: Vec<&str> = all.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, t)| *t).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let check = |store: &Store| -> Result<(), TestCaseError> {
+            let svc = QueryService::new(store, QueryConfig::default()).unwrap();
+            let whole: Vec<_> = svc.list_events("p").unwrap().into_iter().filter(|r| types.contains(&r.event_type.as_str())).collect();
+            prop_assert_eq!(svc.list_events_of_types("p", &types).unwrap(), whole);
+            Ok(())
+        };
+        {
+            let store = quiet_store(dir.path(), 7);
+            store.create_session(SessionHeader::new("p", 1)).unwrap();
+            store.append("p", events.clone()).unwrap();
+            check(&store)?;
+            store.close_session("p").unwrap();
+        }
+        // With no accepted event nothing was written, so there is nothing stored to read.
+        if !events.is_empty() {
+            check(&quiet_store(dir.path(), 7))?;
+        }
+    }
+}

@@ -24,12 +24,13 @@ use crate::query::filter::{
 use crate::query::json::MAX_SAFE_INTEGER;
 use crate::query::legacy::{check_no_retired, needs_prefix, normalize_log};
 use crate::query::source::{SourceError, StoredSlice};
-use crate::query::store::Store;
-use crate::query::surface::{SurfaceFold, fold_surface};
+use crate::query::store::{Store, validate_session_id};
+use crate::query::surface::{SurfaceFold, fold_surface, fold_surface_events};
 use crate::query::trace::{trace_event, trace_lineage};
 use crate::query::types::{
-    SessionEvent, SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow,
-    SessionHeader, SessionLineageTrace, SessionLogSnapshot, SessionRecord, SessionSurfaceSnapshot,
+    SURFACE_EVENT_TYPES, SessionEvent, SessionEventDocument, SessionEventRecord, SessionEventTrace,
+    SessionEventWindow, SessionHeader, SessionLineageTrace, SessionLogSnapshot, SessionRecord,
+    SessionSurfaceSnapshot, is_surface_type,
 };
 use crate::query::window::{DEFAULT_READ_WINDOW_MAX, WindowRequest, cut_window};
 
@@ -164,6 +165,70 @@ impl<'s> QueryService<'s> {
             .collect())
     }
 
+    /// Records of the events whose type is one of `types`, ascending seq, classified by the
+    /// surface fold.
+    ///
+    /// A stored session is read through the persisted source's type index: only the events
+    /// of those types (and, when a surface type is asked for, the surface events that decide
+    /// its class) are read, so the cost follows the matches, not the log. The read rules are
+    /// those of a windowed read: retired types refuse the whole log, stored events are
+    /// normalized and checked, and the whole log is read when legacy normalization needs the
+    /// events before them.
+    pub fn list_events_of_types(
+        &self,
+        session_id: &str,
+        types: &[&str],
+    ) -> Result<Vec<SessionEventRecord>> {
+        validate_session_id(session_id)?;
+        let wanted = |e: &SessionEvent| types.contains(&e.event_type.as_str());
+        if let Some(records) = self.store.with_live(session_id, |v| {
+            let fold = v.surface.to_fold();
+            v.events
+                .iter()
+                .filter(|e| wanted(e))
+                .map(|e| event_record(session_id, e, &fold))
+                .collect::<Vec<_>>()
+        }) {
+            return Ok(records);
+        }
+        let source = self.store.source();
+        let read_err = |e| source_error(session_id, "reading the log", e);
+        let listed = source
+            .read_header(session_id)
+            .map_err(|e| source_error(session_id, "reading the header", e))?;
+        let retired = source
+            .read_types(session_id, &RETIRED_TYPES)
+            .map_err(read_err)?;
+        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
+        let mut to_read: Vec<&str> = types.to_vec();
+        if types.iter().any(|t| is_surface_type(t)) {
+            to_read.extend(SURFACE_EVENT_TYPES);
+        }
+        let slice = source.read_types(session_id, &to_read).map_err(read_err)?;
+        if slice.events.iter().any(needs_prefix) {
+            let all = self.list_events(session_id)?;
+            return Ok(all
+                .into_iter()
+                .filter(|r| types.contains(&r.event_type.as_str()))
+                .collect());
+        }
+        check_compatible(&listed, &retired.header)?;
+        check_compatible(&listed, &slice.header)?;
+        let events = self.prepare_stored(session_id, &slice.events)?;
+        let surface: Vec<SessionEvent> =
+            events.iter().filter(|e| e.is_surface()).cloned().collect();
+        let fold =
+            fold_surface_events(&surface).map_err(|violation| QueryError::InvalidSurface {
+                session_id: session_id.to_string(),
+                violation,
+            })?;
+        Ok(events
+            .iter()
+            .filter(|e| wanted(e))
+            .map(|e| event_record(session_id, e, &fold))
+            .collect())
+    }
+
     /// The events with extracted text that pass every filter, ascending seq.
     pub fn filter_events(
         &self,
@@ -209,6 +274,7 @@ impl<'s> QueryService<'s> {
     pub fn read_event(&self, request: &WindowRequest) -> Result<SessionEventWindow> {
         let (before, after) = request.bounds(self.config.read_window_max)?;
         let id = request.session_id.as_str();
+        validate_session_id(id)?;
         let (lo, hi) = request.seq_range(before, after);
         let (header, events) = match self.store.with_live(id, |v| {
             let first = usize::try_from(lo).unwrap_or(usize::MAX);
@@ -239,6 +305,7 @@ impl<'s> QueryService<'s> {
 
     /// The lineage of a session through `parentSession`.
     pub fn trace_session(&self, session_id: &str) -> Result<SessionLineageTrace> {
+        validate_session_id(session_id)?;
         trace_lineage(&self.list_sessions()?, session_id)
     }
 
@@ -250,6 +317,8 @@ impl<'s> QueryService<'s> {
 
     /// The whole log of a session, live first.
     fn load(&self, session_id: &str) -> Result<Loaded> {
+        // An id that could never name a session (a path, `..`, NUL) says so.
+        validate_session_id(session_id)?;
         let live = |s: &Self| {
             s.store.with_live(session_id, |v| Loaded {
                 header: v.header.clone(),

@@ -196,6 +196,13 @@ impl SurfaceState {
         Ok(())
     }
 
+    /// Moves the next expected seq up to `seq`, for folding the surface events of a log
+    /// alone: the events skipped are not surface events, so they could only have been folded
+    /// as log-only.
+    pub fn skip_to(&mut self, seq: u64) {
+        self.next_seq = self.next_seq.max(seq);
+    }
+
     /// The fold so far, with its classification maps.
     pub fn to_fold(&self) -> SurfaceFold {
         SurfaceFold::new(self.nodes.clone(), self.replacements.clone())
@@ -339,6 +346,18 @@ pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
     for event in events {
         state.push(event, events)?;
+    }
+    Ok(state.into_fold())
+}
+
+/// The surface fold from a log's surface events alone (ascending seq, other events left out):
+/// classifies surface events exactly like [`fold_surface`] over the whole log, at the cost of
+/// the surface events only.
+pub fn fold_surface_events(surface: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
+    let mut state = SurfaceState::new();
+    for event in surface {
+        state.skip_to(event.seq);
+        state.push(event, surface)?;
     }
     Ok(state.into_fold())
 }

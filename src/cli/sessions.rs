@@ -1,0 +1,384 @@
+//! Session stores: `sessions`, `events`, `read`, `trace-session`, `trace-event`.
+//!
+//! A store is a directory of sessions, `ROOT/<session-id>/events.jsonl`. These commands read
+//! it (through each session's index); they never write events.
+
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use agentlog::query::types::{SessionEventRecord, SessionLineageNode, SessionRecord, SurfaceClass};
+use agentlog::query::{
+    EventFilter, QueryConfig, QueryError, QueryService, Store, StoreConfig, WindowRequest,
+};
+
+use super::table::render;
+use super::{EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json};
+
+/// `--surface` values.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Surface {
+    /// On the model's current surface.
+    Current,
+    /// Was on the surface, replaced since.
+    Shadowed,
+    /// Never on the surface (not a message event).
+    LogOnly,
+}
+
+impl From<Surface> for SurfaceClass {
+    fn from(s: Surface) -> SurfaceClass {
+        match s {
+            Surface::Current => SurfaceClass::Current,
+            Surface::Shadowed => SurfaceClass::Shadowed,
+            Surface::LogOnly => SurfaceClass::LogOnly,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct SessionsArgs {
+    /// The store directory.
+    root: PathBuf,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct EventsArgs {
+    /// The store directory.
+    root: PathBuf,
+    /// The session id.
+    session: String,
+    /// Only events of this type (repeat for several).
+    #[arg(long = "type", value_name = "TYPE")]
+    types: Vec<String>,
+    /// Only events of this surface class.
+    #[arg(long, value_enum)]
+    surface: Option<Surface>,
+    /// Only events whose text contains this, ignoring case and whitespace width.
+    #[arg(long)]
+    text: Option<String>,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ReadArgs {
+    /// The store directory.
+    root: PathBuf,
+    /// The session id.
+    session: String,
+    /// The event's seq.
+    seq: u64,
+    /// Neighbours before it.
+    #[arg(long, default_value_t = 0)]
+    before: u64,
+    /// Neighbours after it.
+    #[arg(long, default_value_t = 0)]
+    after: u64,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TraceSessionArgs {
+    /// The store directory.
+    root: PathBuf,
+    /// The session id.
+    session: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TraceEventArgs {
+    /// The store directory.
+    root: PathBuf,
+    /// The session id.
+    session: String,
+    /// The event's seq.
+    seq: u64,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl From<QueryError> for Failure {
+    fn from(error: QueryError) -> Failure {
+        Failure::new(error.code(), EXIT_FAILURE, error.to_string())
+    }
+}
+
+/// Opens a store for reading; a missing directory is an error, not a new store.
+fn open(root: &Path) -> Result<Store, Failure> {
+    if !root.is_dir() {
+        return Err(Failure::new(
+            "no_store",
+            EXIT_NO_LOG,
+            format!("{} is not a session store directory", root.display()),
+        )
+        .with("path", root.display().to_string()));
+    }
+    Ok(Store::open(root, StoreConfig::default())?)
+}
+
+fn service(store: &Store) -> Result<QueryService<'_>, Failure> {
+    Ok(QueryService::new(store, QueryConfig::default())?)
+}
+
+/// What scripts get for a session.
+fn session_json(record: &SessionRecord) -> Value {
+    json!({
+        "id": record.header.id,
+        "createdAt": record.header.created_at,
+        "parentSession": record.header.parent_session,
+        "cwd": record.header.cwd,
+        "live": record.live,
+        "persisted": record.persisted,
+    })
+}
+
+pub fn sessions(args: &SessionsArgs) -> Result<u8, Failure> {
+    let store = open(&args.root)?;
+    let records = service(&store)?.list_sessions()?;
+    if args.json {
+        print_json(&records.iter().map(session_json).collect::<Vec<_>>())?;
+        return Ok(EXIT_OK);
+    }
+    let mut rows = vec![
+        ["id", "createdAt", "parent", "persisted"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for r in &records {
+        rows.push(vec![
+            r.header.id.clone(),
+            r.header.created_at.to_string(),
+            r.header
+                .parent_session
+                .clone()
+                .unwrap_or_else(|| "-".to_owned()),
+            r.persisted.to_string(),
+        ]);
+    }
+    print!("{}", render(&rows));
+    Ok(EXIT_OK)
+}
+
+#[derive(Serialize)]
+struct EventJson<'a> {
+    seq: u64,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    time: i64,
+    surface: SurfaceClass,
+}
+
+pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
+    let store = open(&args.root)?;
+    let service = service(&store)?;
+    let mut filters = Vec::new();
+    if !args.types.is_empty() {
+        filters.push(EventFilter::Type {
+            values: args.types.clone(),
+        });
+    }
+    if let Some(surface) = args.surface {
+        filters.push(EventFilter::Surface {
+            values: vec![surface.into()],
+        });
+    }
+    let records: Vec<SessionEventRecord> = match &args.text {
+        // Text filters work on extracted text, so they read whole events.
+        Some(text) => {
+            filters.push(EventFilter::Text { text: text.clone() });
+            service
+                .filter_events(&args.session, &filters)?
+                .into_iter()
+                .map(|d| d.record)
+                .collect()
+        }
+        None => {
+            let records = if args.types.is_empty() {
+                service.list_events(&args.session)?
+            } else {
+                // Through the type index: the cost follows the matches, not the log.
+                let types: Vec<&str> = args.types.iter().map(String::as_str).collect();
+                service.list_events_of_types(&args.session, &types)?
+            };
+            let wanted = args.surface.map(SurfaceClass::from);
+            records
+                .into_iter()
+                .filter(|r| wanted.is_none_or(|w| r.surface == w))
+                .collect()
+        }
+    };
+    if args.json {
+        let out: Vec<EventJson<'_>> = records
+            .iter()
+            .map(|r| EventJson {
+                seq: r.seq,
+                event_type: &r.event_type,
+                time: r.time,
+                surface: r.surface,
+            })
+            .collect();
+        print_json(&out)?;
+        return Ok(EXIT_OK);
+    }
+    let mut rows = vec![
+        ["seq", "type", "time", "surface"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for r in &records {
+        let surface = serde_json::to_value(r.surface)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        rows.push(vec![
+            r.seq.to_string(),
+            r.event_type.clone(),
+            r.time.to_string(),
+            surface,
+        ]);
+    }
+    print!("{}", render(&rows));
+    Ok(EXIT_OK)
+}
+
+pub fn read(args: &ReadArgs) -> Result<u8, Failure> {
+    let store = open(&args.root)?;
+    let request =
+        WindowRequest::new(&args.session, args.seq).with_neighbours(args.before, args.after);
+    let window = service(&store)?.read_event(&request)?;
+    if args.json {
+        print_json(&window)?;
+        return Ok(EXIT_OK);
+    }
+    for event in &window.events {
+        let marker = if event.seq == window.target.seq {
+            ">"
+        } else {
+            " "
+        };
+        let line = serde_json::to_string(event).unwrap_or_default();
+        println!("{marker} {line}");
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
+    let store = open(&args.root)?;
+    let trace = service(&store)?.trace_session(&args.session)?;
+    // Descendant trees can be thousands deep: flatten them without recursion.
+    let mut descendants = Vec::new();
+    let mut stack: Vec<(&SessionLineageNode, &str, usize)> = trace
+        .descendants
+        .iter()
+        .rev()
+        .map(|n| (n, trace.target.header.id.as_str(), 1))
+        .collect();
+    while let Some((node, parent, depth)) = stack.pop() {
+        let mut entry = session_json(&node.session);
+        entry["parentSession"] = json!(parent);
+        entry["depth"] = json!(depth);
+        descendants.push(entry);
+        stack.extend(
+            node.descendants
+                .iter()
+                .rev()
+                .map(|c| (c, node.session.header.id.as_str(), depth + 1)),
+        );
+    }
+    let (complete, root, unresolved) = match &trace.resolution {
+        agentlog::query::types::LineageResolution::Complete { root } => {
+            (true, Some(root.header.id.clone()), None)
+        }
+        agentlog::query::types::LineageResolution::Unresolved {
+            unresolved_parent_id,
+        } => (false, None, Some(unresolved_parent_id.clone())),
+    };
+    if args.json {
+        print_json(&json!({
+            "target": session_json(&trace.target),
+            "ancestors": trace.ancestors.iter().map(session_json).collect::<Vec<_>>(),
+            "descendants": descendants,
+            "complete": complete,
+            "root": root,
+            "unresolvedParentId": unresolved,
+        }))?;
+        return Ok(EXIT_OK);
+    }
+    let chain: Vec<&str> = trace
+        .ancestors
+        .iter()
+        .rev()
+        .map(|a| a.header.id.as_str())
+        .collect();
+    println!("session   {}", trace.target.header.id);
+    println!(
+        "ancestors {}",
+        if chain.is_empty() {
+            "-".to_owned()
+        } else {
+            chain.join(" > ")
+        }
+    );
+    match (&root, &unresolved) {
+        (Some(root), _) => println!("root      {root}"),
+        (_, Some(missing)) => {
+            println!("root      unresolved: parent {missing} is not in the store")
+        }
+        _ => {}
+    }
+    println!("descendants {}", descendants.len());
+    for d in &descendants {
+        let depth = d["depth"].as_u64().unwrap_or(1) as usize;
+        println!(
+            "{}{}",
+            "  ".repeat(depth),
+            d["id"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn trace_event(args: &TraceEventArgs) -> Result<u8, Failure> {
+    let store = open(&args.root)?;
+    let trace = service(&store)?.trace_event(&args.session, args.seq)?;
+    if args.json {
+        print_json(&trace)?;
+        return Ok(EXIT_OK);
+    }
+    let list = |seqs: &[u64]| {
+        if seqs.is_empty() {
+            "-".to_owned()
+        } else {
+            seqs.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    println!(
+        "event              {} {}",
+        trace.target.seq, trace.target.event_type
+    );
+    println!(
+        "replaced by        {}",
+        trace.replaced_by.map_or("-".to_owned(), |s| s.to_string())
+    );
+    println!("replacement chain  {}", list(&trace.replacement_chain));
+    println!("replaces           {}", list(&trace.replaced_event_seqs));
+    println!("cites              {}", list(&trace.source_event_seqs));
+    println!("cited by           {}", list(&trace.derived_event_seqs));
+    Ok(EXIT_OK)
+}

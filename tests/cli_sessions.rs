@@ -1,0 +1,294 @@
+//! The session commands' contract: sessions, events, read, trace-session, trace-event.
+
+use std::process::{Command, Output};
+
+use agentlog::query::types::{SessionEvent, SessionHeader, SurfaceOp};
+use agentlog::query::{Store, StoreConfig};
+use serde_json::{Value, json};
+
+fn agentlog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(args)
+        .env("AGENTLOG_LOG", "off")
+        .output()
+        .expect("run agentlog")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn user(seq: u64, text: &str) -> SessionEvent {
+    SessionEvent::new(
+        "user/message",
+        seq,
+        seq as i64 * 10,
+        json!({"id": format!("u{seq}"), "role": "user", "source": {"kind": "user"},
+               "content": [{"type": "text", "text": text}]}),
+    )
+    .with_surface_op(SurfaceOp::Append)
+}
+
+fn assistant(seq: u64, text: &str) -> SessionEvent {
+    SessionEvent::new(
+        "assistant/message",
+        seq,
+        seq as i64 * 10,
+        json!({"turn": 1, "step": 1, "message": {"id": format!("a{seq}"), "role": "assistant",
+               "source": {"kind": "model", "provider": "p", "model": "m"},
+               "content": [{"type": "text", "text": text}]}}),
+    )
+    .with_surface_op(SurfaceOp::Append)
+}
+
+/// A store with a lineage (root > child > grandchild, and an orphan) and, in "root", a turn
+/// whose first exchange is replaced by a summary.
+fn store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
+    let header = |id: &str, created: u64, parent: Option<&str>| {
+        let mut h = SessionHeader::new(id, created);
+        h.parent_session = parent.map(str::to_owned);
+        h
+    };
+    for (id, created, parent) in [
+        ("root", 1, None),
+        ("child", 2, Some("root")),
+        ("grandchild", 3, Some("child")),
+        ("orphan", 4, Some("missing")),
+    ] {
+        store.create_session(header(id, created, parent)).unwrap();
+        store
+            .append(
+                id,
+                vec![SessionEvent::new("turn/start", 0, 0, json!({"turn": 1}))],
+            )
+            .unwrap();
+    }
+    store
+        .append(
+            "root",
+            vec![
+                user(1, "the migration failed on step three"),
+                assistant(2, "let me look"),
+                user(3, "still broken"),
+                assistant(4, "summary: migration retried")
+                    .with_surface_op(SurfaceOp::Replace { start: 1, end: 2 })
+                    .with_sources(vec![1, 2]),
+                SessionEvent::new(
+                    "turn/end",
+                    5,
+                    50,
+                    json!({"turn": 1, "reason": {"kind": "completed"}}),
+                ),
+            ],
+        )
+        .unwrap();
+    drop(store);
+    dir
+}
+
+#[test]
+fn sessions_are_listed_newest_first_with_their_lineage_fields() {
+    let dir = store();
+    let out = agentlog(&["sessions", dir.path().to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_of(&out);
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["orphan", "grandchild", "child", "root"]);
+    let root = &v[3];
+    assert_eq!(
+        (root["parentSession"].clone(), root["createdAt"].clone()),
+        (Value::Null, json!(1))
+    );
+    assert_eq!(
+        (root["live"].clone(), root["persisted"].clone()),
+        (json!(false), json!(true))
+    );
+    assert_eq!(v[2]["parentSession"], "root");
+}
+
+#[test]
+fn events_carry_their_surface_class_and_filter() {
+    let dir = store();
+    let root = dir.path().to_str().unwrap();
+    let all = json_of(&agentlog(&["events", root, "root", "--json"]));
+    let classes: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["surface"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            "log-only", "shadowed", "shadowed", "current", "current", "log-only"
+        ]
+    );
+    assert_eq!(all[1]["type"], "user/message");
+    assert_eq!(all[1]["time"], 10);
+    let seqs = |v: Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        seqs(json_of(&agentlog(&[
+            "events",
+            root,
+            "root",
+            "--type",
+            "user/message",
+            "--json"
+        ]))),
+        [1, 3]
+    );
+    assert_eq!(
+        seqs(json_of(&agentlog(&[
+            "events",
+            root,
+            "root",
+            "--type",
+            "user/message",
+            "--type",
+            "turn/end",
+            "--json"
+        ]))),
+        [1, 3, 5]
+    );
+    assert_eq!(
+        seqs(json_of(&agentlog(&[
+            "events",
+            root,
+            "root",
+            "--surface",
+            "current",
+            "--json"
+        ]))),
+        [3, 4]
+    );
+    assert_eq!(
+        seqs(json_of(&agentlog(&[
+            "events",
+            root,
+            "root",
+            "--text",
+            "MIGRATION   failed",
+            "--json"
+        ]))),
+        [1]
+    );
+    assert_eq!(
+        seqs(json_of(&agentlog(&[
+            "events",
+            root,
+            "root",
+            "--text",
+            "migration",
+            "--surface",
+            "current",
+            "--json"
+        ]))),
+        [4]
+    );
+}
+
+#[test]
+fn read_returns_the_target_and_its_window() {
+    let dir = store();
+    let root = dir.path().to_str().unwrap();
+    let v = json_of(&agentlog(&[
+        "read", root, "root", "3", "--before", "1", "--after", "1", "--json",
+    ]));
+    assert_eq!(v["target"]["seq"], 3);
+    assert_eq!(v["target"]["data"]["content"][0]["text"], "still broken");
+    let seqs: Vec<u64> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [2, 3, 4]);
+    assert_eq!(
+        (v["startSeq"].clone(), v["endSeq"].clone()),
+        (json!(2), json!(4))
+    );
+    let edge = json_of(&agentlog(&[
+        "read", root, "root", "0", "--before", "5", "--json",
+    ]));
+    assert_eq!(edge["startSeq"], 0);
+}
+
+#[test]
+fn errors_are_typed_json_with_a_non_zero_exit() {
+    let dir = store();
+    let root = dir.path().to_str().unwrap();
+    for (args, code) in [
+        (
+            vec!["read", root, "root", "3", "--before", "51", "--json"],
+            "invalid_window",
+        ),
+        (
+            vec!["read", root, "root", "99", "--json"],
+            "event_not_found",
+        ),
+        (
+            vec!["events", root, "nobody", "--json"],
+            "session_not_found",
+        ),
+        (
+            vec!["trace-event", root, "root", "77", "--json"],
+            "event_not_found",
+        ),
+        (
+            vec!["events", root, "../root", "--json"],
+            "invalid_session_id",
+        ),
+    ] {
+        let out = agentlog(&args);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        let v = json_of(&out);
+        assert_eq!(v["error"], code, "{args:?}: {v}");
+        assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let out = agentlog(&["sessions", "/nonexistent/store", "--json"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(json_of(&out)["error"], "no_store");
+}
+
+#[test]
+fn traces_follow_lineage_and_replacements() {
+    let dir = store();
+    let root = dir.path().to_str().unwrap();
+    let v = json_of(&agentlog(&["trace-session", root, "child", "--json"]));
+    assert_eq!(v["target"]["id"], "child");
+    assert_eq!(v["ancestors"][0]["id"], "root");
+    assert_eq!(v["descendants"][0]["id"], "grandchild");
+    assert_eq!(v["descendants"][0]["depth"], 1);
+    assert_eq!(
+        (v["complete"].clone(), v["root"].clone()),
+        (json!(true), json!("root"))
+    );
+    let orphan = json_of(&agentlog(&["trace-session", root, "orphan", "--json"]));
+    assert_eq!(
+        (
+            orphan["complete"].clone(),
+            orphan["unresolvedParentId"].clone()
+        ),
+        (json!(false), json!("missing"))
+    );
+    let e = json_of(&agentlog(&["trace-event", root, "root", "1", "--json"]));
+    assert_eq!(e["replacedBy"], 4);
+    assert_eq!(e["derivedEventSeqs"], json!([4]));
+    let s = json_of(&agentlog(&["trace-event", root, "root", "4", "--json"]));
+    assert_eq!(s["replacedEventSeqs"], json!([1, 2]));
+    assert_eq!(s["sourceEventSeqs"], json!([1, 2]));
+}
