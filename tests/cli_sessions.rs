@@ -292,3 +292,39 @@ fn traces_follow_lineage_and_replacements() {
     assert_eq!(s["replacedEventSeqs"], json!([1, 2]));
     assert_eq!(s["sourceEventSeqs"], json!([1, 2]));
 }
+
+#[test]
+fn a_session_that_is_a_symlink_out_of_the_store_is_refused() {
+    let outside = store();
+    let dir = store();
+    let root = dir.path().to_str().unwrap();
+    // "evil" points at a real session directory in another store.
+    std::os::unix::fs::symlink(outside.path().join("root"), dir.path().join("evil")).unwrap();
+    let listed = json_of(&agentlog(&["sessions", root, "--json"]));
+    assert!(
+        listed.as_array().unwrap().iter().all(|s| s["id"] != "evil"),
+        "{listed}"
+    );
+    let out = agentlog(&["events", root, "evil", "--json"]);
+    assert_ne!(out.status.code(), Some(0));
+    let v = json_of(&out);
+    assert!(
+        v["message"].as_str().unwrap().contains("symbolic link"),
+        "{v}"
+    );
+    // A log file that is a link is refused too.
+    std::fs::create_dir(dir.path().join("linked")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("root/events.jsonl"),
+        dir.path().join("linked/events.jsonl"),
+    )
+    .unwrap();
+    let out = agentlog(&["read", root, "linked", "0", "--json"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        json_of(&out)["message"]
+            .as_str()
+            .unwrap()
+            .contains("symbolic link")
+    );
+}

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::envelope::parse_event;
-use super::source::{JsonlSource, PersistedSource, SourceError, StoredSlice, session_log_path};
+use super::source::{JsonlSource, PersistedSource, SourceError, StoredSlice, stored_log_path};
 use super::types::SessionEvent;
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
@@ -72,7 +72,7 @@ impl IndexedSource {
     /// Opens (and validates, catches up or builds) the index of one session and finds its
     /// committed region.
     fn committed(&self, session_id: &str) -> Result<Committed, SourceError> {
-        let path = session_log_path(&self.root, session_id).map_err(|_| SourceError::NotFound)?;
+        let path = stored_log_path(&self.root, session_id)?;
         let paths = LogPaths::for_log_file(path);
         let index = Index::open(&paths, &self.options).map_err(|e| failed(session_id, e))?;
         let tail = read_tail(&index, &self.options).map_err(|e| failed(session_id, e))?;

@@ -159,8 +159,7 @@ impl JsonlSource {
     }
 
     fn path(&self, id: &str) -> Result<PathBuf, SourceError> {
-        // An id that cannot be a directory name cannot be stored.
-        session_log_path(&self.root, id).map_err(|_| SourceError::NotFound)
+        stored_log_path(&self.root, id)
     }
 
     fn scan(&self, id: &str) -> Result<ScannedLog, SourceError> {
@@ -177,6 +176,22 @@ impl JsonlSource {
         }
         Ok(scanned)
     }
+}
+
+/// The log path of a stored session, refusing symbolic links: a store holds its sessions, it
+/// does not point at files elsewhere, so neither `ROOT/<id>` nor its `events.jsonl` may be a
+/// link. An id that cannot be a directory name cannot be stored ([`SourceError::NotFound`]).
+pub fn stored_log_path(root: &Path, id: &str) -> Result<PathBuf, SourceError> {
+    let path = session_log_path(root, id).map_err(|_| SourceError::NotFound)?;
+    for candidate in [path.parent(), Some(path.as_path())].into_iter().flatten() {
+        if std::fs::symlink_metadata(candidate).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(SourceError::Corrupt(format!(
+                "{} is a symbolic link; agentlog does not follow links out of a session store",
+                candidate.display()
+            )));
+        }
+    }
+    Ok(path)
 }
 
 /// Reads the header line of a log file.
@@ -214,8 +229,14 @@ impl PersistedSource for JsonlSource {
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
-            let Ok(path) = session_log_path(&self.root, &name) else {
-                continue; // Not a session directory (temp files, foreign names).
+            let path = match stored_log_path(&self.root, &name) {
+                Ok(path) => path,
+                // Not a session directory (temp files, foreign names).
+                Err(SourceError::NotFound) => continue,
+                Err(e) => {
+                    tracing::warn!(session = %name, error = %e, "skipped in listing");
+                    continue;
+                }
             };
             match read_header_file(&path) {
                 Ok(h) if h.id == name => headers.push(h),
