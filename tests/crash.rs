@@ -124,13 +124,26 @@ fn run_and_kill(agent: &Agent, sync: &str, first: u64, after: Duration) -> (Kill
             }
         })
     };
-    let acks = thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .filter_map(|l| l.trim().parse::<u64>().ok())
-            .collect::<Vec<u64>>()
-    });
+    let first_ack = Arc::new(AtomicBool::new(false));
+    let acks = {
+        let first_ack = Arc::clone(&first_ack);
+        thread::spawn(move || {
+            let mut offsets = Vec::new();
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(offset) = line.trim().parse::<u64>() {
+                    offsets.push(offset);
+                    first_ack.store(true, Ordering::Relaxed);
+                }
+            }
+            offsets
+        })
+    };
+    // Start the countdown to the kill once the writer is acknowledging, however loaded the
+    // machine is, so every round tests something.
+    let waiting = std::time::Instant::now();
+    while !first_ack.load(Ordering::Relaxed) && waiting.elapsed() < Duration::from_secs(10) {
+        thread::sleep(Duration::from_millis(1));
+    }
     thread::sleep(after);
     child.kill().expect("SIGKILL");
     let _ = child.wait();

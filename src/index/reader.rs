@@ -419,12 +419,84 @@ impl Index {
         })
     }
 
-    /// The bytes (without `\n`) of the indexed event line at `offset`, read back from the log.
-    pub fn line_at(&self, offset: u64) -> Result<Option<Vec<u8>>, IndexError> {
-        let Some(row) = self.event_at(offset)? else {
-            return Ok(None);
-        };
-        let mut line = vec![0; usize::try_from(row.len).unwrap_or(0)];
+    /// (seq, offset, line) of the indexed events with `from <= seq <= to`, in seq order, in one
+    /// read transaction (each line read back from the log).
+    pub fn lines_for_seqs(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<(u64, u64, Vec<u8>)>, IndexError> {
+        if from > to {
+            return Ok(Vec::new());
+        }
+        let watermark = self.meta.watermark();
+        let rows = self.read(|txn| {
+            let seqs = txn
+                .open_table(SEQS)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let events = txn
+                .open_table(EVENTS)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let mut rows = Vec::new();
+            for entry in seqs
+                .range(from..=to)
+                .map_err(|e| redb_failure(&self.paths.index, e))?
+            {
+                let (seq, offset) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+                let (seq, offset) = (seq.value(), offset.value());
+                if offset >= watermark {
+                    continue;
+                }
+                rows.push((seq, offset, self.row_len(&events, offset)?));
+            }
+            Ok(rows)
+        })?;
+        rows.into_iter()
+            .map(|(seq, offset, len)| Ok((seq, offset, self.read_line(offset, len)?)))
+            .collect()
+    }
+
+    /// (offset, line) of the indexed events at `offsets`, in one read transaction; offsets
+    /// that are not indexed events are left out.
+    pub fn lines_at(&self, offsets: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
+        let watermark = self.meta.watermark();
+        let rows = self.read(|txn| {
+            let events = txn
+                .open_table(EVENTS)
+                .map_err(|e| redb_failure(&self.paths.index, e))?;
+            let mut rows = Vec::new();
+            for &offset in offsets.iter().filter(|o| **o < watermark) {
+                if events
+                    .get(offset)
+                    .map_err(|e| redb_failure(&self.paths.index, e))?
+                    .is_some()
+                {
+                    rows.push((offset, self.row_len(&events, offset)?));
+                }
+            }
+            Ok(rows)
+        })?;
+        rows.into_iter()
+            .map(|(offset, len)| Ok((offset, self.read_line(offset, len)?)))
+            .collect()
+    }
+
+    fn row_len(
+        &self,
+        events: &redb::ReadOnlyTable<u64, &'static [u8]>,
+        offset: u64,
+    ) -> Result<u64, IndexError> {
+        let row = events
+            .get(offset)
+            .map_err(|e| redb_failure(&self.paths.index, e))?
+            .ok_or_else(|| self.damaged(format!("no event row at offset {offset}")))?;
+        schema::decode::<EventRow>(row.value())
+            .map(|r| r.len)
+            .ok_or_else(|| self.damaged("an event row fails its checksum"))
+    }
+
+    fn read_line(&self, offset: u64, len: u64) -> Result<Vec<u8>, IndexError> {
+        let mut line = vec![0; usize::try_from(len).unwrap_or(0)];
         let complete = crate::log::read_exact_at(&self.log, &mut line, offset)
             .map_err(|e| log_read(&self.paths.log, e))?;
         if !complete {
@@ -432,7 +504,15 @@ impl Index {
                 path: self.paths.index.clone(),
             });
         }
-        Ok(Some(line))
+        Ok(line)
+    }
+
+    /// The bytes (without `\n`) of the indexed event line at `offset`, read back from the log.
+    pub fn line_at(&self, offset: u64) -> Result<Option<Vec<u8>>, IndexError> {
+        match self.event_at(offset)? {
+            Some(row) => self.read_line(offset, row.len).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The log file this index was validated against.

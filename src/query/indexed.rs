@@ -161,18 +161,12 @@ impl Committed {
             return Ok(Vec::new());
         }
         let mut events = Vec::new();
-        for (_, offset) in self
+        let lines = self
             .index
-            .seq_offsets(from, to)
-            .map_err(|e| failed(session_id, e))?
-        {
-            if let Some(line) = self
-                .index
-                .line_at(offset)
-                .map_err(|e| failed(session_id, e))?
-            {
-                events.push(parse(session_id, offset, &line)?);
-            }
+            .lines_for_seqs(from, to)
+            .map_err(|e| failed(session_id, e))?;
+        for (_, offset, line) in lines {
+            events.push(parse(session_id, offset, &line)?);
         }
         for (offset, line) in self.tail.iter().filter(|(o, _)| *o < self.end) {
             let event = parse(session_id, *offset, line)?;
@@ -192,14 +186,13 @@ impl Committed {
                 .index
                 .offsets_of_type(name, 0, usize::MAX)
                 .map_err(|e| failed(session_id, e))?;
-            for offset in offsets.into_iter().filter(|o| *o < self.end) {
-                if let Some(line) = self
-                    .index
-                    .line_at(offset)
-                    .map_err(|e| failed(session_id, e))?
-                {
-                    events.push(parse(session_id, offset, &line)?);
-                }
+            let offsets: Vec<u64> = offsets.into_iter().filter(|o| *o < self.end).collect();
+            let lines = self
+                .index
+                .lines_at(&offsets)
+                .map_err(|e| failed(session_id, e))?;
+            for (offset, line) in lines {
+                events.push(parse(session_id, offset, &line)?);
             }
         }
         for (offset, line) in self.tail.iter().filter(|(o, _)| *o < self.end) {
