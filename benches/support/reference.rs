@@ -1,0 +1,126 @@
+//! The reference's plain scans (`reference/lingtai-agent-session.md` §1.6-1.7), written as
+//! plainly as the Python does them, but in Rust: a full `serde_json::Value` per line, the
+//! 8 MiB tail read in one `read()`, lossy decoding and `splitlines()`. Compiled Rust, so these
+//! are a lower bound on what the Python kernel pays.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::Value;
+
+/// `DEFAULT_MAX_SCAN_BYTES`.
+pub const MAX_SCAN_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What a reference tier returns (the `AgentSession` fields that matter here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RefSession {
+    pub api_calls: u64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cached_tokens: i64,
+    pub thinking_tokens: i64,
+    pub found_boundary: bool,
+    pub scanned: u64,
+}
+
+/// `_int(value)`: `None` → 0, else `int(value)`, `TypeError`/`ValueError` → 0.
+fn py_int(v: Option<&Value>) -> i64 {
+    match v {
+        None | Some(Value::Null) => 0,
+        Some(Value::Bool(b)) => i64::from(*b),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f.trunc() as i64))
+            .unwrap_or(0),
+        Some(Value::String(s)) => s.trim().parse::<i64>().unwrap_or(0),
+        Some(_) => 0,
+    }
+}
+
+/// `ev.get("type") or ev.get("event")` (Python truthiness).
+fn event_type(ev: &serde_json::Map<String, Value>) -> Option<&str> {
+    fn truthy(v: Option<&Value>) -> Option<&str> {
+        match v {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(v) => Some(v.as_str().unwrap_or("")),
+        }
+    }
+    truthy(ev.get("type")).or_else(|| truthy(ev.get("event")))
+}
+
+fn accumulate(s: &mut RefSession, ev: &serde_json::Map<String, Value>) {
+    s.api_calls += 1;
+    s.input_tokens += py_int(ev.get("input_tokens"));
+    s.output_tokens += py_int(ev.get("output_tokens"));
+    s.cached_tokens += py_int(ev.get("cached_tokens"));
+    s.thinking_tokens += py_int(ev.get("thinking_tokens"));
+}
+
+/// `_rebuild_via_reverse_scan` + `_read_tail_lines`: `None` defers to the full scan.
+pub fn reverse_scan(path: &Path, max_bytes: u64) -> Option<RefSession> {
+    let mut f = File::open(path).ok()?;
+    let size = f.seek(SeekFrom::End(0)).ok()?;
+    let start = size.saturating_sub(max_bytes);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut data = Vec::new();
+    f.read_to_end(&mut data).ok()?;
+    let hit_start = start == 0;
+    let text = String::from_utf8_lossy(&data);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if !hit_start && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let mut s = RefSession::default();
+    for line in lines.iter().rev() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        s.scanned += 1;
+        match event_type(&ev) {
+            Some("psyche_molt") => {
+                s.found_boundary = true;
+                break;
+            }
+            Some("llm_response") => accumulate(&mut s, &ev),
+            _ => {}
+        }
+    }
+    if !s.found_boundary && !hit_start {
+        return None;
+    }
+    Some(s)
+}
+
+/// `_rebuild_via_full_scan`: forward, line by line, resetting at each boundary.
+pub fn full_scan(path: &Path) -> RefSession {
+    let mut s = RefSession::default();
+    let Ok(f) = File::open(path) else { return s };
+    for line in BufReader::new(f).lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        s.scanned += 1;
+        match event_type(&ev) {
+            Some("psyche_molt") => {
+                let scanned = s.scanned;
+                s = RefSession {
+                    found_boundary: true,
+                    scanned,
+                    ..RefSession::default()
+                };
+            }
+            Some("llm_response") => accumulate(&mut s, &ev),
+            _ => {}
+        }
+    }
+    s
+}
