@@ -40,8 +40,8 @@ pub struct IndexOptions {
     pub max_line: usize,
     /// Never write the index, even if it is free (e.g. for `verify`).
     pub read_only: bool,
-    /// During long builds, commit every this many bytes of log, so memory stays flat and a
-    /// crash loses little work.
+    /// During long builds, commit every this many bytes of log (default 16 MiB), so memory
+    /// stays flat and a crash loses little work.
     pub commit_bytes: u64,
     /// How long redb may repair the index after a crash before we rebuild it instead.
     pub repair_budget: Duration,
@@ -59,7 +59,7 @@ impl Default for IndexOptions {
             profile: Profile::lingtai(),
             max_line: DEFAULT_MAX_LINE,
             read_only: false,
-            commit_bytes: 64 << 20,
+            commit_bytes: 16 << 20,
             repair_budget: DEFAULT_REPAIR_BUDGET,
             line_validator: None,
             faults: None,
