@@ -178,11 +178,12 @@ impl Writer {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let extractor = self.folder.extractor().clone();
+        // The fields borrow the caller's bytes, not the extractor, so no copy of it is needed.
+        let extractor = self.folder.extractor();
         let mut fields = Vec::with_capacity(events.len());
         for (index, event) in events.iter().enumerate() {
             fields.push(validate_event(
-                &extractor,
+                extractor,
                 event.as_ref(),
                 self.options.index.max_line,
                 index,
