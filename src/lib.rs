@@ -11,6 +11,8 @@
 //! * [`event`]: reading one line: fast field extraction, the coercion rule, the fold.
 //! * [`index`]: the redb index: schema, validation, catch-up, rebuild; the [`index::Writer`].
 //! * [`session`]: agent sessions: the three tiers and the labelling rule.
+//! * [`query`]: dsh-style session stores: live and persisted sessions, the surface fold,
+//!   filters, windows, traces, legacy normalization, read through each session's index.
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! ```
