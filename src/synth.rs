@@ -52,11 +52,13 @@ pub struct SynthSummary {
     pub input_tokens_since_molt: u64,
 }
 
-/// splitmix64: tiny, fast, and good enough for test data.
-struct Rng(u64);
+/// splitmix64: a tiny, fast, deterministic generator, good enough for test data (and used by
+/// the crash harness so a failing seed replays).
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next pseudo-random value.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -65,12 +67,12 @@ impl Rng {
     }
 
     /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi.saturating_sub(lo) + 1)
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi.saturating_sub(lo) + 1)
     }
 
     fn hex(&mut self, digits: usize) -> String {
-        let value = self.next();
+        let value = self.next_u64();
         format!("{value:016x}")[..digits.min(16)].to_owned()
     }
 }

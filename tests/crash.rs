@@ -27,20 +27,12 @@ use std::time::Duration;
 use agentlog::index::{Index, IndexOptions};
 use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle};
 
-/// A small deterministic generator (splitmix64), so a failing seed can be replayed.
-struct Rng(u64);
+/// The synthetic-data generator's splitmix64, so a failing seed can be replayed.
+struct Rng(agentlog::synth::Rng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.range(0, n.max(1) - 1)
     }
 }
 
@@ -196,12 +188,34 @@ fn assert_no_merged_lines(log: &[u8], sent_upto: u64) {
     }
 }
 
+/// The watermark of the index's last commit, read from the file itself (a killed writer
+/// leaves it needing a repair that read-only opens refuse; a writable redb open repairs it,
+/// and reading the meta record catches nothing up). 0 if there is none.
+fn committed_watermark(index: &std::path::Path) -> u64 {
+    use agentlog::index::schema::{self, META, META_KEY, Meta};
+    use redb::ReadableDatabase;
+    let Ok(db) = redb::Database::builder()
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(index)
+    else {
+        return 0;
+    };
+    let Ok(txn) = db.begin_read() else { return 0 };
+    let Ok(table) = txn.open_table(META) else {
+        return 0;
+    };
+    match table.get(META_KEY) {
+        Ok(Some(meta)) => schema::decode::<Meta>(meta.value()).map_or(0, |m| m.watermark()),
+        _ => 0,
+    }
+}
+
 fn crash_rounds(sync: &str, durable_acks: bool, power_loss: bool) {
     let seed = seed();
     eprintln!(
         "crash harness: sync={sync} power_loss={power_loss} seed={seed} (AGENTLOG_CRASH_SEED to replay)"
     );
-    let mut rng = Rng(seed);
+    let mut rng = Rng(agentlog::synth::Rng(seed));
     let agent = Agent::new();
     let mut next = 0;
     let mut old_index: Option<Vec<u8>> = None;
@@ -219,15 +233,9 @@ fn crash_rounds(sync: &str, durable_acks: bool, power_loss: bool) {
         if durable_acks && let Some(&(offset, k)) = killed.acked.last() {
             durable = durable.max(offset + event(k).len() as u64 + 1);
         }
-        // The writer syncs the log before every index commit, so whatever the policy, the
-        // bytes under the index's watermark were on disk: a power loss cannot take them.
-        let read_only = IndexOptions {
-            read_only: true,
-            ..IndexOptions::default()
-        };
-        if let Ok(index) = Index::open(&agent.paths, &read_only) {
-            durable = durable.max(index.watermark());
-        }
+        // Every index commit syncs the log first, so whatever the policy, the bytes under the
+        // last committed watermark were on disk: a power loss cannot take them.
+        durable = durable.max(committed_watermark(&agent.paths.index));
         if power_loss && log.len() as u64 > durable {
             // What a power loss could take: anything past what the policy made durable.
             let cut = durable + rng.below(log.len() as u64 - durable + 1);

@@ -374,24 +374,10 @@ impl Index {
 
     /// The offset of the (first) event with `seq`, among indexed events.
     pub fn offset_of_seq(&self, seq: u64) -> Result<Option<u64>, IndexError> {
-        let watermark = self.meta.watermark();
-        self.read(|txn| {
-            let table = txn
-                .open_table(SEQS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            let found = table
-                .get(seq)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            Ok(found
-                .map(|v| v.value())
-                .filter(|offset| *offset < watermark))
-        })
-    }
-
-    /// The facts over the lines whose rows are on disk (up to [`Index::watermark`]); the
-    /// lines after it, folded in memory by a read-only open, are in [`Index::state`] only.
-    pub fn indexed(&self) -> &FoldState {
-        &self.meta.fold
+        Ok(self
+            .seq_offsets(seq, seq)?
+            .first()
+            .map(|&(_, offset)| offset))
     }
 
     /// (seq, offset) of the indexed events with `from <= seq <= to`, in seq order: one range
@@ -400,23 +386,31 @@ impl Index {
         if from > to {
             return Ok(Vec::new());
         }
+        self.read(|txn| self.seq_range(txn, from, to))
+    }
+
+    /// (seq, offset) of the indexed events with `from <= seq <= to`, inside a read transaction.
+    fn seq_range(
+        &self,
+        txn: &redb::ReadTransaction,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<(u64, u64)>, IndexError> {
         let watermark = self.meta.watermark();
-        self.read(|txn| {
-            let table = txn
-                .open_table(SEQS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            let mut out = Vec::new();
-            for entry in table
-                .range(from..=to)
-                .map_err(|e| redb_failure(&self.paths.index, e))?
-            {
-                let (seq, offset) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-                if offset.value() < watermark {
-                    out.push((seq.value(), offset.value()));
-                }
+        let table = txn
+            .open_table(SEQS)
+            .map_err(|e| redb_failure(&self.paths.index, e))?;
+        let mut out = Vec::new();
+        for entry in table
+            .range(from..=to)
+            .map_err(|e| redb_failure(&self.paths.index, e))?
+        {
+            let (seq, offset) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+            if offset.value() < watermark {
+                out.push((seq.value(), offset.value()));
             }
-            Ok(out)
-        })
+        }
+        Ok(out)
     }
 
     /// (seq, offset, line) of the indexed events with `from <= seq <= to`, in seq order, in one
@@ -429,24 +423,12 @@ impl Index {
         if from > to {
             return Ok(Vec::new());
         }
-        let watermark = self.meta.watermark();
         let rows = self.read(|txn| {
-            let seqs = txn
-                .open_table(SEQS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
             let events = txn
                 .open_table(EVENTS)
                 .map_err(|e| redb_failure(&self.paths.index, e))?;
             let mut rows = Vec::new();
-            for entry in seqs
-                .range(from..=to)
-                .map_err(|e| redb_failure(&self.paths.index, e))?
-            {
-                let (seq, offset) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-                let (seq, offset) = (seq.value(), offset.value());
-                if offset >= watermark {
-                    continue;
-                }
+            for (seq, offset) in self.seq_range(txn, from, to)? {
                 rows.push((seq, offset, self.row_len(&events, offset)?));
             }
             Ok(rows)

@@ -45,7 +45,11 @@ pub fn open_for_read(path: &Path) -> Result<File, LogError> {
         },
         _ => LogError::io("open", path, e),
     })?;
-    // The path could have been swapped between the check and the open.
+    still_regular(file, path)
+}
+
+/// The path could have been swapped between the check and the open: check the open file.
+fn still_regular(file: File, path: &Path) -> Result<File, LogError> {
     let meta = file
         .metadata()
         .map_err(|e| LogError::io("inspect", path, e))?;
@@ -73,14 +77,5 @@ pub fn open_for_append(path: &Path) -> Result<File, LogError> {
         .create(true)
         .open(path)
         .map_err(|e| LogError::io("open", path, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| LogError::io("inspect", path, e))?;
-    if !meta.is_file() {
-        return Err(LogError::NotAFile {
-            path: path.to_path_buf(),
-            kind: "special file",
-        });
-    }
-    Ok(file)
+    still_regular(file, path)
 }

@@ -193,13 +193,7 @@ impl<'s> QueryService<'s> {
         }
         let source = self.store.source();
         let read_err = |e| source_error(session_id, "reading the log", e);
-        let listed = source
-            .read_header(session_id)
-            .map_err(|e| source_error(session_id, "reading the header", e))?;
-        let retired = source
-            .read_types(session_id, &RETIRED_TYPES)
-            .map_err(read_err)?;
-        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
+        let listed = self.stored_header_without_retired_types(session_id)?;
         let mut to_read: Vec<&str> = types.to_vec();
         if types.iter().any(|t| is_surface_type(t)) {
             to_read.extend(SURFACE_EVENT_TYPES);
@@ -212,7 +206,6 @@ impl<'s> QueryService<'s> {
                 .filter(|r| types.contains(&r.event_type.as_str()))
                 .collect());
         }
-        check_compatible(&listed, &retired.header)?;
         check_compatible(&listed, &slice.header)?;
         let events = self.prepare_stored(session_id, &slice.events)?;
         let surface: Vec<SessionEvent> =
@@ -349,6 +342,21 @@ impl<'s> QueryService<'s> {
         })
     }
 
+    /// The stored header of a non-live session, once the log is known to hold no retired
+    /// shape (which refuses the whole log; the type index finds them without a scan).
+    fn stored_header_without_retired_types(&self, session_id: &str) -> Result<SessionHeader> {
+        let source = self.store.source();
+        let listed = source
+            .read_header(session_id)
+            .map_err(|e| source_error(session_id, "reading the header", e))?;
+        let retired = source
+            .read_types(session_id, &RETIRED_TYPES)
+            .map_err(|e| source_error(session_id, "reading the log", e))?;
+        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
+        check_compatible(&listed, &retired.header)?;
+        Ok(listed)
+    }
+
     /// The stored events `lo..=hi` of a non-live session, normalized and checked.
     fn load_persisted_range(
         &self,
@@ -358,19 +366,11 @@ impl<'s> QueryService<'s> {
     ) -> Result<(SessionHeader, Vec<SessionEvent>)> {
         let source = self.store.source();
         let read_err = |e| source_error(session_id, "reading the log", e);
-        let listed = source
-            .read_header(session_id)
-            .map_err(|e| source_error(session_id, "reading the header", e))?;
-        // Retired shapes refuse the whole log; the type index finds them without a scan.
-        let retired = source
-            .read_types(session_id, &RETIRED_TYPES)
-            .map_err(read_err)?;
-        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
+        let listed = self.stored_header_without_retired_types(session_id)?;
         let mut slice: StoredSlice = source.read_range(session_id, lo, hi).map_err(read_err)?;
         if slice.events.iter().any(needs_prefix) {
             slice = source.read_range(session_id, 0, hi).map_err(read_err)?;
         }
-        check_compatible(&listed, &retired.header)?;
         check_compatible(&listed, &slice.header)?;
         let mut events = self.prepare_stored(session_id, &slice.events)?;
         events.retain(|e| e.seq >= lo);
