@@ -110,3 +110,75 @@ fn a_damaged_row_found_by_a_query_is_rebuilt() {
     assert_eq!(second.outcome(), &IndexOutcome::Fresh);
     assert_index_matches_oracle(&second, &agent.log());
 }
+
+/// Flips one byte of the index between two writer sessions and keeps writing. Whatever the
+/// damage does to redb (errors, or panics inside it), the writer must keep appending, heal
+/// the index from the log at its next commit, and close cleanly. The fuzzer found two ways
+/// this went wrong: a commit on a damaged file returned an error instead of rebuilding, and
+/// the rebuild then found the file locked by the handle leaked after redb's panic
+/// (fuzz/regressions/log_ops/writer-*).
+#[test]
+fn a_writer_heals_an_index_damaged_between_its_sessions() {
+    use agentlog::index::{CommitPolicy, Writer, WriterOptions};
+    use agentlog::log::SyncPolicy;
+    use std::time::Duration;
+
+    // Small commits meet the damage inside `append`; large ones in the explicit commit.
+    let options = |rows| WriterOptions {
+        sync: SyncPolicy::None,
+        commit: CommitPolicy {
+            rows,
+            bytes: 8 << 20,
+            interval: Duration::from_secs(3600),
+        },
+        ..WriterOptions::default()
+    };
+    let first = [
+        common::token(1.0, 10, 2, 0),
+        common::molt(2.0, 1, "agent"),
+        common::token(3.0, 7, 1, 1),
+    ];
+    let index_len = {
+        let agent = Agent::new();
+        let mut writer = Writer::open(&agent.paths, options(3)).unwrap();
+        writer.append_batch_json(&first).unwrap();
+        writer.close().unwrap();
+        std::fs::metadata(&agent.paths.index).unwrap().len() as usize
+    };
+    assert!(index_len > 0);
+    // Dense over the header and first pages, where redb's allocator state lives, sparse
+    // after; plus the fuzzer's position.
+    let mut positions: Vec<usize> = (0..index_len.min(4096)).step_by(13).collect();
+    positions.extend((4096..index_len).step_by(4093));
+    positions.push(2_684_395_680 % index_len);
+    let cases = positions
+        .iter()
+        .flat_map(|&at| [(at, 0x01u8, 3usize), (at, 0xff, 1000)]);
+    for (at, flip, rows) in cases {
+        let agent = Agent::new();
+        let mut writer = Writer::open(&agent.paths, options(rows)).unwrap();
+        writer.append_batch_json(&first).unwrap();
+        writer.close().unwrap();
+        let mut index = std::fs::read(&agent.paths.index).unwrap();
+        let len = index.len();
+        index[at % len] ^= flip;
+        std::fs::write(&agent.paths.index, &index).unwrap();
+
+        let mut writer = Writer::open(&agent.paths, options(rows))
+            .unwrap_or_else(|e| panic!("byte {at} ^ {flip:#x}: open: {e}"));
+        for i in 0..4 {
+            writer
+                .append_json(common::token(10.0 + f64::from(i), 5, 1, 0).as_bytes())
+                .unwrap_or_else(|e| panic!("byte {at} ^ {flip:#x}: append: {e}"));
+        }
+        writer
+            .commit_index()
+            .unwrap_or_else(|e| panic!("byte {at} ^ {flip:#x}: commit: {e}"));
+        writer
+            .close()
+            .unwrap_or_else(|e| panic!("byte {at} ^ {flip:#x}: close: {e}"));
+        let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+        assert_index_matches_oracle(&index, &agent.log());
+        assert_eq!(agent.oracle().since().calls, 5, "byte {at} ^ {flip:#x}");
+    }
+}

@@ -268,8 +268,8 @@ impl WritableIndex {
                 std::mem::forget(old);
             } else {
                 // The old file is unlinked; its close errors do not matter, and a file that
-                // is stale for another reason may be damaged too, so a panic is contained.
-                let _ = catch_unwind(AssertUnwindSafe(|| old.close()));
+                // is stale for another reason may be damaged too.
+                let _ = close_contained(old, &self.path);
             }
         }
         self.meta = empty_meta(options);
@@ -448,9 +448,15 @@ impl WritableIndex {
     /// Closes the database handle and opens a new one on the same file, keeping its contents:
     /// a redb handle that met an I/O error stays unusable until reopened.
     pub(crate) fn reopen(&mut self, options: &IndexOptions) -> Result<(), Unwritable> {
-        if let Some(old) = self.db.take() {
+        match self.db.take() {
             // A handle that failed may fail to close; that is what we are replacing.
-            let _ = old.close();
+            Some(old) => {
+                let _ = close_contained(old, &self.path);
+            }
+            // The handle was leaked after a panic and still holds the file's lock, so opening
+            // the same file again would look busy. `plan` finds no handle and rebuilds into a
+            // fresh file.
+            None => return Ok(()),
         }
         let repair = RepairFlag::default();
         match db::open_writable(
@@ -473,8 +479,32 @@ impl WritableIndex {
     /// Closes the database, reporting errors that dropping it would swallow.
     pub(crate) fn close(mut self) -> Result<(), IndexError> {
         match self.db.take() {
-            Some(db) => db.close().map_err(|e| redb_failure(&self.path, e)),
+            Some(db) => close_contained(db, &self.path),
             None => Ok(()),
+        }
+    }
+}
+
+/// Closes a writable database, containing a panic inside redb (a damaged file can make saving
+/// its allocator state panic). Closing explicitly matters: `close` marks the database closed
+/// before it works, so its `Drop` does not try again while a panic unwinds (which would abort);
+/// an implicit drop has no such guard.
+fn close_contained(db: Database, path: &Path) -> Result<(), IndexError> {
+    match catch_unwind(AssertUnwindSafe(|| db.close())) {
+        Ok(result) => result.map_err(|e| redb_failure(path, e)),
+        Err(panic) => Err(IndexError::Damaged {
+            path: path.to_path_buf(),
+            detail: format!("redb panicked while closing: {}", panic_message(&*panic)),
+        }),
+    }
+}
+
+impl Drop for WritableIndex {
+    fn drop(&mut self) {
+        if let Some(db) = self.db.take()
+            && let Err(e) = close_contained(db, &self.path)
+        {
+            tracing::warn!(index = %self.path.display(), error = %e, "closing the index failed");
         }
     }
 }

@@ -337,7 +337,9 @@ impl Writer {
     }
 
     /// Commits queued rows to the index now. The log is synced first, so the index never
-    /// covers bytes that could vanish in a power loss.
+    /// covers bytes that could vanish in a power loss. An index found damaged while
+    /// committing is rebuilt from the log at once; an I/O error is returned and the index
+    /// caught up at the next commit.
     pub fn commit_index(&mut self) -> Result<(), IndexError> {
         if self.index_stale {
             self.resync()?;
@@ -353,10 +355,21 @@ impl Writer {
         self.index.meta.fold = self.folder.state().clone();
         self.index.meta.running_crc = self.crc.clone().finalize();
         self.index.refresh_windows(self.log.file())?;
-        if let Err(e) = self.index.commit_buffer() {
-            // The rows of the failed commit are gone; the log still holds what they described.
-            self.index_stale = true;
-            return Err(e);
+        match self.index.commit_buffer() {
+            Ok(()) => {}
+            // A damaged index is rebuilt from the log at once: the log holds everything the
+            // lost rows described.
+            Err(e @ (IndexError::Storage { .. } | IndexError::Damaged { .. })) => {
+                tracing::warn!(index = %self.paths.index.display(), error = %e, "index damaged under the writer; rebuilding it from the log");
+                self.index_stale = true;
+                self.resync()?;
+                self.index_stale = false;
+            }
+            // A failing disk: keep the log going and retry at the next commit.
+            Err(e) => {
+                self.index_stale = true;
+                return Err(e);
+            }
         }
         self.pending_since = None;
         Ok(())
