@@ -148,7 +148,7 @@ fn a_writer_heals_an_index_damaged_between_its_sessions() {
     assert!(index_len > 0);
     // Dense over the header and first pages, where redb's allocator state lives, sparse
     // after; plus the fuzzer's position.
-    let mut positions: Vec<usize> = (0..index_len.min(4096)).step_by(13).collect();
+    let mut positions: Vec<usize> = (0..index_len.min(4096)).step_by(29).collect();
     positions.extend((4096..index_len).step_by(4093));
     positions.push(2_684_395_680 % index_len);
     let cases = positions

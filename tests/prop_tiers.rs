@@ -274,3 +274,75 @@ proptest! {
         assert_tiers_match_oracle(&agent.paths, None, 300);
     }
 }
+
+/// Found by the property test above: a flipped byte in a boundary row, which the O(1) open
+/// cannot see. The query that reads the row reports it damaged and rebuilds the index; a
+/// second open must then answer as the oracle does.
+#[test]
+fn a_row_damaged_after_a_clean_open_is_found_and_rebuilt() {
+    use Line::{Boundary, Other, Token};
+    use Value::{BadString, Bool, Float, Int, Object};
+    let ops = [
+        Op::AppendRaw(
+            vec![
+                Boundary(Some("\"3\""), Some("7")),
+                Token(
+                    vec![
+                        Some(Int(177_210)),
+                        Some(Float(844_204.844)),
+                        Some(Object),
+                        Some(Int(124_944)),
+                    ],
+                    false,
+                ),
+                Other("tool_call"),
+            ],
+            None,
+        ),
+        Op::AppendRaw(
+            vec![
+                Token(
+                    vec![
+                        Some(BadString("1e3")),
+                        Some(Int(36_748)),
+                        Some(Object),
+                        Some(Float(365_506.148)),
+                    ],
+                    false,
+                ),
+                Token(
+                    vec![
+                        Some(Int(61_203)),
+                        Some(Bool),
+                        Some(Int(54_644)),
+                        Some(Int(4_725)),
+                    ],
+                    false,
+                ),
+                Boundary(Some("2"), Some("\"system\"")),
+                Other("session"),
+                Token(
+                    vec![
+                        Some(Int(25_831)),
+                        Some(Object),
+                        Some(Int(54_360)),
+                        Some(Int(162_825)),
+                    ],
+                    true,
+                ),
+            ],
+            None,
+        ),
+        Op::RewriteByte(0.121_709_067_522_038_86, 239),
+        Op::Open,
+        Op::CorruptIndex(0.158_422_271_042_024, 23),
+    ];
+    let agent = Agent::new();
+    for op in &ops {
+        apply(&agent, op);
+    }
+    let index = Index::open(&agent.paths, &IndexOptions::default()).expect("open");
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    assert_tiers_match_oracle(&agent.paths, None, 300);
+}
