@@ -197,6 +197,9 @@ impl<'s> QueryService<'s> {
         let mut to_read: Vec<&str> = types.to_vec();
         if types.iter().any(|t| is_surface_type(t)) {
             to_read.extend(SURFACE_EVENT_TYPES);
+            // A legacy steering message is read as a `user/message` (§6 C), so it is part of
+            // the surface; finding one sends the read down the whole-log path below.
+            to_read.push("steering/message");
         }
         let slice = source.read_types(session_id, &to_read).map_err(read_err)?;
         if slice.events.iter().any(needs_prefix) {

@@ -593,3 +593,40 @@ fn surface_op_replace_survives_the_disk() {
     );
     assert_eq!(snapshot.events, two_compactions());
 }
+
+/// A legacy `steering/message` is read as a `user/message` (§6 C), so the type-index read
+/// must find it: both as a wanted type and as a surface node a later replace points at.
+/// Found by the `session_log` fuzz target (fuzz/regressions/session_log/steering-*).
+#[test]
+fn type_reads_see_legacy_steering_messages_as_user_messages() {
+    let steering = json!({"type": "steering/message", "seq": 0, "time": 1000, "surfaceOp": "append",
+        "data": {"turn": 1, "content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}});
+    let replacing = json!({"type": "user/message", "seq": 1, "time": 1010,
+        "surfaceOp": {"op": "replace", "start": 0, "end": 0}, "sourceEventSeqs": [0],
+        "data": {"id": "u1", "role": "user", "source": {"kind": "compaction"}, "content": []}});
+    for lines in [vec![steering.clone()], vec![steering, replacing]] {
+        let dir = tempfile::tempdir().unwrap();
+        write_raw_log(dir.path(), "s", &raw_header("s", 1000), &lines);
+        let store = manual_store(dir.path());
+        let service = service(&store);
+        let all = service.list_events("s").unwrap();
+        assert_eq!(all.len(), lines.len());
+        for types in [
+            &["user/message"][..],
+            &["user/message", "turn/end"],
+            &["tool/result"],
+        ] {
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|r| types.contains(&r.event_type.as_str()))
+                .cloned()
+                .collect();
+            assert_eq!(
+                service.list_events_of_types("s", types).unwrap(),
+                expected,
+                "{types:?} of {} lines",
+                lines.len()
+            );
+        }
+    }
+}
