@@ -4,7 +4,9 @@
 //! Normalization runs on every read path and never on stored bytes: it takes events and
 //! returns new, owned events in the current shapes. It is deterministic (a legacy
 //! message gets the id `legacy-message:<session-id>:<seq>`), so repeated reads and mixed
-//! legacy/current logs are stable, and it is idempotent.
+//! legacy/current logs are stable, and it is idempotent on every log the reader accepts.
+//! (One shape it rejects is not: a wrapped `steering/message` whose message has no id becomes
+//! a `user/message` that a second pass would give a legacy id. The reader refuses it first.)
 //!
 //! Only an *exact* legacy shape is converted. A current-looking event that is malformed
 //! is left as it is, so the validators reject it instead of it being guessed into shape.
