@@ -182,3 +182,87 @@ fn a_writer_heals_an_index_damaged_between_its_sessions() {
         assert_eq!(agent.oracle().since().calls, 5, "byte {at} ^ {flip:#x}");
     }
 }
+
+/// A commit marker left beside the index means a process died while committing to it: the
+/// next writable open must not write to that file again, and rebuilds the index instead.
+#[test]
+fn a_marker_left_by_a_dead_commit_makes_the_next_open_rebuild() {
+    let agent = Agent::with_log(&common::synthetic(40, 3));
+    drop(agent.open_index());
+    let marker = agent.paths.index.with_extension("redb.committing");
+    std::fs::write(&marker, b"").unwrap();
+    // Only a writable open acts on the marker: grow the log so the open must catch up.
+    agent.append_raw(common::token(1e9, 5, 1, 0).as_bytes());
+    let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert!(
+        matches!(
+            index.outcome(),
+            IndexOutcome::Rebuilt {
+                reason: agentlog::index::StaleReason::CommitInterrupted,
+                ..
+            }
+        ),
+        "{:?}",
+        index.outcome()
+    );
+    assert!(!marker.exists(), "the marker goes with the file it marked");
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert_eq!(index.outcome(), &IndexOutcome::Fresh);
+}
+
+/// An index file whose damage makes redb (built without debug assertions) panic twice inside
+/// one commit, a drop while unwinding: that aborts the process, which no `catch_unwind` can
+/// contain. The commit marker it leaves makes the next process rebuild the index instead of
+/// aborting again. With debug assertions (plain `cargo test`) redb stops at an assertion
+/// first, a single panic that is contained; `cargo test --release` exercises the abort.
+/// The file was found by sweeping single-bit flips over an index whose log then grew (so the
+/// open commits a catch-up).
+#[test]
+fn an_index_that_aborts_its_process_is_rebuilt_by_the_next_one() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let agent = agent_from(
+        include_bytes!("data/redb-aborts-in-commit/events.jsonl"),
+        include_bytes!("data/redb-aborts-in-commit/events.index.redb"),
+    );
+    let status = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .arg("status")
+            .arg(agent.path())
+            .arg("--json")
+            .env("AGENTLOG_LOG", "off")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    let marker = agent.paths.index.with_extension("redb.committing");
+    let first = status();
+    if cfg!(debug_assertions) {
+        assert!(first.status.success(), "{first:?}");
+    } else {
+        assert_eq!(
+            first.status.signal(),
+            Some(6),
+            "redb no longer aborts on this file (upgraded?); the test needs a new one: {first:?}"
+        );
+        assert!(marker.exists(), "the aborted commit left its marker");
+    }
+
+    let second = status();
+    assert!(second.status.success(), "{second:?}");
+    let v: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(v["tier"], "index", "{v}");
+    if !cfg!(debug_assertions) {
+        assert_eq!(v["index_outcome"], "rebuilt", "{v}");
+        assert_eq!(v["index"]["reason"], "commit_interrupted", "{v}");
+    }
+    assert!(!marker.exists());
+    let oracle = agent.oracle();
+    assert_eq!(v["api_calls"], oracle.since().calls, "{v}");
+    assert_eq!(v["input_tokens"], oracle.since().input as u64, "{v}");
+    let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert_eq!(index.outcome(), &IndexOutcome::Fresh);
+    assert_index_matches_oracle(&index, &agent.log());
+}

@@ -258,6 +258,49 @@ fn a_line_of_hundreds_of_megabytes_does_not_exhaust_memory() {
     assert_eq!(v["diagnostics"]["too_long_lines"], 1, "{v}");
 }
 
+/// Found by the `log_bytes` fuzz target: a line of only whitespace longer than the line limit
+/// is a too-long invalid line (the limit comes first), in the index and in every scan tier.
+#[test]
+fn a_blank_line_longer_than_the_limit_is_too_long() {
+    let mut log = Vec::new();
+    log.extend_from_slice(b"{\"type\": \"llm_response\", \"input_tokens\": 1}\n");
+    log.extend_from_slice(&[b'\t'; 60]);
+    log.extend_from_slice(b"\n\n");
+    log.extend_from_slice(b"{\"type\": \"llm_response\", \"input_tokens\": 2}\n");
+    let agent = Agent::with_log(&log);
+    let options = IndexOptions {
+        max_line: 48,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &options).unwrap();
+    let diagnostics = &index.state().diagnostics;
+    assert_eq!(
+        (diagnostics.invalid_lines, diagnostics.too_long_lines),
+        (1, 1)
+    );
+    assert_eq!(diagnostics.blank_lines, 1);
+    let oracle = common::oracle::Oracle::with_max_line(&log, options.max_line);
+    assert_eq!(oracle.invalid_lines, 1);
+    for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
+        let request = SessionRequest {
+            start_tier: tier,
+            index: options.clone(),
+            ..SessionRequest::latest()
+        };
+        let s = agent_session_at(&agent.paths, &request).unwrap();
+        assert_eq!(s.tier, tier);
+        assert_eq!(
+            (
+                s.totals.api_calls,
+                s.totals.input_tokens,
+                s.diagnostics.too_long_lines
+            ),
+            (2, 3, 1),
+            "{tier:?}"
+        );
+    }
+}
+
 #[test]
 fn a_hostile_log_gets_the_same_answer_from_every_tier() {
     let mut log = Vec::new();

@@ -5,6 +5,12 @@
 //! `catch_unwind`; writes too, and after a panic inside redb the `Database` is leaked instead
 //! of dropped (dropping it can panic again while unwinding, which aborts the process; the
 //! fuzzer found such a file). A damaged index is then rebuilt from the log.
+//!
+//! Some damage makes redb panic twice inside one commit (a drop while unwinding), which
+//! aborts the process whatever we catch. To stop such a file from killing every process
+//! that opens it, a marker file sits beside the index while a commit or close is in
+//! progress ([`CommitMarker`]); a writable open that finds one left behind never writes to
+//! that file again and rebuilds the index from the log.
 
 use std::fs::File;
 use std::mem::ManuallyDrop;
@@ -72,9 +78,13 @@ pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
 }
 
 /// A redb failure: an I/O failure of the disk ([`IndexError::Io`]), or anything else, which
-/// means the file is not a sound index ([`IndexError::Storage`]).
+/// means the file is not a sound index ([`IndexError::Storage`]). A read past the end of the
+/// file is the latter: the file is shorter than its own pages say (damaged or truncated).
 pub(crate) fn redb_failure(path: &Path, e: impl Into<redb::Error>) -> IndexError {
     match e.into() {
+        redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+            storage(path, source)
+        }
         redb::Error::Io(source) => IndexError::Io {
             path: path.to_path_buf(),
             source,
@@ -136,12 +146,26 @@ impl WritableIndex {
             options.repair_budget,
             options.faults.as_ref(),
         ) {
+            // Holding the index for writing, a marker left behind is a dead process's.
+            Ok(db) if CommitMarker::left_behind(path) => {
+                tracing::warn!(index = %path.display(), "a commit to the index never finished; rebuilding it");
+                // Closing it writes to it: leak the handle (its file is unlinked just below).
+                std::mem::forget(db);
+                remove_index(path)?;
+                (
+                    open_fresh(path, options)?,
+                    Some(StaleReason::CommitInterrupted),
+                )
+            }
             Ok(db) => (db, None),
             Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
             Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
             Err(WritableOpenError::Damaged(detail)) => {
                 remove_index(path)?;
-                (open_fresh(path, options)?, Some(detail))
+                (
+                    open_fresh(path, options)?,
+                    Some(StaleReason::Unreadable { detail }),
+                )
             }
         };
         let mut index = WritableIndex {
@@ -158,7 +182,7 @@ impl WritableIndex {
         }
         let plan = match damaged {
             // The file was just recreated: nothing to reset.
-            Some(detail) => Plan::Rebuild(StaleReason::Unreadable { detail }),
+            Some(reason) => Plan::Rebuild(reason),
             None => index.plan(log, options)?,
         };
         let outcome = index.run(plan, log, options, progress)?;
@@ -483,6 +507,41 @@ impl WritableIndex {
             None => Ok(()),
         }
     }
+
+    /// Closes the database; if closing finds the file damaged, rebuilds it from the log and
+    /// closes that instead, so the file left behind is sound. Returns the rebuilt index's
+    /// meta, type names and outcome in that case.
+    ///
+    /// redb saves its allocator state when a database closes, and damage that no read
+    /// touched (a corrupted allocator page) can make that panic: the fuzzer found such files.
+    pub(crate) fn close_or_rebuild(
+        self,
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+    ) -> Result<Option<(Meta, TypeMap, IndexOutcome)>, IndexError> {
+        let detail = match self.close() {
+            Ok(()) => return Ok(None),
+            Err(IndexError::Damaged { detail, .. }) => detail,
+            Err(e) => return Err(e),
+        };
+        tracing::warn!(index = %paths.index.display(), %detail, "index damaged at close; rebuilding it");
+        let reason = StaleReason::Unreadable { detail };
+        match WritableIndex::rebuild(paths, log, options, reason) {
+            Ok((index, outcome)) => {
+                let (meta, types) = (index.meta.clone(), index.types.clone());
+                index.close()?;
+                Ok(Some((meta, types, outcome)))
+            }
+            Err(Unwritable::Failed(e)) => Err(e),
+            // The damaged file was closed and this process holds the log's writer lock or
+            // just wrote the index: neither can happen; report the damage as found.
+            Err(Unwritable::Busy | Unwritable::NotWritable(_)) => Err(IndexError::Damaged {
+                path: paths.index.clone(),
+                detail: "damaged at close, and could not be rebuilt".to_owned(),
+            }),
+        }
+    }
 }
 
 /// Closes a writable database, containing a panic inside redb (a damaged file can make saving
@@ -490,6 +549,7 @@ impl WritableIndex {
 /// before it works, so its `Drop` does not try again while a panic unwinds (which would abort);
 /// an implicit drop has no such guard.
 fn close_contained(db: Database, path: &Path) -> Result<(), IndexError> {
+    let _marker = CommitMarker::begin(path);
     match catch_unwind(AssertUnwindSafe(|| db.close())) {
         Ok(result) => result.map_err(|e| redb_failure(path, e)),
         Err(panic) => Err(IndexError::Damaged {
@@ -512,17 +572,61 @@ impl Drop for WritableIndex {
 fn commit(mut txn: redb::WriteTransaction, path: &Path) -> Result<(), IndexError> {
     // Saving allocator state makes recovery after a crash almost instant (no full repair).
     txn.set_quick_repair(true);
+    let _marker = CommitMarker::begin(path);
     txn.commit().map_err(|e| redb_failure(path, e))
 }
 
+/// A file beside the index (`<index>.committing`) that exists while this process commits to
+/// the index or closes it. It is removed when the commit returns or unwinds (a panic caught
+/// and handled); only a dead process leaves it behind. Not synced: lost in a power cut, it
+/// only means redb's own recovery is trusted, as it is after any unclean shutdown; left by
+/// one, it costs one rebuild.
+struct CommitMarker(PathBuf);
+
+impl CommitMarker {
+    fn path(index: &Path) -> PathBuf {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".committing");
+        PathBuf::from(name)
+    }
+
+    /// Creates the marker. Best effort: an index that can be committed to sits in a writable
+    /// directory, and a missing marker only means a lost chance to skip a damaged file.
+    fn begin(index: &Path) -> CommitMarker {
+        let path = CommitMarker::path(index);
+        if let Err(e) = File::create(&path) {
+            tracing::debug!(marker = %path.display(), error = %e, "cannot create the commit marker");
+        }
+        CommitMarker(path)
+    }
+
+    /// Whether a marker exists. Call it only while holding the index for writing: then no
+    /// live process can be committing.
+    fn left_behind(index: &Path) -> bool {
+        CommitMarker::path(index).exists()
+    }
+}
+
+impl Drop for CommitMarker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Removes the index file, then the commit marker of the file it replaces (in that order, so
+/// a crash in between leaves a marker without a file, never a suspect file without one).
 fn remove_index(path: &Path) -> Result<(), Unwritable> {
     match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Unwritable::NotWritable(format!(
-            "cannot remove the stale index: {e}"
-        ))),
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(Unwritable::NotWritable(format!(
+                "cannot remove the stale index: {e}"
+            )));
+        }
     }
+    let _ = std::fs::remove_file(CommitMarker::path(path));
+    Ok(())
 }
 
 fn open_fresh(path: &Path, options: &IndexOptions) -> Result<Database, Unwritable> {

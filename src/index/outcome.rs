@@ -47,6 +47,9 @@ pub enum StaleReason {
         /// What the storage layer said.
         detail: String,
     },
+    /// A process died while committing to the index (killed, power lost, or aborted by a
+    /// double panic inside redb on a damaged file): the file is not written to again.
+    CommitInterrupted,
 }
 
 impl fmt::Display for StaleReason {
@@ -74,6 +77,9 @@ impl fmt::Display for StaleReason {
             StaleReason::TailChanged => f.write_str("log rewritten before the indexed watermark"),
             StaleReason::Inconsistent { detail } => write!(f, "index inconsistent: {detail}"),
             StaleReason::Unreadable { detail } => write!(f, "index unreadable: {detail}"),
+            StaleReason::CommitInterrupted => {
+                f.write_str("a commit to the index never finished (its process died)")
+            }
         }
     }
 }

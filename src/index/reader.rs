@@ -95,9 +95,12 @@ impl Index {
         }
         let why = match WritableIndex::open(paths, &log, options, progress) {
             Ok((index, outcome)) => {
-                let (meta, types, repaired) =
+                let (mut meta, mut types, repaired) =
                     (index.meta.clone(), index.types.clone(), index.repaired);
-                index.close()?;
+                let mut outcome = outcome;
+                if let Some(rebuilt) = index.close_or_rebuild(paths, &log, options)? {
+                    (meta, types, outcome) = rebuilt;
+                }
                 let bytes_read = meta.head.len + meta.tail.len + outcome.work().0;
                 return Ok(Index {
                     log,

@@ -394,9 +394,18 @@ impl Writer {
     /// swallow. (Dropping without `close` loses nothing: the next open catches up.)
     pub fn close(mut self) -> Result<(), IndexError> {
         self.commit_index()?;
-        let Writer { log, index, .. } = self;
+        let Writer {
+            log,
+            index,
+            paths,
+            options,
+            ..
+        } = self;
+        // A file found damaged at close is rebuilt from the log (traced), not reported: every
+        // event is in the log, and the index left behind is sound.
+        let closed = index.close_or_rebuild(&paths, log.file(), &options.index);
         log.close()?;
-        index.close()
+        closed.map(|_| ())
     }
 }
 

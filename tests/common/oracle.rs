@@ -96,11 +96,11 @@ impl Oracle {
             let line = &raw[..raw.len() - 1];
             let at = offset;
             offset += raw.len() as u64;
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+            // The limit comes first: a too-long line is invalid even if it is only whitespace.
             let parsed = if line.len() > max_line {
                 None
+            } else if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
             } else {
                 serde_json::from_slice::<Value>(line).ok()
             };
