@@ -163,16 +163,7 @@ pub trait OracleExt {
 
 impl OracleExt for Oracle {
     fn lifetime_before_latest(&self) -> OTotals {
-        let n = self.generations.len() - 1;
-        self.generations[..n]
-            .iter()
-            .fold(OTotals::default(), |a, g| OTotals {
-                input: a.input + g.input,
-                output: a.output + g.output,
-                cached: a.cached + g.cached,
-                thinking: a.thinking + g.thinking,
-                calls: a.calls + g.calls,
-            })
+        OTotals::sum(&self.generations[..self.generations.len() - 1])
     }
 }
 

@@ -391,7 +391,8 @@ impl Writer {
     }
 
     /// Commits the index, syncs and closes everything, reporting errors that dropping would
-    /// swallow. (Dropping without `close` loses nothing: the next open catches up.)
+    /// swallow. (Dropping without `close` loses nothing: the next open catches up.) An index
+    /// found damaged while closing is rebuilt from the log rather than reported.
     pub fn close(mut self) -> Result<(), IndexError> {
         self.commit_index()?;
         let Writer {

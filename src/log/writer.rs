@@ -6,7 +6,7 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::LogError;
 use super::faults::Faults;
@@ -83,6 +83,31 @@ pub struct LogWriter {
     faults: Option<Arc<Faults>>,
 }
 
+/// How long a busy writer lock is retried before the log counts as held by another writer.
+const LOCK_GRACE: Duration = Duration::from_millis(100);
+
+/// Takes the one-writer lock on the log. A lock is held by an open file description, which a
+/// process spawning a child duplicates until the child execs: closing a writer and reopening
+/// it while any thread spawns a process can find the old lock still held for a moment. So a
+/// busy lock is retried for [`LOCK_GRACE`]; a real second writer holds it far longer.
+fn lock_for_writing(file: &File, path: &Path) -> Result<(), LogError> {
+    let deadline = Instant::now() + LOCK_GRACE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(LogError::Locked {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(LogError::io("lock", path, e)),
+        }
+    }
+}
+
 impl LogWriter {
     /// Opens `path` for appending (creating it and its directory if needed) and takes the
     /// writer lock. If the file does not end with `\n`, the torn fragment is terminated first,
@@ -99,15 +124,7 @@ impl LogWriter {
         faults: Option<Arc<Faults>>,
     ) -> Result<LogWriter, LogError> {
         let mut file = open_for_append(path)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(LogError::Locked {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(TryLockError::Error(e)) => return Err(LogError::io("lock", path, e)),
-        }
+        lock_for_writing(&file, path)?;
         let len = file
             .metadata()
             .map_err(|e| LogError::io("inspect", path, e))?

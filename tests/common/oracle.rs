@@ -23,6 +23,19 @@ pub struct OTotals {
     pub calls: u64,
 }
 
+impl OTotals {
+    /// The totals of several generations together.
+    pub fn sum(generations: &[OTotals]) -> OTotals {
+        generations.iter().fold(OTotals::default(), |a, g| OTotals {
+            input: a.input + g.input,
+            output: a.output + g.output,
+            cached: a.cached + g.cached,
+            thinking: a.thinking + g.thinking,
+            calls: a.calls + g.calls,
+        })
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Oracle {
     /// Every boundary in file order.
@@ -150,15 +163,7 @@ impl Oracle {
     }
 
     pub fn lifetime(&self) -> OTotals {
-        self.generations
-            .iter()
-            .fold(OTotals::default(), |a, g| OTotals {
-                input: a.input + g.input,
-                output: a.output + g.output,
-                cached: a.cached + g.cached,
-                thinking: a.thinking + g.thinking,
-                calls: a.calls + g.calls,
-            })
+        OTotals::sum(&self.generations)
     }
 
     /// What a session request must give: `Ok(label)` or `Err(found)` for a mismatch,
