@@ -266,3 +266,86 @@ fn an_index_that_aborts_its_process_is_rebuilt_by_the_next_one() {
     assert_eq!(index.outcome(), &IndexOutcome::Fresh);
     assert_index_matches_oracle(&index, &agent.log());
 }
+
+/// The sweep behind RELIABILITY.md's row on damage met in commits: every byte of the first
+/// `AGENTLOG_SWEEP_BYTES` (default 24,000) of a real index, flipped by 0x01 and by 0x80, with
+/// the log grown by one event so every open must commit a catch-up. Each open is a separate
+/// `agentlog status` process, because some flips make redb abort the process; the next process
+/// must then rebuild, and every answer must equal the oracle's. Slow (a few minutes in
+/// release), so run by hand:
+/// `cargo test --release --test damaged_index -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn sweep_single_bit_flips_through_the_cli() {
+    use agentlog::index::{Writer, WriterOptions};
+    use std::os::unix::process::ExitStatusExt;
+
+    let bytes: usize = std::env::var("AGENTLOG_SWEEP_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24_000);
+    let events: Vec<String> = (0..40u32)
+        .map(|i| {
+            if i % 7 == 3 {
+                common::molt(f64::from(i), u64::from(i / 7 + 1), "agent")
+            } else {
+                common::token(f64::from(i), 10, 2, 0)
+            }
+        })
+        .collect();
+    let agent = Agent::new();
+    let mut writer = Writer::open(&agent.paths, WriterOptions::default()).unwrap();
+    writer.append_batch_json(&events).unwrap();
+    writer.close().unwrap();
+    let base = std::fs::read(&agent.paths.index).unwrap();
+    let mut log = agent.log();
+    log.extend_from_slice(common::token(99.0, 1, 1, 0).as_bytes());
+    let oracle = common::oracle::Oracle::of(&log);
+    let marker = agent.paths.index.with_extension("redb.committing");
+
+    let status = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .arg("status")
+            .arg(agent.path())
+            .arg("--json")
+            .env("AGENTLOG_LOG", "off")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    let (mut runs, mut aborts) = (0u64, Vec::new());
+    for at in 0..bytes.min(base.len()) {
+        for flip in [0x01u8, 0x80] {
+            let mut index = base.clone();
+            index[at] ^= flip;
+            std::fs::write(&agent.paths.index, &index).unwrap();
+            std::fs::write(&agent.paths.log, &log).unwrap();
+            let _ = std::fs::remove_file(&marker);
+            let mut out = status();
+            runs += 1;
+            if out.status.signal() == Some(6) {
+                aborts.push((at, flip));
+                out = status();
+                runs += 1;
+            }
+            assert!(out.status.success(), "byte {at} ^ {flip:#x}: {out:?}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let what = format!("byte {at} ^ {flip:#x}: {v}");
+            assert_eq!(v["tier"], "index", "{what}");
+            assert_eq!(v["api_calls"], oracle.since().calls, "{what}");
+            assert_eq!(v["input_tokens"], oracle.since().input as u64, "{what}");
+            let latest = oracle.boundaries.last().expect("the log molts");
+            assert_eq!(v["boundary_offset"], latest.offset, "{what}");
+            assert_eq!(
+                v["molt_count"],
+                latest.molt_count.expect("verifiable"),
+                "{what}"
+            );
+        }
+    }
+    println!(
+        "sweep: {} flips, {runs} processes, {} aborted in redb (each rebuilt by the next): {aborts:?}",
+        2 * bytes.min(base.len()),
+        aborts.len()
+    );
+}
