@@ -5,25 +5,8 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use common::{Agent, lines, molt, token};
+use common::{Agent, agentlog, json, lines, molt, token};
 use serde_json::Value;
-
-fn agentlog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentlog"))
-        .args(args)
-        .env("AGENTLOG_LOG", "off")
-        .output()
-        .expect("run agentlog")
-}
-
-fn json(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
-}
 
 fn dir(agent: &Agent) -> &str {
     agent.path().to_str().unwrap()

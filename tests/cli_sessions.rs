@@ -1,23 +1,11 @@
 //! The session commands' contract: sessions, events, read, trace-session, trace-event.
 
-use std::process::{Command, Output};
+mod common;
 
 use agentlog::query::types::{SessionEvent, SessionHeader, SurfaceOp};
 use agentlog::query::{Store, StoreConfig};
+use common::{agentlog, json};
 use serde_json::{Value, json};
-
-fn agentlog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentlog"))
-        .args(args)
-        .env("AGENTLOG_LOG", "off")
-        .output()
-        .expect("run agentlog")
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn user(seq: u64, text: &str) -> SessionEvent {
     SessionEvent::new(
@@ -94,7 +82,7 @@ fn sessions_are_listed_newest_first_with_their_lineage_fields() {
     let dir = store();
     let out = agentlog(&["sessions", dir.path().to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0));
-    let v = json_of(&out);
+    let v = json(&out);
     let ids: Vec<&str> = v
         .as_array()
         .unwrap()
@@ -118,7 +106,7 @@ fn sessions_are_listed_newest_first_with_their_lineage_fields() {
 fn events_carry_their_surface_class_and_filter() {
     let dir = store();
     let root = dir.path().to_str().unwrap();
-    let all = json_of(&agentlog(&["events", root, "root", "--json"]));
+    let all = json(&agentlog(&["events", root, "root", "--json"]));
     let classes: Vec<&str> = all
         .as_array()
         .unwrap()
@@ -141,7 +129,7 @@ fn events_carry_their_surface_class_and_filter() {
             .collect()
     };
     assert_eq!(
-        seqs(json_of(&agentlog(&[
+        seqs(json(&agentlog(&[
             "events",
             root,
             "root",
@@ -152,7 +140,7 @@ fn events_carry_their_surface_class_and_filter() {
         [1, 3]
     );
     assert_eq!(
-        seqs(json_of(&agentlog(&[
+        seqs(json(&agentlog(&[
             "events",
             root,
             "root",
@@ -165,7 +153,7 @@ fn events_carry_their_surface_class_and_filter() {
         [1, 3, 5]
     );
     assert_eq!(
-        seqs(json_of(&agentlog(&[
+        seqs(json(&agentlog(&[
             "events",
             root,
             "root",
@@ -176,7 +164,7 @@ fn events_carry_their_surface_class_and_filter() {
         [3, 4]
     );
     assert_eq!(
-        seqs(json_of(&agentlog(&[
+        seqs(json(&agentlog(&[
             "events",
             root,
             "root",
@@ -187,7 +175,7 @@ fn events_carry_their_surface_class_and_filter() {
         [1]
     );
     assert_eq!(
-        seqs(json_of(&agentlog(&[
+        seqs(json(&agentlog(&[
             "events",
             root,
             "root",
@@ -205,7 +193,7 @@ fn events_carry_their_surface_class_and_filter() {
 fn read_returns_the_target_and_its_window() {
     let dir = store();
     let root = dir.path().to_str().unwrap();
-    let v = json_of(&agentlog(&[
+    let v = json(&agentlog(&[
         "read", root, "root", "3", "--before", "1", "--after", "1", "--json",
     ]));
     assert_eq!(v["target"]["seq"], 3);
@@ -221,7 +209,7 @@ fn read_returns_the_target_and_its_window() {
         (v["startSeq"].clone(), v["endSeq"].clone()),
         (json!(2), json!(4))
     );
-    let edge = json_of(&agentlog(&[
+    let edge = json(&agentlog(&[
         "read", root, "root", "0", "--before", "5", "--json",
     ]));
     assert_eq!(edge["startSeq"], 0);
@@ -255,20 +243,20 @@ fn errors_are_typed_json_with_a_non_zero_exit() {
     ] {
         let out = agentlog(&args);
         assert_ne!(out.status.code(), Some(0), "{args:?}");
-        let v = json_of(&out);
+        let v = json(&out);
         assert_eq!(v["error"], code, "{args:?}: {v}");
         assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()));
     }
     let out = agentlog(&["sessions", "/nonexistent/store", "--json"]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(json_of(&out)["error"], "no_store");
+    assert_eq!(json(&out)["error"], "no_store");
 }
 
 #[test]
 fn traces_follow_lineage_and_replacements() {
     let dir = store();
     let root = dir.path().to_str().unwrap();
-    let v = json_of(&agentlog(&["trace-session", root, "child", "--json"]));
+    let v = json(&agentlog(&["trace-session", root, "child", "--json"]));
     assert_eq!(v["target"]["id"], "child");
     assert_eq!(v["ancestors"][0]["id"], "root");
     assert_eq!(v["descendants"][0]["id"], "grandchild");
@@ -277,7 +265,7 @@ fn traces_follow_lineage_and_replacements() {
         (v["complete"].clone(), v["root"].clone()),
         (json!(true), json!("root"))
     );
-    let orphan = json_of(&agentlog(&["trace-session", root, "orphan", "--json"]));
+    let orphan = json(&agentlog(&["trace-session", root, "orphan", "--json"]));
     assert_eq!(
         (
             orphan["complete"].clone(),
@@ -285,10 +273,10 @@ fn traces_follow_lineage_and_replacements() {
         ),
         (json!(false), json!("missing"))
     );
-    let e = json_of(&agentlog(&["trace-event", root, "root", "1", "--json"]));
+    let e = json(&agentlog(&["trace-event", root, "root", "1", "--json"]));
     assert_eq!(e["replacedBy"], 4);
     assert_eq!(e["derivedEventSeqs"], json!([4]));
-    let s = json_of(&agentlog(&["trace-event", root, "root", "4", "--json"]));
+    let s = json(&agentlog(&["trace-event", root, "root", "4", "--json"]));
     assert_eq!(s["replacedEventSeqs"], json!([1, 2]));
     assert_eq!(s["sourceEventSeqs"], json!([1, 2]));
 }
@@ -300,14 +288,14 @@ fn a_session_that_is_a_symlink_out_of_the_store_is_refused() {
     let root = dir.path().to_str().unwrap();
     // "evil" points at a real session directory in another store.
     std::os::unix::fs::symlink(outside.path().join("root"), dir.path().join("evil")).unwrap();
-    let listed = json_of(&agentlog(&["sessions", root, "--json"]));
+    let listed = json(&agentlog(&["sessions", root, "--json"]));
     assert!(
         listed.as_array().unwrap().iter().all(|s| s["id"] != "evil"),
         "{listed}"
     );
     let out = agentlog(&["events", root, "evil", "--json"]);
     assert_ne!(out.status.code(), Some(0));
-    let v = json_of(&out);
+    let v = json(&out);
     assert!(
         v["message"].as_str().unwrap().contains("symbolic link"),
         "{v}"
@@ -322,7 +310,7 @@ fn a_session_that_is_a_symlink_out_of_the_store_is_refused() {
     let out = agentlog(&["read", root, "linked", "0", "--json"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(
-        json_of(&out)["message"]
+        json(&out)["message"]
             .as_str()
             .unwrap()
             .contains("symbolic link")

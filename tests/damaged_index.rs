@@ -43,6 +43,16 @@ fn open_query_reopen(agent: &Agent) {
     common::assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
 }
 
+/// The commit marker beside an agent's index (FORMAT.md §2.3).
+fn commit_marker(agent: &Agent) -> std::path::PathBuf {
+    agent.paths.index.with_extension("redb.committing")
+}
+
+/// `agentlog status AGENT --json` in a process of its own (some damage aborts it).
+fn status_process(agent: &Agent) -> std::process::Output {
+    common::agentlog(&["status", agent.path().to_str().unwrap(), "--json"])
+}
+
 #[test]
 fn a_table_with_a_damaged_type_record_is_rebuilt_not_stepped_around() {
     let agent = regression!("table-type-damage-not-rebuilt");
@@ -189,7 +199,7 @@ fn a_writer_heals_an_index_damaged_between_its_sessions() {
 fn a_marker_left_by_a_dead_commit_makes_the_next_open_rebuild() {
     let agent = Agent::with_log(&common::synthetic(40, 3));
     drop(agent.open_index());
-    let marker = agent.paths.index.with_extension("redb.committing");
+    let marker = commit_marker(&agent);
     std::fs::write(&marker, b"").unwrap();
     // Only a writable open acts on the marker: grow the log so the open must catch up.
     agent.append_raw(common::token(1e9, 5, 1, 0).as_bytes());
@@ -227,18 +237,8 @@ fn an_index_that_aborts_its_process_is_rebuilt_by_the_next_one() {
         include_bytes!("data/redb-aborts-in-commit/events.jsonl"),
         include_bytes!("data/redb-aborts-in-commit/events.index.redb"),
     );
-    let status = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
-            .arg("status")
-            .arg(agent.path())
-            .arg("--json")
-            .env("AGENTLOG_LOG", "off")
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap()
-    };
-    let marker = agent.paths.index.with_extension("redb.committing");
-    let first = status();
+    let marker = commit_marker(&agent);
+    let first = status_process(&agent);
     if cfg!(debug_assertions) {
         assert!(first.status.success(), "{first:?}");
     } else {
@@ -250,9 +250,9 @@ fn an_index_that_aborts_its_process_is_rebuilt_by_the_next_one() {
         assert!(marker.exists(), "the aborted commit left its marker");
     }
 
-    let second = status();
+    let second = status_process(&agent);
     assert!(second.status.success(), "{second:?}");
-    let v: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+    let v = common::json(&second);
     assert_eq!(v["tier"], "index", "{v}");
     if !cfg!(debug_assertions) {
         assert_eq!(v["index_outcome"], "rebuilt", "{v}");
@@ -267,23 +267,24 @@ fn an_index_that_aborts_its_process_is_rebuilt_by_the_next_one() {
     assert_index_matches_oracle(&index, &agent.log());
 }
 
-/// The sweep behind RELIABILITY.md's row on damage met in commits: every byte of the first
-/// `AGENTLOG_SWEEP_BYTES` (default 24,000) of a real index, flipped by 0x01 and by 0x80, with
-/// the log grown by one event so every open must commit a catch-up. Each open is a separate
+/// The sweep behind RELIABILITY.md's row on damage met in commits: every byte in the range
+/// `AGENTLOG_SWEEP_BYTES` (`FROM..TO`) of a real index, flipped by 0x01 and by 0x80, with the
+/// log grown by one event so every open must commit a catch-up. Each open is a separate
 /// `agentlog status` process, because some flips make redb abort the process; the next process
-/// must then rebuild, and every answer must equal the oracle's. Slow (a few minutes in
-/// release), so run by hand:
-/// `cargo test --release --test damaged_index -- --ignored --nocapture`.
+/// must then rebuild, and every answer must equal the oracle's. By default it sweeps the page
+/// after redb's header (4096..4352, where the first aborting flips are); the full sweep takes a
+/// few minutes in release:
+/// `AGENTLOG_SWEEP_BYTES=0..24000 cargo test --release --test damaged_index sweep -- --nocapture`.
 #[test]
-#[ignore]
 fn sweep_single_bit_flips_through_the_cli() {
     use agentlog::index::{Writer, WriterOptions};
     use std::os::unix::process::ExitStatusExt;
 
-    let bytes: usize = std::env::var("AGENTLOG_SWEEP_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24_000);
+    let range = std::env::var("AGENTLOG_SWEEP_BYTES").unwrap_or_else(|_| "4096..4352".into());
+    let (from, to) = range
+        .split_once("..")
+        .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+        .expect("AGENTLOG_SWEEP_BYTES is FROM..TO");
     let events: Vec<String> = (0..40u32)
         .map(|i| {
             if i % 7 == 3 {
@@ -301,35 +302,27 @@ fn sweep_single_bit_flips_through_the_cli() {
     let mut log = agent.log();
     log.extend_from_slice(common::token(99.0, 1, 1, 0).as_bytes());
     let oracle = common::oracle::Oracle::of(&log);
-    let marker = agent.paths.index.with_extension("redb.committing");
+    let marker = commit_marker(&agent);
 
-    let status = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
-            .arg("status")
-            .arg(agent.path())
-            .arg("--json")
-            .env("AGENTLOG_LOG", "off")
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap()
-    };
     let (mut runs, mut aborts) = (0u64, Vec::new());
-    for at in 0..bytes.min(base.len()) {
+    let positions = from.min(base.len())..to.min(base.len());
+    assert!(!positions.is_empty(), "nothing to sweep in {range}");
+    for at in positions.clone() {
         for flip in [0x01u8, 0x80] {
             let mut index = base.clone();
             index[at] ^= flip;
             std::fs::write(&agent.paths.index, &index).unwrap();
             std::fs::write(&agent.paths.log, &log).unwrap();
             let _ = std::fs::remove_file(&marker);
-            let mut out = status();
+            let mut out = status_process(&agent);
             runs += 1;
             if out.status.signal() == Some(6) {
                 aborts.push((at, flip));
-                out = status();
+                out = status_process(&agent);
                 runs += 1;
             }
             assert!(out.status.success(), "byte {at} ^ {flip:#x}: {out:?}");
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let v = common::json(&out);
             let what = format!("byte {at} ^ {flip:#x}: {v}");
             assert_eq!(v["tier"], "index", "{what}");
             assert_eq!(v["api_calls"], oracle.since().calls, "{what}");
@@ -345,7 +338,7 @@ fn sweep_single_bit_flips_through_the_cli() {
     }
     println!(
         "sweep: {} flips, {runs} processes, {} aborted in redb (each rebuilt by the next): {aborts:?}",
-        2 * bytes.min(base.len()),
+        2 * positions.len(),
         aborts.len()
     );
 }

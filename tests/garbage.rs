@@ -183,13 +183,16 @@ fn unreadable_log_is_a_typed_error_for_an_unprivileged_user() {
     let log = agent_dir.join("logs/events.jsonl");
     std::fs::write(&log, common::token(1.0, 5, 1, 0)).unwrap();
     std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_agentlog"))
-        .args(["status", agent_dir.to_str().unwrap(), "--json"])
-        .env("AGENTLOG_LOG", "off")
-        .output()
-        .expect("run as nobody");
+    let status_as_nobody = || {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_agentlog"))
+            .args(["status", agent_dir.to_str().unwrap(), "--json"])
+            .env("AGENTLOG_LOG", "off")
+            .output()
+            .expect("run as nobody")
+    };
+    let out = status_as_nobody();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -201,13 +204,7 @@ fn unreadable_log_is_a_typed_error_for_an_unprivileged_user() {
     // A readable log in a directory the user cannot write: the index cannot be created, so
     // status steps down to a scan and says why.
     std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_agentlog"))
-        .args(["status", agent_dir.to_str().unwrap(), "--json"])
-        .env("AGENTLOG_LOG", "off")
-        .output()
-        .expect("run as nobody");
+    let out = status_as_nobody();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["tier"], "reverse_scan", "{v}");

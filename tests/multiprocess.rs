@@ -5,18 +5,10 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use common::{Agent, token};
+use common::{Agent, agentlog, token};
 use serde_json::Value;
-
-fn agentlog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentlog"))
-        .args(args)
-        .env("AGENTLOG_LOG", "off")
-        .output()
-        .expect("run agentlog")
-}
 
 struct AppendProcess {
     child: Child,

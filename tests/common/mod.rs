@@ -92,6 +92,25 @@ pub fn agent_molt(ts: f64, molt_count: u64) -> String {
     )
 }
 
+/// Runs the `agentlog` binary built for these tests, with its log output off.
+pub fn agentlog(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(args)
+        .env("AGENTLOG_LOG", "off")
+        .output()
+        .expect("run agentlog")
+}
+
+/// The one JSON document a command printed on stdout.
+pub fn json(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
 pub fn lines(parts: &[String]) -> Vec<u8> {
     parts.concat().into_bytes()
 }
