@@ -108,7 +108,8 @@ pub(crate) fn problem_from_code(code: u8) -> Option<LineProblem> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TypeMap {
     ids: HashMap<String, u32>,
-    unsaved: Vec<(u32, String)>,
+    /// Names given an id since the last commit, with their ids.
+    pub(crate) unsaved: Vec<(u32, String)>,
 }
 
 impl TypeMap {
@@ -230,12 +231,12 @@ impl RowBuffer {
         self.bytes.clear();
     }
 
-    /// Writes every queued row, the new type names and the meta record into `txn`, and empties
-    /// the buffer.
+    /// Writes every queued row, the new type names (drained from `new_types`) and the meta
+    /// record into `txn`, and empties the buffer.
     pub(crate) fn write(
         &mut self,
         txn: &WriteTransaction,
-        types: &mut TypeMap,
+        new_types: &mut Vec<(u32, String)>,
         meta: &mut Meta,
     ) -> Result<(), redb::Error> {
         append_sorted(&mut txn.open_table(EVENTS)?, &self.events, &self.bytes)?;
@@ -256,7 +257,7 @@ impl RowBuffer {
             invalid.insert(offset, code)?;
         }
         let mut names = txn.open_table(TYPES)?;
-        for (id, name) in types.unsaved.drain(..) {
+        for (id, name) in new_types.drain(..) {
             names.insert(id, name.as_str())?;
         }
         let mut table = txn.open_table(META)?;
