@@ -11,6 +11,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 use super::skip::Skip;
 
+mod fast;
+
 use super::coerce::TokenValue;
 use super::profile::Profile;
 use super::time::Timestamp;
@@ -237,13 +239,36 @@ impl Extractor {
     fn classify(&self, key: &str) -> Key {
         self.by_len
             .get(key.len())
-            .and_then(|candidates| candidates.iter().find(|(name, _)| **name == *key))
+            // The first byte settles most mismatches without a call to memcmp.
+            .and_then(|candidates| {
+                candidates.iter().find(|(name, _)| {
+                    name.as_bytes().first() == key.as_bytes().first() && **name == *key
+                })
+            })
             .map_or(Key::Other, |(_, k)| *k)
     }
 
     /// Extracts the index fields from one line (without its `\n`).
+    ///
+    /// Most lines take a byte-level fast path ([`fast`]); any line it is not certain about is
+    /// read by serde_json, which defines the answer (see [`Extractor::extract_with_serde`]).
     pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;
+        if let Some(fields) = fast::extract(self, text) {
+            return Ok(fields);
+        }
+        self.extract_text_with_serde(text)
+    }
+
+    /// [`Extractor::extract`] without the fast path: every line is read by serde_json. The
+    /// two always agree; this exists so tests and fuzz targets can check that they do.
+    #[doc(hidden)]
+    pub fn extract_with_serde<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
+        let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;
+        self.extract_text_with_serde(text)
+    }
+
+    fn extract_text_with_serde<'a>(&self, text: &'a str) -> Result<EventFields<'a>, LineProblem> {
         if text.bytes().all(|b| b.is_ascii_whitespace()) {
             return Err(LineProblem::Blank);
         }
@@ -274,6 +299,36 @@ struct RawFields<'a> {
 }
 
 impl<'a> RawFields<'a> {
+    /// Reads the value of `key` into its slot; a later duplicate key overwrites an earlier one.
+    fn read<R: ValueReader<'a>>(&mut self, key: Key, value: R) -> Result<(), R::Error> {
+        match key {
+            Key::Type => self.type_field = Some(value.read()?),
+            Key::Event => self.event_field = Some(value.read()?),
+            Key::Ts => self.ts = value.read::<SecondsValue>()?.0,
+            Key::Time => self.time_ms = value.read::<MillisValue>()?.0,
+            Key::Seq => self.fields.seq = value.read::<SeqValue>()?.0,
+            Key::Token(i) => {
+                let token = value.read()?;
+                if let Some(slot) = self.fields.tokens.get_mut(i) {
+                    *slot = token;
+                }
+            }
+            Key::MoltCount => self.fields.molt_count = value.read::<MoltValue>()?.0,
+            Key::Initiator => {
+                self.fields.initiator = match value.read()? {
+                    StrValue::Str(s) => Some(s),
+                    StrValue::NotStr => None,
+                }
+            }
+            Key::BeforeTokens => self.fields.before_tokens = value.read()?,
+            Key::AfterTokens => self.fields.after_tokens = value.read()?,
+            Key::Other => {
+                value.read::<Skip>()?;
+            }
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> EventFields<'a> {
         self.fields.type_name = match (self.type_field, self.event_field) {
             (Some(StrValue::Str(t)), _) => Some(t),
@@ -303,35 +358,25 @@ impl<'de> Visitor<'de> for LineVisitor<'_, '_, 'de> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let raw = self.raw;
         while let Some(key) = map.next_key_seed(KeySeed(self.extractor))? {
-            match key {
-                Key::Type => raw.type_field = Some(map.next_value()?),
-                Key::Event => raw.event_field = Some(map.next_value()?),
-                Key::Ts => raw.ts = map.next_value::<SecondsValue>()?.0,
-                Key::Time => raw.time_ms = map.next_value::<MillisValue>()?.0,
-                Key::Seq => raw.fields.seq = map.next_value::<SeqValue>()?.0,
-                Key::Token(i) => {
-                    let value = map.next_value()?;
-                    if let Some(slot) = raw.fields.tokens.get_mut(i) {
-                        *slot = value;
-                    }
-                }
-                Key::MoltCount => raw.fields.molt_count = map.next_value::<MoltValue>()?.0,
-                Key::Initiator => {
-                    raw.fields.initiator = match map.next_value()? {
-                        StrValue::Str(s) => Some(s),
-                        StrValue::NotStr => None,
-                    }
-                }
-                Key::BeforeTokens => raw.fields.before_tokens = map.next_value()?,
-                Key::AfterTokens => raw.fields.after_tokens = map.next_value()?,
-                Key::Other => {
-                    map.next_value::<Skip>()?;
-                }
-            }
+            self.raw.read(key, &mut map)?;
         }
         Ok(())
+    }
+}
+
+/// Reads the one value that follows a key: from serde's map, or (on the fast path) from the
+/// value's own bytes.
+trait ValueReader<'de> {
+    type Error;
+    fn read<T: de::Deserialize<'de>>(self) -> Result<T, Self::Error>;
+}
+
+impl<'de, A: MapAccess<'de>> ValueReader<'de> for &mut A {
+    type Error = A::Error;
+
+    fn read<T: de::Deserialize<'de>>(self) -> Result<T, A::Error> {
+        self.next_value()
     }
 }
 

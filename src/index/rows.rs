@@ -160,31 +160,25 @@ impl TypeMap {
 
 /// Rows buffered for one commit, per table, so they can be written in key order through a
 /// cursor at the table's end: redb inserts sorted keys that way several times faster than
-/// one `insert` at a time.
+/// one `insert` at a time. Values are encoded only when written, so a build's encoding work
+/// falls on the thread that writes (see `WritableIndex::catch_up`).
 #[derive(Default)]
 pub(crate) struct RowBuffer {
-    /// (offset, range in `bytes`) of event rows, ascending.
-    events: Vec<(u64, std::ops::Range<usize>)>,
-    /// (offset, range in `bytes`) of prefix rows, ascending.
-    prefix: Vec<(u64, std::ops::Range<usize>)>,
+    /// (offset, row) of events, ascending.
+    events: Vec<(u64, EventRow)>,
+    /// (offset, totals after it) of token events, ascending.
+    prefix: Vec<(u64, Totals)>,
     /// (seq, offset) in file order.
     seqs: Vec<(u64, u64)>,
     /// (type id, offset) in file order.
     type_events: Vec<(u32, u64)>,
-    boundaries: Vec<(u64, std::ops::Range<usize>)>,
+    /// (ordinal, generation start) of boundaries, ascending.
+    boundaries: Vec<(u64, GenerationStart)>,
     invalid: Vec<(u64, u8)>,
-    bytes: Vec<u8>,
     scratch: Vec<u8>,
 }
 
 impl RowBuffer {
-    fn encoded<T: serde::Serialize>(&mut self, value: &T) -> std::ops::Range<usize> {
-        schema::encode(value, &mut self.scratch);
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(&self.scratch);
-        start..self.bytes.len()
-    }
-
     /// Queues one row.
     pub(crate) fn push(&mut self, row: &Row) {
         match row {
@@ -197,19 +191,17 @@ impl RowBuffer {
                 totals_after,
                 boundary,
             } => {
-                let range = self.encoded(row);
-                self.events.push((*offset, range));
+                self.events.push((*offset, row.clone()));
                 self.seqs.push((row.seq, *offset));
                 if row.type_id != OTHER_TYPE {
                     self.type_events.push((row.type_id, *offset));
                 }
                 if let Some(totals) = totals_after {
-                    let range = self.encoded(totals);
-                    self.prefix.push((*offset, range));
+                    self.prefix.push((*offset, *totals));
                 }
                 if let Some(start) = boundary {
-                    let range = self.encoded(start.as_ref());
-                    self.boundaries.push((start.ordinal, range));
+                    self.boundaries
+                        .push((start.ordinal, start.as_ref().clone()));
                 }
             }
         }
@@ -228,7 +220,6 @@ impl RowBuffer {
         self.type_events.clear();
         self.boundaries.clear();
         self.invalid.clear();
-        self.bytes.clear();
     }
 
     /// Writes every queued row, the new type names (drained from `new_types`) and the meta
@@ -239,13 +230,10 @@ impl RowBuffer {
         new_types: &mut Vec<(u32, String)>,
         meta: &mut Meta,
     ) -> Result<(), redb::Error> {
-        append_sorted(&mut txn.open_table(EVENTS)?, &self.events, &self.bytes)?;
-        append_sorted(&mut txn.open_table(PREFIX)?, &self.prefix, &self.bytes)?;
-        append_sorted(
-            &mut txn.open_table(BOUNDARIES)?,
-            &self.boundaries,
-            &self.bytes,
-        )?;
+        let scratch = &mut self.scratch;
+        append_sorted(&mut txn.open_table(EVENTS)?, &self.events, scratch)?;
+        append_sorted(&mut txn.open_table(PREFIX)?, &self.prefix, scratch)?;
+        append_sorted(&mut txn.open_table(BOUNDARIES)?, &self.boundaries, scratch)?;
         write_seqs(
             &mut txn.open_table(SEQS)?,
             &self.seqs,
@@ -272,19 +260,21 @@ impl RowBuffer {
     }
 }
 
-/// Inserts ascending keys at the table's end through a cursor; a key that is not above
-/// everything stored (never the case for a valid index) falls back to a plain insert.
-fn append_sorted(
+/// Encodes the values and inserts them, keys ascending, at the table's end through a cursor;
+/// a key that is not above everything stored (never the case for a valid index) falls back to
+/// a plain insert.
+fn append_sorted<V: serde::Serialize>(
     table: &mut Table<'_, u64, &'static [u8]>,
-    rows: &[(u64, std::ops::Range<usize>)],
-    bytes: &[u8],
+    rows: &[(u64, V)],
+    scratch: &mut Vec<u8>,
 ) -> Result<(), redb::Error> {
     let mut rest = rows;
     while !rest.is_empty() {
         let mut cursor = table.upper_bound_mut(std::ops::Bound::<u64>::Unbounded)?;
         let mut done = 0;
-        for (key, range) in rest {
-            match cursor.insert_before(key, &bytes[range.clone()]) {
+        for (key, value) in rest {
+            schema::encode(value, scratch);
+            match cursor.insert_before(key, scratch.as_slice()) {
                 Ok(()) => done += 1,
                 Err(redb::CursorError::UnorderedKey) => break,
                 Err(redb::CursorError::Storage(e)) => return Err(e.into()),
@@ -292,8 +282,9 @@ fn append_sorted(
             }
         }
         cursor.close()?;
-        if let Some((key, range)) = rest.get(done) {
-            table.insert(key, &bytes[range.clone()])?;
+        if let Some((key, value)) = rest.get(done) {
+            schema::encode(value, scratch);
+            table.insert(key, scratch.as_slice())?;
             done += 1;
         }
         rest = &rest[done..];

@@ -1,0 +1,442 @@
+//! The byte-level fast path of [`Extractor::extract`].
+//!
+//! One pass over the line validates it as JSON and finds the top-level keys the index reads;
+//! only those few values are handed to serde_json, each on its own bytes. Everything else is
+//! checked here, without serde's per-value machinery: strings are scanned eight bytes at a time.
+//!
+//! The serde path stays the definition of what a line means. This path answers only when its
+//! answer is certainly the same, and gives up (returns `None`) on anything it is not sure of:
+//! any syntax error, a key with an escape, a `\u` surrogate escape, a number that might not fit
+//! an `f64`, nesting deeper than [`FAST_NESTING`]. Those lines are rare, and the serde path
+//! reads them. The unit tests below, a property test and the `extract_line` fuzz target check
+//! that the two paths agree on every line.
+
+use std::borrow::Cow;
+
+use super::{EventFields, Extractor, Key, RawFields, StrValue, ValueReader};
+
+/// Deeper lines go to the serde path (whose limit is [`super::MAX_NESTING`]).
+const FAST_NESTING: usize = 64;
+
+/// Numbers whose integer digits plus positive exponent stay under this are far from `f64`'s
+/// overflow at about 1.8e308, so serde_json cannot reject them.
+const SAFE_MAGNITUDE_DIGITS: usize = 300;
+
+/// Extracts `text`'s fields, or `None` if the serde path must decide.
+pub(super) fn extract<'a>(extractor: &Extractor, text: &'a str) -> Option<EventFields<'a>> {
+    let mut cursor = Cursor {
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    let mut raw = RawFields::default();
+    cursor.skip_whitespace();
+    cursor.eat(b'{')?;
+    cursor.skip_whitespace();
+    if cursor.peek()? == b'}' {
+        cursor.pos += 1;
+    } else {
+        loop {
+            cursor.eat(b'"')?;
+            let (key_start, key_end, escaped) = cursor.string()?;
+            if escaped {
+                return None;
+            }
+            let key = extractor.classify(text.get(key_start..key_end)?);
+            cursor.skip_whitespace();
+            cursor.eat(b':')?;
+            cursor.skip_whitespace();
+            let value_start = cursor.pos;
+            let value_escaped = cursor.value(1)?;
+            if key != Key::Other {
+                let value = text.get(value_start..cursor.pos)?;
+                match key {
+                    // The common case, a string without escapes, needs no decoding.
+                    Key::Type | Key::Event if !value_escaped && value.starts_with('"') => {
+                        let plain = value.get(1..value.len() - 1)?;
+                        let slot = if key == Key::Type {
+                            &mut raw.type_field
+                        } else {
+                            &mut raw.event_field
+                        };
+                        *slot = Some(StrValue::Str(Cow::Borrowed(plain)));
+                    }
+                    _ => raw.read(key, ValueBytes(value)).ok()?,
+                }
+            }
+            cursor.skip_whitespace();
+            match cursor.peek()? {
+                b',' => {
+                    cursor.pos += 1;
+                    cursor.skip_whitespace();
+                }
+                b'}' => {
+                    cursor.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    cursor.skip_whitespace();
+    if cursor.pos != cursor.bytes.len() {
+        return None;
+    }
+    Some(raw.finish())
+}
+
+/// One JSON value's bytes, already validated by the cursor, read by serde_json.
+struct ValueBytes<'a>(&'a str);
+
+impl<'a> ValueReader<'a> for ValueBytes<'a> {
+    type Error = serde_json::Error;
+
+    fn read<T: serde::Deserialize<'a>>(self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0)
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that is zero. Bits above the first zero byte may be
+/// wrong (borrows), so only the lowest set bit is meaningful.
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// The high bit of each byte that ends or interrupts a string's plain run: `"`, `\` or a
+/// control byte below 0x20. As for [`zero_bytes`], only the lowest set bit is meaningful.
+fn string_stops(word: u64) -> u64 {
+    zero_bytes(word ^ (ONES * u64::from(b'"')))
+        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
+        | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS)
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.pos += 1)
+    }
+
+    /// JSON whitespace only (not the form feed that `is_ascii_whitespace` allows).
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// The position of the next `"`, `\` or control byte at or after `self.pos`.
+    #[inline]
+    fn next_string_stop(&self) -> Option<usize> {
+        let mut at = self.pos;
+        while let Some(chunk) = self.bytes.get(at..at + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().ok()?);
+            let stops = string_stops(word);
+            if stops != 0 {
+                return Some(at + (stops.trailing_zeros() / 8) as usize);
+            }
+            at += 8;
+        }
+        let rest = self.bytes.get(at..)?;
+        let found = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        Some(at + found)
+    }
+
+    /// Reads a string whose opening quote was just eaten. Returns the content's range and
+    /// whether it holds escapes; the cursor ends after the closing quote.
+    fn string(&mut self) -> Option<(usize, usize, bool)> {
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            self.pos = self.next_string_stop()?;
+            match self.peek()? {
+                b'"' => {
+                    let end = self.pos;
+                    self.pos += 1;
+                    return Some((start, end, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                // A raw control byte: invalid JSON, which the serde path reports.
+                _ => return None,
+            }
+        }
+    }
+
+    /// Steps over one escape, starting at its backslash.
+    fn escape(&mut self) -> Option<()> {
+        match *self.bytes.get(self.pos + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.pos += 2;
+                Some(())
+            }
+            b'u' => {
+                let hex = self.bytes.get(self.pos + 2..self.pos + 6)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                let code = u32::from_str_radix(hex, 16).ok()?;
+                // Surrogates must pair up; the serde path knows the rules.
+                if (0xD800..=0xDFFF).contains(&code) {
+                    return None;
+                }
+                self.pos += 6;
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// Steps over any value, validating it; `depth` counts the enclosing containers. Says
+    /// whether the value is a string with escapes.
+    fn value(&mut self, depth: usize) -> Option<bool> {
+        let plain = match self.peek()? {
+            b'"' => {
+                self.pos += 1;
+                return self.string().map(|(_, _, escaped)| escaped);
+            }
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        };
+        plain.map(|()| false)
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let found = self.bytes.get(self.pos..self.pos + word.len())?;
+        (found == word).then(|| self.pos += word.len())
+    }
+
+    fn object(&mut self, depth: usize) -> Option<()> {
+        if depth > FAST_NESTING {
+            return None;
+        }
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            self.eat(b'"')?;
+            self.string()?;
+            self.skip_whitespace();
+            self.eat(b':')?;
+            self.skip_whitespace();
+            self.value(depth)?;
+            self.skip_whitespace();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                }
+                b'}' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        if depth > FAST_NESTING {
+            return None;
+        }
+        self.pos += 1;
+        self.skip_whitespace();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            self.value(depth)?;
+            self.skip_whitespace();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                }
+                b']' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, and only magnitudes well inside `f64`.
+    fn number(&mut self) -> Option<()> {
+        let mut at = self.pos;
+        if self.bytes.get(at) == Some(&b'-') {
+            at += 1;
+        }
+        let digits = |at: &mut usize| {
+            let start = *at;
+            while let Some(b'0'..=b'9') = self.bytes.get(*at) {
+                *at += 1;
+            }
+            *at - start
+        };
+        let integer_digits = match self.bytes.get(at)? {
+            b'0' => {
+                at += 1;
+                1
+            }
+            b'1'..=b'9' => digits(&mut at),
+            _ => return None,
+        };
+        if self.bytes.get(at) == Some(&b'.') {
+            at += 1;
+            if digits(&mut at) == 0 {
+                return None;
+            }
+        }
+        let mut exponent = 0;
+        if let Some(b'e' | b'E') = self.bytes.get(at) {
+            at += 1;
+            let negative = match self.bytes.get(at) {
+                Some(b'-') => {
+                    at += 1;
+                    true
+                }
+                Some(b'+') => {
+                    at += 1;
+                    false
+                }
+                _ => false,
+            };
+            let start = at;
+            let count = digits(&mut at);
+            if count == 0 || count > 3 {
+                return None;
+            }
+            let value: usize = std::str::from_utf8(self.bytes.get(start..at)?)
+                .ok()?
+                .parse()
+                .ok()?;
+            if !negative {
+                exponent = value;
+            }
+        }
+        if integer_digits + exponent >= SAFE_MAGNITUDE_DIGITS {
+            return None;
+        }
+        self.pos = at;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Profile;
+
+    fn both(line: &str) {
+        let extractor = Extractor::new(Profile::lingtai());
+        let serde = extractor.extract_with_serde(line.as_bytes());
+        let fast = extract(&extractor, line);
+        if let Some(fast) = &fast {
+            assert_eq!(Ok(fast), serde.as_ref(), "{line:?}");
+        }
+        assert_eq!(extractor.extract(line.as_bytes()), serde, "{line:?}");
+    }
+
+    fn takes_fast_path(line: &str) -> bool {
+        extract(&Extractor::new(Profile::lingtai()), line).is_some()
+    }
+
+    #[test]
+    fn ordinary_lines_take_the_fast_path_and_agree() {
+        for line in [
+            r#"{"type": "llm_response", "ts": 1786000004.512, "kernel_runtime": {"version": "0.19.5", "list": [1, -2.5e-3, true, false, null, {}, []]}, "input_tokens": 48213, "output_tokens": "912", "thinking_tokens": 3.9, "cached_tokens": null}"#,
+            r#"{"type":"psyche_molt","molt_count":4,"before_tokens":171234,"after_tokens":9120,"initiator":"system"}"#,
+            r#"  {"event":"daemon_start","ts":"2026-08-08T09:00:00Z","note":"tab\t and \"quotes\" and \u00e9 and é"} "#,
+            r#"{"type":"x","time":1786000000500,"seq":7,"seq":-1}"#,
+            r#"{"type":"a","type":1,"event":"b"}"#,
+            r#"{"type":"x","initiator":"\u0041gent","molt_count":0}"#,
+            "{}",
+            "{\"type\":\"x\"}\r",
+        ] {
+            assert!(takes_fast_path(line), "{line}");
+            both(line);
+        }
+    }
+
+    #[test]
+    fn doubtful_lines_fall_back_and_still_agree() {
+        for line in [
+            r#"{"typ\u0065":"llm_response"}"#,
+            r#"{"a":"\ud83d\ude00"}"#,
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":1e400}"#,
+            r#"{"a":1e299}"#,
+            r#"{"a":12345e296}"#,
+            r#"{"a":1e0001}"#,
+            "{\"a\":\"\u{1}\"}",
+            "{\"a\":1,}",
+            "{\"a\":01}",
+            "{\"a\":1.}",
+            "{\"a\":-}",
+            "{\"a\":tru}",
+            "{\"a\" 1}",
+            "{} {}",
+            "[1]",
+            "\u{c}{}",
+            "",
+            "  ",
+            "{\"type\":",
+        ] {
+            assert!(!takes_fast_path(line), "{line}");
+            both(line);
+        }
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(70), "]".repeat(70));
+        assert!(!takes_fast_path(&deep));
+        both(&deep);
+        let shallow = format!("{{\"a\":{}{}}}", "[".repeat(60), "]".repeat(60));
+        assert!(takes_fast_path(&shallow));
+        both(&shallow);
+    }
+
+    #[test]
+    fn string_stops_are_found_in_every_lane() {
+        for at in 0..20 {
+            for stop in [b'"', b'\\', 0x1f, 0x00] {
+                let mut bytes = vec![b'a'; 24];
+                bytes.push(b'"');
+                bytes[at] = stop;
+                let cursor = Cursor {
+                    bytes: &bytes,
+                    pos: 0,
+                };
+                assert_eq!(cursor.next_string_stop(), Some(at), "{stop} at {at}");
+            }
+            // Bytes that look close to a stop are not stops: 0x20, 0x7f, non-ASCII.
+            let mut bytes = vec![0x20, 0x7f, 0xa2, 0xdc, 0x21, 0x5b, 0x5d, 0x23].repeat(3);
+            bytes.push(b'"');
+            let cursor = Cursor {
+                bytes: &bytes,
+                pos: 0,
+            };
+            assert_eq!(cursor.next_string_stop(), Some(24));
+        }
+    }
+}
