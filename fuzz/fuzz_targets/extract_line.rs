@@ -1,5 +1,6 @@
 //! One line through `Extractor::extract` (lingtai profile), checked against a naive reading
-//! with `serde_json::Value` and the oracle's coercion rule (`tests/common/oracle.rs`).
+//! with `serde_json::Value` and the oracle's coercion rule (`tests/common/oracle.rs`), and
+//! against `Extractor::extract_with_serde` (the same answer without the byte-level fast path).
 //!
 //! * The line is valid iff it is not blank and `serde_json::from_slice::<Value>` gives an
 //!   object (so lines nested deeper than `MAX_NESTING`, lone surrogates, trailing garbage...
@@ -35,6 +36,12 @@ fn string(v: Option<&Value>) -> Option<&str> {
 fuzz_target!(|data: &[u8]| {
     let got = extractor().extract(data);
     let shown = String::from_utf8_lossy(data);
+    // The byte-level fast path answers only when it agrees with the serde path.
+    assert_eq!(
+        got,
+        extractor().extract_with_serde(data),
+        "fast and serde paths disagree on {shown:?}"
+    );
     if data.iter().all(u8::is_ascii_whitespace) {
         assert_eq!(got, Err(LineProblem::Blank), "blank line {shown:?}");
         return;

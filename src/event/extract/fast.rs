@@ -349,6 +349,7 @@ impl Cursor<'_> {
 mod tests {
     use super::*;
     use crate::event::Profile;
+    use proptest::prelude::{Just, Strategy, any, prop_oneof};
 
     fn both(line: &str) {
         let extractor = Extractor::new(Profile::lingtai());
@@ -429,14 +430,162 @@ mod tests {
                 };
                 assert_eq!(cursor.next_string_stop(), Some(at), "{stop} at {at}");
             }
-            // Bytes that look close to a stop are not stops: 0x20, 0x7f, non-ASCII.
-            let mut bytes = vec![0x20, 0x7f, 0xa2, 0xdc, 0x21, 0x5b, 0x5d, 0x23].repeat(3);
-            bytes.push(b'"');
-            let cursor = Cursor {
-                bytes: &bytes,
-                pos: 0,
-            };
-            assert_eq!(cursor.next_string_stop(), Some(24));
+        }
+        // Bytes that look close to a stop are not stops: 0x20, 0x7f, non-ASCII.
+        let mut bytes = [0x20, 0x7f, 0xa2, 0xdc, 0x21, 0x5b, 0x5d, 0x23].repeat(3);
+        bytes.push(b'"');
+        let cursor = Cursor {
+            bytes: &bytes,
+            pos: 0,
+        };
+        assert_eq!(cursor.next_string_stop(), Some(24));
+    }
+
+    /// A JSON value as text, from pieces chosen to sit on the fast path's edges: escapes,
+    /// surrogates, control bytes, number shapes near its limits, odd whitespace.
+    fn json_value() -> impl Strategy<Value = String> + Clone {
+        let string_piece = prop_oneof![
+            60 => "[a-z ]{0,12}",
+            3 => Just("\\\"".to_owned()),
+            3 => Just("\\\\".to_owned()),
+            3 => Just("\\n\\t\\/".to_owned()),
+            3 => Just("\\u00e9".to_owned()),
+            3 => Just("\\ud83d\\ude00".to_owned()),
+            3 => Just("é€😀".to_owned()),
+            1 => Just("\\ud800".to_owned()),
+            1 => Just("\\udc00".to_owned()),
+            1 => Just("\\x".to_owned()),
+            1 => Just("\t".to_owned()),
+            1 => Just("\u{1}".to_owned()),
+        ];
+        let string = proptest::collection::vec(string_piece, 0..4)
+            .prop_map(|pieces| format!("\"{}\"", pieces.concat()));
+        let number = prop_oneof![
+            8 => any::<i64>().prop_map(|n| n.to_string()),
+            8 => any::<u64>().prop_map(|n| n.to_string()),
+            8 => any::<f64>().prop_map(|f| format!("{f:e}")),
+            4 => (0u32..400, -400i32..400).prop_map(|(m, e)| format!("{m}e{e}")),
+            2 => (1usize..330).prop_map(|n| "9".repeat(n)),
+            2 => (1usize..330).prop_map(|n| format!("0.{}", "1".repeat(n))),
+            2 => Just("-0".to_owned()),
+            1 => Just("01".to_owned()),
+            1 => Just("1.".to_owned()),
+            1 => Just("1e0005".to_owned()),
+            1 => Just("-".to_owned()),
+        ];
+        let leaf = prop_oneof![
+            4 => string.clone(),
+            4 => number,
+            1 => prop_oneof![
+                6 => Just("true"), 6 => Just("false"), 6 => Just("null"), 1 => Just("nul"), 1 => Just("True")
+            ]
+            .prop_map(str::to_owned),
+        ];
+        leaf.prop_recursive(4, 32, 6, move |inner| {
+            let key = prop_oneof![
+                3 => prop_oneof![
+                    Just("type"), Just("event"), Just("ts"), Just("time"), Just("seq"),
+                    Just("input_tokens"), Just("output_tokens"), Just("cached_tokens"),
+                    Just("thinking_tokens"), Just("molt_count"), Just("initiator"),
+                    Just("before_tokens"), Just("after_tokens"), Just("other"),
+                ]
+                .prop_map(|k| format!("\"{k}\"")),
+                1 => string.clone(),
+            ];
+            let ws = prop_oneof![5 => Just(""), 5 => Just(" "), 2 => Just("\t"), 2 => Just("\r\n"), 1 => Just("\u{c}")];
+            prop_oneof![
+                proptest::collection::vec((key, ws.clone(), inner.clone()), 0..6).prop_map(
+                    |members| {
+                        let body: Vec<String> = members
+                            .into_iter()
+                            .map(|(k, w, v)| format!("{k}{w}:{w}{v}"))
+                            .collect();
+                        format!("{{{}}}", body.join(", "))
+                    }
+                ),
+                proptest::collection::vec(inner, 0..5)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+            ]
+        })
+    }
+
+    /// A line: an object (the usual case) of such values under index keys and others.
+    fn json_line() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            Just("type"),
+            Just("event"),
+            Just("ts"),
+            Just("time"),
+            Just("seq"),
+            Just("input_tokens"),
+            Just("output_tokens"),
+            Just("cached_tokens"),
+            Just("thinking_tokens"),
+            Just("molt_count"),
+            Just("initiator"),
+            Just("before_tokens"),
+            Just("after_tokens"),
+            Just("other"),
+            Just("other"),
+            Just("typ\\u0065"),
+        ];
+        let ws = prop_oneof![5 => Just(""), 5 => Just(" "), 2 => Just("\n"), 1 => Just("\u{c}")];
+        prop_oneof![
+            9 => (proptest::collection::vec((key, json_value()), 0..8), ws.clone(), ws).prop_map(
+                |(members, lead, trail)| {
+                    let body: Vec<String> =
+                        members.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                    format!("{lead}{{{}}}{trail}", body.join(", "))
+                }
+            ),
+            1 => json_value(),
+        ]
+    }
+
+    #[test]
+    fn a_fair_share_of_generated_lines_exercise_the_fast_path() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let extractor = Extractor::new(Profile::lingtai());
+        let strategy = json_line();
+        let fast = (0..1000)
+            .filter(|_| {
+                let line = strategy
+                    .new_tree(&mut runner)
+                    .map(|t| t.current())
+                    .unwrap_or_default();
+                extract(&extractor, &line).is_some()
+            })
+            .count();
+        assert!(
+            fast > 200,
+            "only {fast} of 1000 generated lines took the fast path"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// Whatever the line, the fast path and the serde path give the same answer.
+        #[test]
+        fn the_fast_path_agrees_with_serde_on_any_line(
+            value in json_line(),
+            edit in proptest::option::weighted(0.3, (any::<proptest::sample::Index>(), any::<u8>())),
+        ) {
+            let mut line = value.into_bytes();
+            if let Some((at, byte)) = edit
+                && !line.is_empty()
+            {
+                let i = at.index(line.len());
+                line[i] = byte;
+            }
+            let extractor = Extractor::new(Profile::lingtai());
+            let fast = std::str::from_utf8(&line).ok().and_then(|text| extract(&extractor, text));
+            let serde = extractor.extract_with_serde(&line);
+            if let Some(fast) = fast {
+                proptest::prop_assert_eq!(Ok(fast), serde.clone());
+            }
+            proptest::prop_assert_eq!(extractor.extract(&line), serde);
         }
     }
 }
