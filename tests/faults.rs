@@ -218,3 +218,68 @@ fn a_reader_that_cannot_write_the_index_steps_down_and_still_answers() {
     // With the disk healthy again the index is built.
     assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
 }
+
+/// A build of many commits runs its commits on a helper thread; a disk that fails partway
+/// through (after more and more successful writes, and on syncs) gives the caller a typed
+/// error or a good index, never a hang or a panic, and the next open on a healthy disk answers
+/// right, catching up from the commits that did land when some did.
+#[test]
+fn a_disk_failing_during_a_build_on_two_threads_is_reported_and_recovered() {
+    use agentlog::index::{Index, IndexOptions, IndexOutcome};
+    let log = common::synthetic(400, 11);
+    let (mut failures, mut resumed, mut built) = (0, 0, false);
+    let mut plans: Vec<(Option<u64>, bool)> = vec![(None, true)];
+    let mut budget = 1u64;
+    while budget < 100_000 {
+        plans.push((Some(budget), false));
+        budget = budget * 5 / 4 + 1;
+    }
+    for (budget, sync_fails) in plans {
+        let agent = Agent::with_log(&log);
+        let faults = Arc::new(Faults::new(FaultPlan {
+            index_write_budget: budget,
+            index_sync_fails: sync_fails,
+            kind: FaultKind::Io,
+            ..FaultPlan::default()
+        }));
+        let options = IndexOptions {
+            // About 30 commits for this log, so the build takes the two-thread path.
+            commit_bytes: 8 << 10,
+            faults: Some(Arc::clone(&faults)),
+            ..IndexOptions::default()
+        };
+        match Index::open(&agent.paths, &options) {
+            Ok(index) => {
+                assert_index_matches_oracle(&index, &log);
+                built = true;
+            }
+            Err(e) => {
+                failures += 1;
+                assert!(
+                    matches!(
+                        e,
+                        IndexError::Io { .. }
+                            | IndexError::Storage { .. }
+                            | IndexError::Damaged { .. }
+                            | IndexError::Unavailable { .. }
+                    ),
+                    "budget {budget:?}, sync fails {sync_fails}: {e:?}"
+                );
+            }
+        }
+        let index = agent.open_index();
+        assert_index_matches_oracle(&index, &log);
+        if matches!(index.outcome(), IndexOutcome::CaughtUp { .. }) {
+            resumed += 1;
+        }
+        if built {
+            break;
+        }
+    }
+    assert!(
+        built,
+        "no write budget was large enough for the whole build"
+    );
+    assert!(failures > 0, "no injected fault reached the build");
+    assert!(resumed > 0, "no failure came after some commits had landed");
+}
