@@ -309,3 +309,54 @@ fn power_loss_under_flush_only_never_gives_a_wrong_answer() {
     // survived.
     crash_rounds("none", false, true);
 }
+
+/// A build from scratch of a log longer than one commit (so it runs on two threads: folding
+/// here, committing on a helper) is killed with SIGKILL one to three times at random moments;
+/// the next `agentlog status` must answer the oracle's totals from the index, whether it
+/// resumes from the commits that landed, rebuilds (a kill inside a commit leaves the marker),
+/// or finds the build done.
+#[test]
+fn a_build_killed_at_random_moments_resumes_or_rebuilds_and_answers_right() {
+    let seed = seed();
+    eprintln!("killed builds: seed={seed} (AGENTLOG_CRASH_SEED to replay)");
+    let mut rng = Rng(agentlog::synth::Rng(seed));
+    // Just over 16 MiB, the default commit size: at least two commits.
+    let responses = agentlog::synth::responses_for_bytes(20 << 20);
+    let agent = Agent::with_log(&common::synthetic(responses, seed % 1000));
+    let expected = agent.oracle().since();
+    let dir = agent.path().to_str().expect("utf-8 temp path").to_owned();
+    let marker = agent.paths.index.with_extension("redb.committing");
+    let mut outcomes = std::collections::BTreeMap::<String, u64>::new();
+    let mut kills = 0;
+    for _ in 0..rounds().div_ceil(2) {
+        let _ = std::fs::remove_file(&agent.paths.index);
+        let _ = std::fs::remove_file(&marker);
+        for _ in 0..=rng.below(3) {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+                .args(["status", &dir, "--json"])
+                .env("AGENTLOG_LOG", "off")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn agentlog");
+            thread::sleep(Duration::from_millis(1 + rng.below(60)));
+            let _ = child.kill();
+            let _ = child.wait();
+            kills += 1;
+        }
+        let output = common::agentlog(&["status", &dir, "--json"]);
+        assert!(output.status.success(), "{output:?}");
+        let answer = common::json(&output);
+        assert_eq!(answer["tier"], "index", "{answer}");
+        assert_eq!(answer["api_calls"], expected.calls, "{answer}");
+        assert_eq!(answer["input_tokens"], expected.input as u64, "{answer}");
+        let outcome = answer["index"]["outcome"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned();
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    eprintln!("killed builds: {kills} kills; outcomes of the next open {outcomes:?}");
+    let index = Index::open(&agent.paths, &IndexOptions::default()).expect("open");
+    assert_index_matches_oracle(&index, &agent.log());
+}
