@@ -628,11 +628,14 @@ fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, In
         Ok(None) => return Ok(Look::Unavailable("there is no index".to_owned())),
         Err(detail) => return Ok(Look::Unavailable(detail)),
     };
-    let log_len = log_len(log, &paths.log)?;
     let loaded = guarded("reading the index", || {
         let txn = db.begin_read()?;
         validate::load(&txn)
     });
+    // After the index's snapshot, not before: a writer commits the index only after the log
+    // bytes it covers are written, so a length read now is at least the snapshot's watermark.
+    // Read first, a commit landing in between looked like a truncated log.
+    let log_len = log_len(log, &paths.log)?;
     let (meta, types) = match loaded {
         Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
         Ok(Ok(Loaded::Empty)) => {
