@@ -245,6 +245,7 @@ fn a_disk_failing_during_a_build_on_two_threads_is_reported_and_recovered() {
         let options = IndexOptions {
             // About 30 commits for this log, so the build takes the two-thread path.
             commit_bytes: 8 << 10,
+            two_threads: true,
             faults: Some(Arc::clone(&faults)),
             ..IndexOptions::default()
         };
@@ -282,4 +283,44 @@ fn a_disk_failing_during_a_build_on_two_threads_is_reported_and_recovered() {
     );
     assert!(failures > 0, "no injected fault reached the build");
     assert!(resumed > 0, "no failure came after some commits had landed");
+}
+
+/// redb panics on some damaged files, inside a write or a commit. Injected here as a panic in
+/// the storage layer after more and more successful writes, on one thread and on two: the
+/// panic is contained wherever it happens (the open returns a typed error or a good index,
+/// and the process neither aborts nor hangs), and the next open on a healthy disk is right.
+#[test]
+fn a_panic_inside_redb_is_contained_on_the_calling_and_the_helper_thread() {
+    use agentlog::index::{Index, IndexOptions};
+    let log = common::synthetic(400, 12);
+    for two_threads in [true, false] {
+        for budget in [0u64, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233] {
+            let agent = Agent::with_log(&log);
+            let faults = Arc::new(Faults::new(FaultPlan {
+                index_write_budget: Some(budget),
+                kind: FaultKind::Panic,
+                ..FaultPlan::default()
+            }));
+            let options = IndexOptions {
+                commit_bytes: 8 << 10,
+                two_threads,
+                faults: Some(Arc::clone(&faults)),
+                ..IndexOptions::default()
+            };
+            match Index::open(&agent.paths, &options) {
+                Ok(index) => assert_index_matches_oracle(&index, &log),
+                Err(e) => assert!(
+                    matches!(
+                        e,
+                        IndexError::Damaged { .. }
+                            | IndexError::Storage { .. }
+                            | IndexError::Unavailable { .. }
+                    ),
+                    "two_threads {two_threads}, budget {budget}: {e:?}"
+                ),
+            }
+            let index = agent.open_index();
+            assert_index_matches_oracle(&index, &log);
+        }
+    }
 }

@@ -395,9 +395,10 @@ fn index_contents(index: &Index, log: &[u8]) -> String {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// A build of many small commits (read and folded on one thread, written on another) stores
-    /// exactly what a build in one commit does: rows, prefix sums, seqs and their duplicates
-    /// across commit boundaries, type ids first seen in later commits, and the meta record.
+    /// A build of many small commits, each written in several batches (read and folded on one
+    /// thread, written on another), stores exactly what a build in one commit on one thread
+    /// does: rows, prefix sums, seqs and their duplicates across batches and commits, type ids
+    /// first seen in later commits, and the meta record.
     #[test]
     fn a_build_in_many_commits_on_two_threads_equals_one_commit(
         lines in proptest::collection::vec((line(), proptest::option::weighted(0.5, 0u64..12)), 0..80),
@@ -408,7 +409,7 @@ proptest! {
         let whole = Agent::with_log(&log);
         let chunked = Agent::with_log(&log);
         let one_commit = Index::open(&whole.paths, &IndexOptions::default()).expect("open");
-        let options = IndexOptions { commit_bytes, ..IndexOptions::default() };
+        let options = IndexOptions { commit_bytes, two_threads: true, ..IndexOptions::default() };
         let many_commits = Index::open(&chunked.paths, &options).expect("open in chunks");
         assert_index_matches_oracle(&many_commits, &log);
         prop_assert_eq!(index_contents(&many_commits, &log), index_contents(&one_commit, &log));

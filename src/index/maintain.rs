@@ -363,7 +363,8 @@ impl WritableIndex {
             return Ok((0, 0));
         }
         let events_before = self.meta.fold.events;
-        let two_threads = limit - start > options.commit_bytes.max(1)
+        let two_threads = options.two_threads
+            && limit - start > options.commit_bytes.max(1)
             && self.catch_up_in_two_threads(log, limit, options, progress)?;
         if !two_threads {
             let log_path = self.log_path.clone();

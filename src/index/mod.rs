@@ -43,6 +43,10 @@ pub struct IndexOptions {
     /// During long builds, commit every this many bytes of log (default 16 MiB), so memory
     /// stays flat and a crash loses little work.
     pub commit_bytes: u64,
+    /// Builds and catch-ups of more than one commit (`commit_bytes`) run on two threads: this
+    /// one reads and folds lines while a helper thread, scoped to the call, writes and commits
+    /// the previous chunk. Default `true`; `false` keeps all index work on the calling thread.
+    pub two_threads: bool,
     /// How long redb may repair the index after a crash before we rebuild it instead.
     pub repair_budget: Duration,
     /// A check of whole lines beyond JSON validity (the session layer's envelope rules); the
@@ -60,6 +64,7 @@ impl Default for IndexOptions {
             max_line: DEFAULT_MAX_LINE,
             read_only: false,
             commit_bytes: 16 << 20,
+            two_threads: true,
             repair_budget: DEFAULT_REPAIR_BUDGET,
             line_validator: None,
             faults: None,

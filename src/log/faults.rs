@@ -16,14 +16,26 @@ pub enum FaultKind {
     NoSpace,
     /// An I/O error (EIO).
     Io,
+    /// Index writes and syncs panic instead of failing, as redb does on some damaged files,
+    /// so tests can check that a panic inside redb is contained (log operations fail with EIO).
+    Panic,
 }
 
 impl FaultKind {
+    /// An index operation failing this way: an error, or for [`FaultKind::Panic`] a panic
+    /// (tests only: production code never arms a fault).
+    fn fail(self) -> io::Result<()> {
+        if self == FaultKind::Panic {
+            panic!("injected panic inside the index's storage (FaultKind::Panic)");
+        }
+        Err(self.error())
+    }
+
     fn error(self) -> io::Error {
         match self {
             // Raw OS errors, so messages and kinds are what a real disk would give.
             FaultKind::NoSpace => io::Error::from_raw_os_error(28),
-            FaultKind::Io => io::Error::from_raw_os_error(5),
+            FaultKind::Io | FaultKind::Panic => io::Error::from_raw_os_error(5),
         }
     }
 }
@@ -108,7 +120,7 @@ impl Faults {
     /// For one index write call.
     pub fn index_write(&self) -> io::Result<()> {
         self.with(|plan| match plan.index_write_budget {
-            Some(0) => Err(plan.kind.error()),
+            Some(0) => plan.kind.fail(),
             Some(n) => {
                 plan.index_write_budget = Some(n - 1);
                 Ok(())
@@ -121,7 +133,7 @@ impl Faults {
     pub fn index_sync(&self) -> io::Result<()> {
         self.with(|plan| {
             if plan.index_sync_fails {
-                Err(plan.kind.error())
+                plan.kind.fail()
             } else {
                 Ok(())
             }
