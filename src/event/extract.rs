@@ -3,6 +3,9 @@
 //! We never build a DOM: a serde visitor walks the top-level object once, keeps the handful of
 //! keys the index needs and skips everything else (still validating it as JSON). Duplicate keys:
 //! the last one wins. A line nested deeper than [`MAX_NESTING`] is invalid JSON.
+//!
+//! That visitor defines what a line means. Most lines are read faster by a byte-level pass
+//! (`fast`) that answers only when it is sure to agree with it, and hands it every other line.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -11,14 +14,14 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 use super::skip::Skip;
 
-mod fast;
-
 use super::coerce::TokenValue;
 use super::profile::Profile;
 use super::time::Timestamp;
 
+mod fast;
+
 /// The deepest nesting a valid line may have, counting the top-level object as 1: serde_json's
-/// recursion limit, which applies to every value we read or [`Skip`] (but not to
+/// recursion limit, which applies to every value we read or `Skip` (but not to
 /// `IgnoredAny`, which we therefore never use).
 pub const MAX_NESTING: usize = 127;
 
@@ -250,7 +253,7 @@ impl Extractor {
 
     /// Extracts the index fields from one line (without its `\n`).
     ///
-    /// Most lines take a byte-level fast path ([`fast`]); any line it is not certain about is
+    /// Most lines take a byte-level fast path (`fast`); any line it is not certain about is
     /// read by serde_json, which defines the answer (see [`Extractor::extract_with_serde`]).
     pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;

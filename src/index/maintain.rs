@@ -392,10 +392,10 @@ impl WritableIndex {
     }
 
     /// The two-thread form of [`WritableIndex::catch_up`]: this thread reads and folds lines
-    /// into rows while a helper writes and commits the previous chunk's rows. `Ok(false)` if the writer thread could not be started (nothing was done then).
-    /// On success `self.meta` is the meta record of the last commit; on failure it may be
-    /// ahead of the file, as after any failed commit (the next open validates the file, not
-    /// this copy).
+    /// into rows while a helper writes and commits the previous chunk's rows. `Ok(false)` if
+    /// the helper could not be started (nothing was done then). On success `self.meta` is the
+    /// meta record of the last commit; on failure it may be ahead of the file, as after any
+    /// failed commit (the next open validates the file, not this copy).
     fn catch_up_in_two_threads(
         &mut self,
         log: &File,

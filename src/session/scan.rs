@@ -39,7 +39,7 @@ impl GenerationView {
 ///
 /// # Errors
 ///
-/// I/O errors, and [`shrank`] if the log got shorter while it was read (truncated or
+/// I/O errors, and `shrank` if the log got shorter while it was read (truncated or
 /// rewritten under us): an answer from a prefix of the old bytes would be no answer at all.
 pub fn full_scan(log: &File, extractor: Extractor, max_line: usize) -> io::Result<FoldState> {
     let mut folder = Folder::new(extractor, FoldState::default());
