@@ -31,52 +31,33 @@ pub(super) fn extract<'a>(extractor: &Extractor, text: &'a str) -> Option<EventF
     let mut raw = RawFields::default();
     cursor.skip_whitespace();
     cursor.eat(b'{')?;
-    cursor.skip_whitespace();
-    if cursor.peek()? == b'}' {
-        cursor.pos += 1;
-    } else {
-        loop {
-            cursor.eat(b'"')?;
-            let (key_start, key_end, escaped) = cursor.string()?;
-            if escaped {
-                return None;
-            }
-            let key = extractor.classify(text.get(key_start..key_end)?);
-            cursor.skip_whitespace();
-            cursor.eat(b':')?;
-            cursor.skip_whitespace();
-            let value_start = cursor.pos;
-            let value_escaped = cursor.value(1)?;
-            if key != Key::Other {
-                let value = text.get(value_start..cursor.pos)?;
-                match key {
-                    // The common case, a string without escapes, needs no decoding.
-                    Key::Type | Key::Event if !value_escaped && value.starts_with('"') => {
-                        let plain = value.get(1..value.len() - 1)?;
-                        let slot = if key == Key::Type {
-                            &mut raw.type_field
-                        } else {
-                            &mut raw.event_field
-                        };
-                        *slot = Some(StrValue::Str(Cow::Borrowed(plain)));
-                    }
-                    _ => raw.read(key, ValueBytes(value)).ok()?,
-                }
-            }
-            cursor.skip_whitespace();
-            match cursor.peek()? {
-                b',' => {
-                    cursor.pos += 1;
-                    cursor.skip_whitespace();
-                }
-                b'}' => {
-                    cursor.pos += 1;
-                    break;
-                }
-                _ => return None,
-            }
+    cursor.members(b'}', |cursor| {
+        let (key_start, key_end, escaped) = cursor.key()?;
+        if escaped {
+            return None;
         }
-    }
+        let key = extractor.classify(text.get(key_start..key_end)?);
+        let value_start = cursor.pos;
+        let value_escaped = cursor.value(1)?;
+        if key == Key::Other {
+            return Some(());
+        }
+        let value = text.get(value_start..cursor.pos)?;
+        match key {
+            // The common case, a string without escapes, needs no decoding.
+            Key::Type | Key::Event if !value_escaped && value.starts_with('"') => {
+                let plain = value.get(1..value.len() - 1)?;
+                let slot = if key == Key::Type {
+                    &mut raw.type_field
+                } else {
+                    &mut raw.event_field
+                };
+                *slot = Some(StrValue::Str(Cow::Borrowed(plain)));
+                Some(())
+            }
+            _ => raw.read(key, ValueBytes(value)).ok(),
+        }
+    })?;
     cursor.skip_whitespace();
     if cursor.pos != cursor.bytes.len() {
         return None;
@@ -229,31 +210,20 @@ impl Cursor<'_> {
             return None;
         }
         self.pos += 1;
+        self.members(b'}', |cursor| {
+            cursor.key()?;
+            cursor.value(depth).map(drop)
+        })
+    }
+
+    /// An object's key and its colon; returns what [`Cursor::string`] does for the key.
+    fn key(&mut self) -> Option<(usize, usize, bool)> {
+        self.eat(b'"')?;
+        let key = self.string()?;
         self.skip_whitespace();
-        if self.peek()? == b'}' {
-            self.pos += 1;
-            return Some(());
-        }
-        loop {
-            self.eat(b'"')?;
-            self.string()?;
-            self.skip_whitespace();
-            self.eat(b':')?;
-            self.skip_whitespace();
-            self.value(depth)?;
-            self.skip_whitespace();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.skip_whitespace();
-                }
-                b'}' => {
-                    self.pos += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.eat(b':')?;
+        self.skip_whitespace();
+        Some(key)
     }
 
     fn array(&mut self, depth: usize) -> Option<()> {
@@ -261,20 +231,30 @@ impl Cursor<'_> {
             return None;
         }
         self.pos += 1;
+        self.members(b']', |cursor| cursor.value(depth).map(drop))
+    }
+
+    /// The members of an object or array whose opening bracket was just eaten: none, or
+    /// `member`s separated by commas, then `close`. The cursor ends after `close`.
+    fn members(
+        &mut self,
+        close: u8,
+        mut member: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.skip_whitespace();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.pos += 1;
             return Some(());
         }
         loop {
-            self.value(depth)?;
+            member(self)?;
             self.skip_whitespace();
             match self.peek()? {
                 b',' => {
                     self.pos += 1;
                     self.skip_whitespace();
                 }
-                b']' => {
+                byte if byte == close => {
                     self.pos += 1;
                     return Some(());
                 }
