@@ -324,3 +324,78 @@ fn a_panic_inside_redb_is_contained_on_the_calling_and_the_helper_thread() {
         }
     }
 }
+
+/// A writer's commits by policy run on its commit thread. A disk that fails there, or redb
+/// panicking there, never fails an append; the writer's answers stay right, and once the disk
+/// is healthy the next commit resynchronises the index with the log.
+#[test]
+fn failures_on_the_writers_commit_thread_never_fail_an_append() {
+    for kind in [FaultKind::Panic, FaultKind::NoSpace, FaultKind::Io] {
+        for budget in [0u64, 1, 2, 3, 5, 8, 13, 21, 34] {
+            let agent = Agent::new();
+            let faults = Arc::new(Faults::default());
+            let mut w = writer(&agent, SyncPolicy::None, &faults);
+            w.append_json(event(0).as_bytes()).unwrap();
+            w.commit_index().unwrap();
+            faults.set(|p| {
+                p.index_write_budget = Some(budget);
+                p.kind = kind;
+            });
+            // Every append is due for a commit (rows: 1), which goes to the commit thread.
+            for i in 1..20 {
+                w.append_json(event(i).as_bytes())
+                    .unwrap_or_else(|e| panic!("{kind:?}, budget {budget}: append failed: {e}"));
+            }
+            assert_eq!(w.state().totals.api_calls, 20, "{kind:?}, budget {budget}");
+            faults.set(|p| *p = FaultPlan::default());
+            w.append_json(event(20).as_bytes()).unwrap();
+            w.commit_index()
+                .unwrap_or_else(|e| panic!("{kind:?}, budget {budget}: {e}"));
+            w.close()
+                .unwrap_or_else(|e| panic!("{kind:?}, budget {budget}: {e}"));
+            let index = agent.open_index();
+            assert!(
+                matches!(index.outcome(), agentlog::index::IndexOutcome::Fresh),
+                "{kind:?}, budget {budget}: {:?}",
+                index.outcome()
+            );
+            assert_index_matches_oracle(&index, &agent.log());
+        }
+    }
+}
+
+/// The log is synced on the commit thread before the index may cover it: a failing sync there
+/// leaves the index behind (never ahead of what is durable), and the next commit recovers.
+#[test]
+fn a_log_sync_failing_on_the_commit_thread_is_recovered() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::None, &faults);
+    w.append_json(event(0).as_bytes()).unwrap();
+    w.commit_index().unwrap();
+    let durable = w.durable_len();
+    faults.set(|p| {
+        p.log_sync_fails = true;
+        p.kind = FaultKind::Io;
+    });
+    // Due for a commit (rows: 1): it goes to the commit thread, whose log sync fails.
+    w.append_json(event(1).as_bytes()).unwrap();
+    assert!(
+        matches!(w.commit_index(), Err(IndexError::Log(_))),
+        "landing the commit reports the failed sync"
+    );
+    assert_eq!(w.durable_len(), durable, "nothing more counts as durable");
+    faults.set(|p| *p = FaultPlan::default());
+    // The next commit resynchronises the index from its last commit.
+    w.commit_index().unwrap();
+    w.append_json(event(2).as_bytes()).unwrap();
+    w.commit_index().unwrap();
+    assert_eq!(w.durable_len(), agent.log().len() as u64);
+    w.close().unwrap();
+    let index = agent.open_index();
+    assert!(matches!(
+        index.outcome(),
+        agentlog::index::IndexOutcome::Fresh
+    ));
+    assert_index_matches_oracle(&index, &agent.log());
+}

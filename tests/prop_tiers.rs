@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentlog::index::{Index, IndexOptions, Writer, WriterOptions};
+use agentlog::index::{CommitPolicy, Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::SyncPolicy;
 use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle};
 use proptest::prelude::*;
@@ -418,5 +418,58 @@ proptest! {
         let reopened = Index::open(&chunked.paths, &IndexOptions::default()).expect("reopen");
         prop_assert!(matches!(reopened.outcome(), agentlog::index::IndexOutcome::Fresh));
         prop_assert_eq!(index_contents(&reopened, &log), index_contents(&one_commit, &log));
+    }
+
+    /// A writer whose commits by policy run on its commit thread while it goes on appending
+    /// (in batches of random sizes, with explicit commits in between) leaves exactly the index
+    /// that one build of the same log in one commit does, and its in-memory state equals it.
+    #[test]
+    fn a_writer_committing_in_the_background_equals_one_build(
+        lines in proptest::collection::vec((line(), proptest::option::weighted(0.5, 0u64..12)), 1..80),
+        batches in proptest::collection::vec(1usize..6, 1..40),
+        commit_rows in 1usize..12,
+        explicit_every in proptest::option::of(1usize..8),
+        two_threads in any::<bool>(),
+    ) {
+        let events: Vec<String> = lines
+            .iter()
+            .map(|(line, seq)| with_seq(line, *seq))
+            .filter(|l| matches!(serde_json::from_str::<serde_json::Value>(l), Ok(serde_json::Value::Object(_))))
+            .collect();
+        let agent = Agent::new();
+        let mut options = WriterOptions { sync: SyncPolicy::None, ..WriterOptions::default() };
+        options.index.two_threads = two_threads;
+        options.commit = CommitPolicy {
+            rows: commit_rows,
+            bytes: u64::MAX,
+            interval: std::time::Duration::from_secs(3600),
+        };
+        let mut writer = Writer::open(&agent.paths, options).expect("writer");
+        let mut rest = &events[..];
+        for (round, size) in batches.iter().cycle().enumerate() {
+            if rest.is_empty() {
+                break;
+            }
+            let (batch, after) = rest.split_at((*size).min(rest.len()));
+            if batch.len() == 1 {
+                writer.append_json(batch[0].as_bytes()).expect("append");
+            } else {
+                writer.append_batch_json(batch).expect("append batch");
+            }
+            rest = after;
+            if explicit_every.is_some_and(|every| round % every == every - 1) {
+                writer.commit_index().expect("commit");
+            }
+        }
+        let state = writer.state().clone();
+        writer.close().expect("close");
+        let log = agent.log();
+        let one_build = Agent::with_log(&log);
+        let expected = Index::open(&one_build.paths, &IndexOptions::default()).expect("build");
+        let written = Index::open(&agent.paths, &IndexOptions::default()).expect("open");
+        prop_assert!(matches!(written.outcome(), agentlog::index::IndexOutcome::Fresh), "{:?}", written.outcome());
+        prop_assert_eq!(&state, written.state());
+        assert_index_matches_oracle(&written, &log);
+        prop_assert_eq!(index_contents(&written, &log), index_contents(&expected, &log));
     }
 }

@@ -19,13 +19,14 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase};
 
+use super::committer::{Committer, Job};
 use super::db::{self, RepairFlag, WritableOpenError, panic_message};
 use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{FoldState, Folded, Folder, LineProblem};
-use crate::log::{Line, LineScanner, LogError, LogPaths, WindowSum};
+use crate::log::{Line, LineScanner, LogError, LogPaths, LogWriter, WindowSum};
 
 /// Progress of a long build: bytes done and bytes to do.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
@@ -68,6 +69,11 @@ pub(crate) struct WritableIndex {
     pub(crate) repaired: bool,
     /// Rows waiting for the next commit.
     pub(crate) buffer: RowBuffer,
+    /// An emptied buffer back from the commit thread, for reuse.
+    spare: RowBuffer,
+    /// The writer's commit thread; while a commit is on it, so is the database (`db` is
+    /// `None`) and every use of the database lands that commit first.
+    committer: Committer,
 }
 
 pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
@@ -176,6 +182,8 @@ impl WritableIndex {
             types: TypeMap::default(),
             repaired: repair.happened(),
             buffer: RowBuffer::default(),
+            spare: RowBuffer::default(),
+            committer: Committer::default(),
         };
         if index.repaired {
             tracing::warn!(index = %path.display(), "index repaired after an unclean shutdown");
@@ -206,6 +214,8 @@ impl WritableIndex {
             types: TypeMap::default(),
             repaired: false,
             buffer: RowBuffer::default(),
+            spare: RowBuffer::default(),
+            committer: Committer::default(),
         };
         let outcome = index.run(Plan::Rebuild(reason), log, options, &mut |_, _| {})?;
         Ok((index, outcome))
@@ -219,6 +229,7 @@ impl WritableIndex {
         options: &IndexOptions,
         progress: Progress<'_>,
     ) -> Result<IndexOutcome, Unwritable> {
+        self.settle();
         let plan = self.plan(log, options)?;
         self.run(plan, log, options, progress)
     }
@@ -512,9 +523,78 @@ impl WritableIndex {
         windows(&mut self.meta, log, &self.path, &self.log_path)
     }
 
+    /// Starts committing the queued rows and the current meta record (its windows are
+    /// computed at its watermark) on the commit thread, and returns: the rows queued from now
+    /// on go to a fresh buffer. The log is synced first if `sync_log`. A commit already on the
+    /// thread is landed first, and its failure returned (nothing new is started then). If no
+    /// thread can be started, the commit happens here, before this returns.
+    pub(crate) fn commit_in_background(
+        &mut self,
+        log: &LogWriter,
+        sync_log: bool,
+    ) -> Result<(), IndexError> {
+        self.land()?;
+        let Some(db) = self.db.take() else {
+            return Err(damaged_earlier(&self.path));
+        };
+        let job = Job {
+            db,
+            rows: std::mem::replace(&mut self.buffer, std::mem::take(&mut self.spare)),
+            new_types: std::mem::take(&mut self.types.unsaved),
+            meta: self.meta.clone(),
+            sync_log,
+        };
+        let Err(job) = self.committer.send(job, log, &self.path, &self.log_path) else {
+            return Ok(());
+        };
+        let Job {
+            db,
+            rows,
+            new_types,
+            ..
+        } = *job;
+        self.db = Some(db);
+        self.spare = std::mem::replace(&mut self.buffer, rows);
+        self.types.unsaved = new_types;
+        if sync_log {
+            log.sync()?;
+        }
+        self.refresh_windows(log.file())?;
+        self.commit_buffer()
+    }
+
+    /// Waits for a commit on the commit thread, if any, takes the database back and returns
+    /// the commit's outcome.
+    pub(crate) fn land(&mut self) -> Result<(), IndexError> {
+        match self.committer.land() {
+            None => Ok(()),
+            Some(Ok(landed)) => {
+                // `None` if redb panicked on the thread: the handle was leaked there.
+                self.db = landed.db;
+                self.spare = landed.rows;
+                self.meta = landed.meta;
+                landed.result
+            }
+            // The database went down with the thread: rebuild as after a panic in redb.
+            Some(Err(detail)) => Err(IndexError::Damaged {
+                path: self.path.clone(),
+                detail,
+            }),
+        }
+    }
+
+    /// Lands a background commit whose outcome the caller does not act on: it is about to
+    /// validate, replace or close the index anyway.
+    fn settle(&mut self) {
+        if let Err(e) = self.land() {
+            tracing::warn!(index = %self.path.display(), error = %e, "a background index commit failed");
+        }
+    }
+
     /// Writes the queued rows and the current meta record in one durable commit. A panic
     /// inside redb is contained: the database is leaked and the index reported damaged.
     pub(crate) fn commit_buffer(&mut self) -> Result<(), IndexError> {
+        self.land()?;
         let WritableIndex {
             db,
             path,
@@ -539,6 +619,7 @@ impl WritableIndex {
     /// Closes the database handle and opens a new one on the same file, keeping its contents:
     /// a redb handle that met an I/O error stays unusable until reopened.
     pub(crate) fn reopen(&mut self, options: &IndexOptions) -> Result<(), Unwritable> {
+        self.settle();
         match self.db.take() {
             // A handle that failed may fail to close; that is what we are replacing.
             Some(old) => {
@@ -569,6 +650,7 @@ impl WritableIndex {
 
     /// Closes the database, reporting errors that dropping it would swallow.
     pub(crate) fn close(mut self) -> Result<(), IndexError> {
+        self.settle();
         match self.db.take() {
             Some(db) => close_contained(db, &self.path),
             None => Ok(()),
@@ -628,6 +710,7 @@ fn close_contained(db: Database, path: &Path) -> Result<(), IndexError> {
 
 impl Drop for WritableIndex {
     fn drop(&mut self) {
+        self.settle();
         if let Some(db) = self.db.take()
             && let Err(e) = close_contained(db, &self.path)
         {
@@ -705,7 +788,7 @@ struct Chunk {
 }
 
 /// Why [`commit_rows`] failed.
-enum CommitError {
+pub(super) enum CommitError {
     /// An error to report; the database handle is still usable (or at least closable).
     Failed(IndexError),
     /// redb panicked: the database must be leaked, never dropped (see the module docs).
@@ -719,7 +802,7 @@ impl From<IndexError> for CommitError {
 }
 
 /// Writes `rows`, `new_types` and `meta` in one durable commit, containing a panic in redb.
-fn commit_rows(
+pub(super) fn commit_rows(
     database: &Database,
     path: &Path,
     rows: &mut RowBuffer,
@@ -752,7 +835,12 @@ fn commit_rows(
 }
 
 /// Recomputes `meta`'s head and tail windows at its watermark.
-fn windows(meta: &mut Meta, log: &File, index: &Path, log_path: &Path) -> Result<(), IndexError> {
+pub(super) fn windows(
+    meta: &mut Meta,
+    log: &File,
+    index: &Path,
+    log_path: &Path,
+) -> Result<(), IndexError> {
     let end = meta.watermark();
     let changed = || IndexError::LogChanged {
         path: index.to_path_buf(),

@@ -8,6 +8,7 @@
 //!
 //! The schema and the open protocol are specified in `docs/FORMAT.md`.
 
+mod committer;
 mod db;
 mod error;
 mod maintain;
@@ -45,7 +46,9 @@ pub struct IndexOptions {
     pub commit_bytes: u64,
     /// Builds and catch-ups of more than one commit (`commit_bytes`) run on two threads: this
     /// one reads and folds lines while a helper thread, scoped to the call, writes and commits
-    /// the previous chunk. Default `true`; `false` keeps all index work on the calling thread.
+    /// the previous chunk. A [`Writer`]'s commits by its [`CommitPolicy`] run on a helper
+    /// thread too, while appends go on. Default `true`; `false` keeps all index work on the
+    /// calling thread.
     pub two_threads: bool,
     /// How long redb may repair the index after a crash before we rebuild it instead.
     pub repair_budget: Duration,

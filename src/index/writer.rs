@@ -17,7 +17,9 @@ use crate::event::{EventFields, Extractor, FoldState, Folded, Folder, LineProble
 use crate::log::{Appended, Line, LineScanner, LogError, LogPaths, LogWriter, SyncPolicy};
 
 /// When queued index rows are committed to redb. Each commit is durable (an fsync of the
-/// log, then redb's two-phase commit), so commits are grouped.
+/// log, then redb's two-phase commit), so commits are grouped; they run on a helper thread
+/// (unless [`IndexOptions::two_threads`] is off), and an append waits only if the previous
+/// commit is still running when the next one is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitPolicy {
     /// Commit once this many rows are queued.
@@ -163,10 +165,26 @@ impl Writer {
     /// Appends one event given as JSON text (a single object; newlines between tokens are
     /// allowed and written as spaces).
     pub fn append_json(&mut self, event: &[u8]) -> Result<Appended, IndexError> {
-        let mut receipts = self.append_batch_json(&[event])?;
-        receipts
-            .pop()
-            .ok_or_else(|| storage(&self.paths.index, "empty receipt"))
+        // The one-event form of `append_batch_json`, without its per-call vectors.
+        let extractor = self.folder.extractor();
+        let fields = validate_event(extractor, event, self.options.index.max_line, 0)?;
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        push_normalized(event, &mut batch);
+        let span = (0, batch.len() as u64);
+        batch.push(b'\n');
+        let result = self
+            .log
+            .append(&batch)
+            .map_err(IndexError::from)
+            .and_then(|appended| {
+                self.absorb(appended, &batch, [(span, fields)])?;
+                Ok(receipt(appended, span))
+            });
+        self.batch = batch;
+        let receipt = result?;
+        self.commit_if_due()?;
+        Ok(receipt)
     }
 
     /// Appends events in one write: if any is not a JSON object, none is written. Under
@@ -192,55 +210,49 @@ impl Writer {
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         let mut spans = Vec::with_capacity(events.len());
-        for (event, _) in events.iter().zip(&fields) {
+        for event in events {
             let start = batch.len();
             push_normalized(event.as_ref(), &mut batch);
             spans.push((start as u64, (batch.len() - start) as u64));
             batch.push(b'\n');
         }
-        let written = self.log.append(&batch);
-        let result = written
+        let result = self
+            .log
+            .append(&batch)
             .map_err(IndexError::from)
-            .and_then(|appended| self.absorb(appended, &batch, &spans, fields));
+            .and_then(|appended| {
+                self.absorb(appended, &batch, spans.iter().copied().zip(fields))?;
+                Ok(spans.iter().map(|&span| receipt(appended, span)).collect())
+            });
         self.batch = batch;
         let receipts = result?;
         self.commit_if_due()?;
         Ok(receipts)
     }
 
-    /// Folds a successful write into the state and queues its rows.
-    fn absorb(
+    /// Folds a successful write into the state and queues its rows. `lines` are the events'
+    /// `(start, len)` spans in `batch` (newline excluded) with their fields.
+    fn absorb<'e>(
         &mut self,
         appended: Appended,
         batch: &[u8],
-        spans: &[(u64, u64)],
-        fields: Vec<EventFields<'_>>,
-    ) -> Result<Vec<Appended>, IndexError> {
+        lines: impl IntoIterator<Item = ((u64, u64), EventFields<'e>)>,
+    ) -> Result<(), IndexError> {
         let expected = self.folder.state().end;
-        let receipts = spans
-            .iter()
-            .map(|&(start, len)| Appended {
-                start: appended.start + start,
-                end: appended.start + start + len + 1,
-                previous_end: appended.previous_end,
-            })
-            .collect();
         if appended.start < expected {
             // The log shrank under us: only a full validation can say what it holds now.
             tracing::warn!(log = %self.paths.log.display(), expected, found = appended.start, "log truncated under the writer");
-            self.resync()?;
-            return Ok(receipts);
+            return self.resync();
         }
         if appended.start > expected {
             // Another program appended while we hold the writer lock: index its lines first.
             tracing::warn!(log = %self.paths.log.display(), bytes = appended.start - expected, "indexing lines appended by another program");
             self.absorb_foreign(appended.start)?;
             if self.folder.state().end != appended.start {
-                self.resync()?;
-                return Ok(receipts);
+                return self.resync();
             }
         }
-        for (&(start, len), fields) in spans.iter().zip(fields) {
+        for ((start, len), fields) in lines {
             let offset = appended.start + start;
             let line = batch
                 .get(start as usize..(start + len) as usize)
@@ -249,7 +261,7 @@ impl Writer {
             self.queue(&folded, offset);
         }
         self.crc.update(batch);
-        Ok(receipts)
+        Ok(())
     }
 
     fn queue(&mut self, folded: &Folded<'_>, offset: u64) {
@@ -291,6 +303,10 @@ impl Writer {
 
     /// Drops queued rows and re-validates the index against the log, rebuilding if needed.
     fn resync(&mut self) -> Result<(), IndexError> {
+        // A commit still running is of no interest: the index is validated again below.
+        if let Err(e) = self.index.land() {
+            tracing::warn!(index = %self.paths.index.display(), error = %e, "a background index commit failed");
+        }
         self.index.buffer.clear();
         self.pending_since = None;
         let unwritable = |e| match e {
@@ -315,6 +331,8 @@ impl Writer {
         Ok(())
     }
 
+    /// Starts a commit when the policy says one is due: on the index's commit thread, so this
+    /// append does not wait for it (unless the previous commit is still running).
     fn commit_if_due(&mut self) -> Result<(), IndexError> {
         let policy = &self.options.commit;
         let unindexed = self.folder.state().end - self.index.meta.watermark();
@@ -326,9 +344,14 @@ impl Writer {
         if !due {
             return Ok(());
         }
+        let committed = if self.options.index.two_threads {
+            self.land().and_then(|()| self.start_commit())
+        } else {
+            self.commit_index()
+        };
         // The events are in the log, which is the truth: an index failure must not turn an
         // append the caller would then retry (and duplicate) into an error.
-        if let Err(e) = self.commit_index() {
+        if let Err(e) = committed {
             tracing::error!(index = %self.paths.index.display(), error = %e, "index commit failed; the log is intact and the index will be resynchronised");
             self.index_stale = true;
             self.pending_since = Some(Instant::now());
@@ -336,43 +359,68 @@ impl Writer {
         Ok(())
     }
 
-    /// Commits queued rows to the index now. The log is synced first, so the index never
-    /// covers bytes that could vanish in a power loss. An index found damaged while
-    /// committing is rebuilt from the log at once; an I/O error is returned and the index
-    /// caught up at the next commit.
+    /// Commits queued rows to the index now, and waits for any commit still running. The log
+    /// is synced first, so the index never covers bytes that could vanish in a power loss. An
+    /// index found damaged while committing is rebuilt from the log at once; an I/O error is
+    /// returned and the index caught up at the next commit.
     pub fn commit_index(&mut self) -> Result<(), IndexError> {
-        if self.index_stale {
-            self.resync()?;
-            self.index_stale = false;
-            return Ok(());
-        }
-        if self.folder.state().end == self.index.meta.watermark() {
+        self.land()?;
+        if !self.prepare_commit()? {
             return Ok(());
         }
         if self.options.sync != SyncPolicy::Fsync {
             self.log.sync()?;
         }
+        self.index.refresh_windows(self.log.file())?;
+        let committed = self.index.commit_buffer();
+        self.pending_since = None;
+        committed.or_else(|e| self.commit_failed(e))
+    }
+
+    /// Hands the queued rows to the commit thread (see [`WritableIndex::commit_in_background`]).
+    fn start_commit(&mut self) -> Result<(), IndexError> {
+        if !self.prepare_commit()? {
+            return Ok(());
+        }
+        let sync_log = self.options.sync != SyncPolicy::Fsync;
+        let started = self.index.commit_in_background(&self.log, sync_log);
+        self.pending_since = None;
+        started.or_else(|e| self.commit_failed(e))
+    }
+
+    /// Resynchronises a stale index, or moves the meta record up to what is written. Says
+    /// whether there are rows to commit.
+    fn prepare_commit(&mut self) -> Result<bool, IndexError> {
+        if self.index_stale {
+            self.resync()?;
+            self.index_stale = false;
+            return Ok(false);
+        }
+        if self.folder.state().end == self.index.meta.watermark() {
+            return Ok(false);
+        }
         self.index.meta.fold = self.folder.state().clone();
         self.index.meta.running_crc = self.crc.clone().finalize();
-        self.index.refresh_windows(self.log.file())?;
-        match self.index.commit_buffer() {
-            Ok(()) => {}
-            // A damaged index is rebuilt from the log at once: the log holds everything the
-            // lost rows described.
-            Err(e @ (IndexError::Storage { .. } | IndexError::Damaged { .. })) => {
-                tracing::warn!(index = %self.paths.index.display(), error = %e, "index damaged under the writer; rebuilding it from the log");
-                self.index_stale = true;
-                self.resync()?;
-                self.index_stale = false;
-            }
-            // A failing disk: keep the log going and retry at the next commit.
-            Err(e) => {
-                self.index_stale = true;
-                return Err(e);
-            }
+        Ok(true)
+    }
+
+    /// Waits for a commit on the commit thread, if any, and deals with its failure.
+    fn land(&mut self) -> Result<(), IndexError> {
+        self.index.land().or_else(|e| self.commit_failed(e))
+    }
+
+    /// A commit failed: its rows are lost. A damaged index is rebuilt from the log at once
+    /// (the log holds everything the lost rows described); after an I/O error (a failing
+    /// disk), the log goes on and the index is resynchronised at the next commit.
+    fn commit_failed(&mut self, e: IndexError) -> Result<(), IndexError> {
+        self.index_stale = true;
+        if let IndexError::Storage { .. } | IndexError::Damaged { .. } = e {
+            tracing::warn!(index = %self.paths.index.display(), error = %e, "index damaged under the writer; rebuilding it from the log");
+            self.resync()?;
+            self.index_stale = false;
+            return Ok(());
         }
-        self.pending_since = None;
-        Ok(())
+        Err(e)
     }
 
     /// The offset up to which the log is known to be on disk.
@@ -407,6 +455,15 @@ impl Writer {
         let closed = index.close_or_rebuild(&paths, log.file(), &options.index);
         log.close()?;
         closed.map(|_| ())
+    }
+}
+
+/// Where the event at `(start, len)` of a write that landed at `appended` is.
+fn receipt(appended: Appended, (start, len): (u64, u64)) -> Appended {
+    Appended {
+        start: appended.start + start,
+        end: appended.start + start + len + 1,
+        previous_end: appended.previous_end,
     }
 }
 

@@ -66,6 +66,12 @@ impl SyncShared {
         // A panic while holding this lock cannot leave the counters inconsistent.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn mark_durable(&self, end: u64) {
+        let mut state = self.lock();
+        state.durable = state.durable.max(end);
+        self.synced.notify_all();
+    }
 }
 
 /// The single writer of one log file.
@@ -300,16 +306,11 @@ impl LogWriter {
     }
 
     fn sync_file(&self) -> std::io::Result<()> {
-        if let Some(faults) = &self.faults {
-            faults.log_sync()?;
-        }
-        self.file.sync_data()
+        sync_data(&self.file, self.faults.as_deref())
     }
 
     fn mark_durable(&self, end: u64) {
-        let mut state = self.shared.lock();
-        state.durable = state.durable.max(end);
-        self.shared.synced.notify_all();
+        self.shared.mark_durable(end);
     }
 
     /// Forces everything written so far to disk.
@@ -318,6 +319,20 @@ impl LogWriter {
             .map_err(|e| LogError::io("sync", &self.path, e))?;
         self.mark_durable(self.end);
         Ok(())
+    }
+
+    /// A second handle on this log for syncing it from another thread (the index's background
+    /// commits); what it syncs counts toward [`LogWriter::durable_len`].
+    pub(crate) fn sync_handle(&self) -> Result<LogSync, LogError> {
+        Ok(LogSync {
+            file: self
+                .file
+                .try_clone()
+                .map_err(|e| LogError::io("duplicate handle of", &self.path, e))?,
+            path: self.path.clone(),
+            shared: Arc::clone(&self.shared),
+            faults: self.faults.clone(),
+        })
     }
 
     /// The offset up to which the log is known to be on disk.
@@ -369,6 +384,37 @@ impl LogWriter {
         let _ = handle.join();
         self.sync()
     }
+}
+
+/// A handle for syncing a [`LogWriter`]'s log from another thread, and reading it back.
+pub(crate) struct LogSync {
+    file: File,
+    path: PathBuf,
+    shared: Arc<SyncShared>,
+    faults: Option<Arc<Faults>>,
+}
+
+impl LogSync {
+    /// The log file, for reading.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Forces the log to disk. `written` is how far the writer had written before this call:
+    /// the log is then durable at least that far.
+    pub(crate) fn sync(&self, written: u64) -> Result<(), LogError> {
+        sync_data(&self.file, self.faults.as_deref())
+            .map_err(|e| LogError::io("sync", &self.path, e))?;
+        self.shared.mark_durable(written);
+        Ok(())
+    }
+}
+
+fn sync_data(file: &File, faults: Option<&Faults>) -> std::io::Result<()> {
+    if let Some(faults) = faults {
+        faults.log_sync()?;
+    }
+    file.sync_data()
 }
 
 impl Drop for LogWriter {
