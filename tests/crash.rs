@@ -79,7 +79,13 @@ struct Killed {
 
 /// Runs `agentlog append` fed with events from `first`, kills it after `after`, returns what
 /// was acknowledged and the next event id to use.
-fn run_and_kill(agent: &Agent, sync: &str, first: u64, after: Duration) -> (Killed, u64) {
+fn run_and_kill(
+    agent: &Agent,
+    sync: &str,
+    first: u64,
+    after: Duration,
+    commit_interval: Duration,
+) -> (Killed, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
         .args([
             "append",
@@ -88,6 +94,8 @@ fn run_and_kill(agent: &Agent, sync: &str, first: u64, after: Duration) -> (Kill
             sync,
             "--interval-ms",
             "5",
+            "--commit-interval-ms",
+            &commit_interval.as_millis().to_string(),
         ])
         .env("AGENTLOG_LOG", "off")
         .stdin(Stdio::piped())
@@ -222,11 +230,19 @@ fn crash_rounds(sync: &str, durable_acks: bool, power_loss: bool) {
     // What has been made durable so far: it stays durable across rounds.
     let mut durable = 0;
     let (mut acked_total, mut torn_tails, mut cuts, mut old_indexes) = (0, 0, 0, 0);
+    let mut live_commits = 0;
     for _ in 0..rounds() {
         let after = Duration::from_millis(5 + rng.below(60));
-        let (killed, sent_upto) = run_and_kill(&agent, sync, next, after);
+        // Index commits by policy happen on the writer's commit thread, and a kill can land
+        // in one: commit often in most rounds.
+        let commit_interval = Duration::from_millis([1, 3, 10, 1000][rng.below(4) as usize]);
+        let log_before = std::fs::metadata(&agent.paths.log).map_or(0, |m| m.len());
+        let (killed, sent_upto) = run_and_kill(&agent, sync, next, after, commit_interval);
         next = sent_upto;
         let mut log = agent.log();
+        // The open commits up to the old end (plus the newline that terminates a torn last
+        // line); anything past it was committed while appending.
+        live_commits += usize::from(committed_watermark(&agent.paths.index) > log_before + 1);
         assert_acked_present(&log, &killed.acked, u64::MAX);
         acked_total += killed.acked.len();
         torn_tails += usize::from(log.last().is_some_and(|&b| b != b'\n'));
@@ -266,7 +282,7 @@ fn crash_rounds(sync: &str, durable_acks: bool, power_loss: bool) {
         old_index = std::fs::read(&agent.paths.index).ok();
     }
     eprintln!(
-        "crash harness: sync={sync}: {} rounds, {acked_total} events acknowledged, {torn_tails} torn tails left by kills, {cuts} power-loss cuts, {old_indexes} older indexes restored",
+        "crash harness: sync={sync}: {} rounds, {acked_total} events acknowledged, {live_commits} rounds with index commits while appending, {torn_tails} torn tails left by kills, {cuts} power-loss cuts, {old_indexes} older indexes restored",
         rounds()
     );
     assert!(

@@ -34,6 +34,11 @@ pub struct Args {
     /// Group-commit interval for --sync interval, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 50)]
     interval_ms: u64,
+    /// Commit the index at least this often while appending, in milliseconds (it is also
+    /// committed every 65,536 rows or 8 MiB of log, and on exit). Index commits run beside
+    /// the appends and never delay an acknowledgement.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    commit_interval_ms: u64,
 }
 
 /// Lines read from stdin in one go are appended as one batch (one write, one fsync).
@@ -50,10 +55,11 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         Sync::Interval => SyncPolicy::Interval(Duration::from_millis(args.interval_ms.max(1))),
         Sync::None => SyncPolicy::None,
     };
-    let options = WriterOptions {
+    let mut options = WriterOptions {
         sync,
         ..WriterOptions::default()
     };
+    options.commit.interval = Duration::from_millis(args.commit_interval_ms);
     let mut writer = Writer::open(&agent_paths(&args.agent_dir), options)?;
     let (sender, lines) = mpsc::sync_channel::<Input>(MAX_BATCH);
     std::thread::spawn(move || read_stdin(&sender));
