@@ -173,18 +173,7 @@ impl Writer {
         push_normalized(event, &mut batch);
         let span = (0, batch.len() as u64);
         batch.push(b'\n');
-        let result = self
-            .log
-            .append(&batch)
-            .map_err(IndexError::from)
-            .and_then(|appended| {
-                self.absorb(appended, &batch, [(span, fields)])?;
-                Ok(receipt(appended, span))
-            });
-        self.batch = batch;
-        let receipt = result?;
-        self.commit_if_due()?;
-        Ok(receipt)
+        self.write(batch, [(span, fields)], |appended| receipt(appended, span))
     }
 
     /// Appends events in one write: if any is not a JSON object, none is written. Under
@@ -216,14 +205,29 @@ impl Writer {
             spans.push((start as u64, (batch.len() - start) as u64));
             batch.push(b'\n');
         }
+        let lines = spans.iter().copied().zip(fields);
+        self.write(batch, lines, |appended| {
+            spans.iter().map(|&span| receipt(appended, span)).collect()
+        })
+    }
+
+    /// Appends `batch` (whole lines) in one write, folds `lines` (their spans in it and their
+    /// fields) and starts an index commit if one is due; `receipts` says where the events went.
+    fn write<'e, R>(
+        &mut self,
+        batch: Vec<u8>,
+        lines: impl IntoIterator<Item = ((u64, u64), EventFields<'e>)>,
+        receipts: impl FnOnce(Appended) -> R,
+    ) -> Result<R, IndexError> {
         let result = self
             .log
             .append(&batch)
             .map_err(IndexError::from)
             .and_then(|appended| {
-                self.absorb(appended, &batch, spans.iter().copied().zip(fields))?;
-                Ok(spans.iter().map(|&span| receipt(appended, span)).collect())
+                self.absorb(appended, &batch, lines)?;
+                Ok(receipts(appended))
             });
+        // Kept for the next call's buffer.
         self.batch = batch;
         let receipts = result?;
         self.commit_if_due()?;
