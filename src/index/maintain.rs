@@ -572,7 +572,13 @@ impl WritableIndex {
                 // `None` if redb panicked on the thread: the handle was leaked there.
                 self.db = landed.db;
                 self.spare = landed.rows;
-                self.meta = landed.meta;
+                // The fold and checksum may have moved on for the next commit; what committing
+                // computed is the duplicate seq count, and the windows at its watermark.
+                self.meta.duplicate_seqs = landed.meta.duplicate_seqs;
+                if self.meta.watermark() == landed.meta.watermark() {
+                    self.meta.head = landed.meta.head;
+                    self.meta.tail = landed.meta.tail;
+                }
                 landed.result
             }
             // The database went down with the thread: rebuild as after a panic in redb.
