@@ -363,12 +363,15 @@ impl Writer {
         Ok(())
     }
 
-    /// Commits queued rows to the index now, and waits for any commit still running. The log
-    /// is synced first, so the index never covers bytes that could vanish in a power loss. An
-    /// index found damaged while committing is rebuilt from the log at once; an I/O error is
-    /// returned and the index caught up at the next commit.
+    /// Commits queued rows to the index now, after waiting for any commit still running on
+    /// the commit thread (if that one failed, the index is resynchronised with the log here
+    /// instead). The log is synced first, so the index never covers bytes that could vanish in
+    /// a power loss. An index found damaged while committing is rebuilt from the log at once;
+    /// an I/O error is returned and the index caught up at the next commit.
     pub fn commit_index(&mut self) -> Result<(), IndexError> {
-        self.land()?;
+        if let Err(e) = self.land() {
+            tracing::warn!(index = %self.paths.index.display(), error = %e, "an index commit on the commit thread failed; resynchronising the index");
+        }
         if !self.prepare_commit()? {
             return Ok(());
         }
