@@ -36,7 +36,7 @@ pub struct Args {
     interval_ms: u64,
     /// Commit the index at least this often while appending, in milliseconds (it is also
     /// committed every 65,536 rows or 8 MiB of log, and on exit). Index commits run beside
-    /// the appends and never delay an acknowledgement.
+    /// the appends; one waits only if the previous commit is still running when it comes due.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     commit_interval_ms: u64,
 }
