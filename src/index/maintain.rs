@@ -524,15 +524,15 @@ impl WritableIndex {
     }
 
     /// Starts committing the queued rows and the current meta record (its windows are
-    /// computed at its watermark) on the commit thread, and returns: the rows queued from now
-    /// on go to a fresh buffer. The log is synced first if `sync_log`. A commit already on the
-    /// thread is landed first, and its failure returned (nothing new is started then). If no
-    /// thread can be started, the commit happens here, before this returns.
+    /// computed at its watermark) on the commit thread, and returns `Ok(true)`: the rows queued
+    /// from now on go to a fresh buffer. The log is synced first if `sync_log`. A commit
+    /// already on the thread is landed first, and its failure returned (nothing new is started
+    /// then). `Ok(false)` if no thread can take the commit: nothing changed, commit here.
     pub(crate) fn commit_in_background(
         &mut self,
         log: &LogWriter,
         sync_log: bool,
-    ) -> Result<(), IndexError> {
+    ) -> Result<bool, IndexError> {
         self.land()?;
         let Some(db) = self.db.take() else {
             return Err(damaged_earlier(&self.path));
@@ -545,7 +545,7 @@ impl WritableIndex {
             sync_log,
         };
         let Err(job) = self.committer.send(job, log, &self.path, &self.log_path) else {
-            return Ok(());
+            return Ok(true);
         };
         let Job {
             db,
@@ -556,11 +556,7 @@ impl WritableIndex {
         self.db = Some(db);
         self.spare = std::mem::replace(&mut self.buffer, rows);
         self.types.unsaved = new_types;
-        if sync_log {
-            log.sync()?;
-        }
-        self.refresh_windows(log.file())?;
-        self.commit_buffer()
+        Ok(false)
     }
 
     /// Waits for a commit on the commit thread, if any, takes the database back and returns

@@ -375,7 +375,34 @@ impl Writer {
         if !self.prepare_commit()? {
             return Ok(());
         }
-        if self.options.sync != SyncPolicy::Fsync {
+        self.commit_here()
+    }
+
+    /// Hands the queued rows to the commit thread (see [`WritableIndex::commit_in_background`]),
+    /// or commits them here if no thread can take them.
+    fn start_commit(&mut self) -> Result<(), IndexError> {
+        if !self.prepare_commit()? {
+            return Ok(());
+        }
+        match self
+            .index
+            .commit_in_background(&self.log, self.must_sync_log())
+        {
+            Ok(true) => {
+                self.pending_since = None;
+                Ok(())
+            }
+            Ok(false) => self.commit_here(),
+            Err(e) => {
+                self.pending_since = None;
+                self.commit_failed(e)
+            }
+        }
+    }
+
+    /// Commits the prepared meta record and the queued rows on this thread.
+    fn commit_here(&mut self) -> Result<(), IndexError> {
+        if self.must_sync_log() {
             self.log.sync()?;
         }
         self.index.refresh_windows(self.log.file())?;
@@ -384,15 +411,10 @@ impl Writer {
         committed.or_else(|e| self.commit_failed(e))
     }
 
-    /// Hands the queued rows to the commit thread (see [`WritableIndex::commit_in_background`]).
-    fn start_commit(&mut self) -> Result<(), IndexError> {
-        if !self.prepare_commit()? {
-            return Ok(());
-        }
-        let sync_log = self.options.sync != SyncPolicy::Fsync;
-        let started = self.index.commit_in_background(&self.log, sync_log);
-        self.pending_since = None;
-        started.or_else(|e| self.commit_failed(e))
+    /// Whether the log must be synced before an index commit may cover it (under
+    /// [`SyncPolicy::Fsync`] every append already was).
+    fn must_sync_log(&self) -> bool {
+        self.options.sync != SyncPolicy::Fsync
     }
 
     /// Resynchronises a stale index, or moves the meta record up to what is written. Says
