@@ -416,3 +416,39 @@ fn a_log_sync_failing_on_the_commit_thread_stops_that_commit() {
     assert!(matches!(index.outcome(), IndexOutcome::Fresh));
     assert_index_matches_oracle(&index, &agent.log());
 }
+
+/// redb panicking on the commit thread leaks that database handle, which keeps its file locked
+/// for the rest of the process. A writer dropped right after (no commit lands the failure and
+/// rebuilds) must not leave the next writer, or reader, waiting on that lock: the next open
+/// finds no file and builds a fresh index.
+#[test]
+fn a_writer_dropped_after_a_panic_on_its_commit_thread_frees_the_index() {
+    let agent = Agent::new();
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::None, &faults);
+    w.append_json(event(0).as_bytes()).unwrap();
+    w.commit_index().unwrap();
+    faults.set(|p| {
+        p.index_write_budget = Some(0);
+        p.kind = FaultKind::Panic;
+    });
+    // Due for a commit (rows: 1): redb panics on the commit thread.
+    w.append_json(event(1).as_bytes()).unwrap();
+    drop(w);
+    faults.set(|p| *p = FaultPlan::default());
+    let mut options = WriterOptions {
+        sync: SyncPolicy::None,
+        ..WriterOptions::default()
+    };
+    options.index_wait = Duration::from_millis(200);
+    let mut w =
+        Writer::open(&agent.paths, options).expect("the index is not held by a leaked handle");
+    w.append_json(event(2).as_bytes()).unwrap();
+    w.close().unwrap();
+    let index = agent.open_index();
+    assert!(matches!(
+        index.outcome(),
+        agentlog::index::IndexOutcome::Fresh
+    ));
+    assert_index_matches_oracle(&index, &agent.log());
+}

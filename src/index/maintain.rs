@@ -497,13 +497,13 @@ impl WritableIndex {
             Ok(Ok(duplicate_seqs)) => duplicate_seqs,
             Ok(Err(CommitError::Failed(e))) => return Err(e),
             Ok(Err(CommitError::Panicked(e))) => {
-                leak(db);
+                leak(db, path);
                 return Err(e);
             }
             // Every redb call in the writer is contained; anything else panicking is a bug,
             // but the database it was using is not to be trusted or closed either.
             Err(panic) => {
-                leak(db);
+                leak(db, path);
                 return Err(IndexError::Damaged {
                     path: path.clone(),
                     detail: format!(
@@ -567,6 +567,9 @@ impl WritableIndex {
             Some(Ok(landed)) => {
                 // `None` if redb panicked on the thread: the handle was leaked there.
                 self.db = landed.db;
+                if self.db.is_none() {
+                    unlink_leaked(&self.path);
+                }
                 self.spare = landed.rows;
                 // The fold and checksum may have moved on for the next commit; what committing
                 // computed is the duplicate seq count, and the windows at its watermark.
@@ -612,7 +615,7 @@ impl WritableIndex {
             Ok(()) => Ok(()),
             Err(CommitError::Failed(e)) => Err(e),
             Err(CommitError::Panicked(e)) => {
-                leak(db);
+                leak(db, path);
                 Err(e)
             }
         }
@@ -857,10 +860,23 @@ pub(super) fn windows(
     Ok(())
 }
 
-/// Forgets a database that redb panicked in: dropping it could panic again and abort.
-fn leak(db: &mut Option<Database>) {
+/// Forgets a database that redb panicked in (dropping it could panic again and abort), and
+/// unlinks its file.
+fn leak(db: &mut Option<Database>, path: &Path) {
     if let Some(leaked) = db.take() {
         std::mem::forget(leaked);
+    }
+    unlink_leaked(path);
+}
+
+/// Unlinks the file of a leaked database handle. The handle keeps the file locked for the
+/// rest of this process, so an open of the same path would wait on it and time out as busy
+/// (a writer dropped right after a panic on its commit thread did); with the path free, the
+/// next open builds a fresh index, as the rebuild that follows a leak would anyway.
+fn unlink_leaked(path: &Path) {
+    // Not being able to remove it is `remove_index`'s only error.
+    if let Err(Unwritable::NotWritable(why)) = remove_index(path) {
+        tracing::warn!(index = %path.display(), %why, "cannot unlink an index whose handle was leaked");
     }
 }
 
