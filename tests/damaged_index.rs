@@ -342,3 +342,72 @@ fn sweep_single_bit_flips_through_the_cli() {
         aborts.len()
     );
 }
+
+/// The marker of a build that ran without syncs (FORMAT.md §2.3), left beside a file that a
+/// power cut tore (whole, with pages zeroed as blocks that never reached the disk read, or cut
+/// short): a read-only open refuses the file rather than believe it, and the next writable
+/// open rebuilds it.
+#[test]
+fn an_unsynced_build_marker_left_behind_is_never_believed() {
+    for torn in 0..4 {
+        let agent = Agent::with_log(&common::synthetic(40, 5));
+        drop(agent.open_index());
+        let marker = agent.paths.index.with_extension("redb.unsynced");
+        assert!(!marker.exists(), "a finished build removes its marker");
+        let mut file = std::fs::read(&agent.paths.index).unwrap();
+        match torn {
+            0 => {}
+            // Every other 4 KiB page lost, or every page after the header.
+            1 | 2 => {
+                for (page, bytes) in file.chunks_mut(4096).enumerate().skip(1) {
+                    if torn == 2 || page % 2 == 0 {
+                        bytes.fill(0);
+                    }
+                }
+            }
+            _ => file.truncate(file.len() / 2),
+        }
+        std::fs::write(&agent.paths.index, &file).unwrap();
+        std::fs::write(&marker, b"").unwrap();
+        unsynced_marker_is_never_believed(&agent, &marker, torn == 0);
+    }
+}
+
+/// `whole`: the file is intact, so only the marker can make the open rebuild it.
+fn unsynced_marker_is_never_believed(agent: &Agent, marker: &std::path::Path, whole: bool) {
+    let read_only = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    match Index::open(&agent.paths, &read_only) {
+        Err(IndexError::Unavailable { detail, .. }) => {
+            assert!(detail.contains("without syncs"), "{detail}");
+        }
+        Err(other) => panic!("unexpected error: {other:?}"),
+        Ok(_) => panic!("a read-only open believed a possibly torn index"),
+    }
+    let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    // An intact file is rebuilt because of the marker; a torn one may already fail redb's own
+    // open (then the reason says so). Either way it is never used as it is.
+    match index.outcome() {
+        IndexOutcome::Rebuilt {
+            reason: agentlog::index::StaleReason::CommitInterrupted,
+            ..
+        } => {}
+        IndexOutcome::Rebuilt {
+            reason: agentlog::index::StaleReason::Unreadable { .. },
+            ..
+        } if !whole => {}
+        other => panic!("a possibly torn index was not rebuilt: {other:?}"),
+    }
+    assert!(
+        !marker.exists(),
+        "the rebuild finished and removed its own marker"
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    // With the marker gone, the read-only open uses the file again.
+    let index = Index::open(&agent.paths, &read_only).unwrap();
+    assert_eq!(index.watermark(), agent.log().len() as u64);
+    assert_index_matches_oracle(&index, &agent.log());
+}

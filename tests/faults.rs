@@ -452,3 +452,65 @@ fn a_writer_dropped_after_a_panic_on_its_commit_thread_frees_the_index() {
     ));
     assert_index_matches_oracle(&index, &agent.log());
 }
+
+/// A writer that builds its index from scratch (a small log: without syncs, FORMAT.md §2.3)
+/// syncs it before `open` returns: its marker is gone, and its later commits reach the disk
+/// (an index sync failure now fails the commit instead of being skipped).
+#[test]
+fn a_writers_build_from_scratch_is_synced_before_open_returns() {
+    let agent = Agent::with_log(&common::synthetic(60, 7));
+    let marker = agent.paths.index.with_extension("redb.unsynced");
+    let faults = Arc::new(Faults::default());
+    let mut w = writer(&agent, SyncPolicy::None, &faults);
+    assert!(!marker.exists());
+    faults.set(|p| {
+        p.index_sync_fails = true;
+        p.kind = FaultKind::Io;
+    });
+    w.append_json(event(1).as_bytes()).unwrap();
+    assert!(
+        w.commit_index().is_err(),
+        "a commit after the build skipped its sync"
+    );
+    faults.set(|p| p.index_sync_fails = false);
+    w.close().unwrap();
+    assert_index_matches_oracle(&agent.open_index(), &agent.log());
+}
+
+/// The one sync that ends a build without syncs fails: the open reports the I/O error, the
+/// marker stays, and the next open rebuilds the file instead of trusting it.
+#[test]
+fn a_failed_sync_at_the_end_of_an_unsynced_build_leaves_it_untrusted() {
+    use agentlog::index::{Index, IndexOptions, IndexOutcome, StaleReason};
+    let agent = Agent::with_log(&common::synthetic(60, 8));
+    let marker = agent.paths.index.with_extension("redb.unsynced");
+    let faults = Arc::new(Faults::new(FaultPlan {
+        index_sync_fails: true,
+        kind: FaultKind::Io,
+        ..FaultPlan::default()
+    }));
+    let options = IndexOptions {
+        faults: Some(faults),
+        ..IndexOptions::default()
+    };
+    match Index::open(&agent.paths, &options) {
+        Err(IndexError::Io { source, .. }) => assert_eq!(source.raw_os_error(), Some(5)),
+        Err(other) => panic!("expected the failed sync: {other:?}"),
+        Ok(_) => panic!("the open succeeded although its one sync failed"),
+    }
+    assert!(marker.exists(), "the unsynced file must stay marked");
+    let index = agent.open_index();
+    assert!(
+        matches!(
+            index.outcome(),
+            IndexOutcome::Rebuilt {
+                reason: StaleReason::CommitInterrupted,
+                ..
+            }
+        ),
+        "{:?}",
+        index.outcome()
+    );
+    assert!(!marker.exists());
+    assert_index_matches_oracle(&index, &agent.log());
+}

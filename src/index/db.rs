@@ -5,8 +5,9 @@
 //! Every process opens the index in redb's `SingleWriter` mode: one process (normally the
 //! agent's writer) commits, and any number of processes read its commits at the same time.
 
+use std::fs::File;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -88,48 +89,167 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Opens (creating if absent) the index for writing.
+/// A writable database, and the unsynced build it starts with, if any.
+pub(crate) struct Opened {
+    /// The database.
+    pub(crate) db: Database,
+    /// Set when the file was new and syncs are deferred ([`UnsyncedBuild`]).
+    pub(crate) unsynced: Option<Arc<UnsyncedBuild>>,
+}
+
+/// Opens (creating if absent) the index for writing. With `defer_syncs`, a file that is new
+/// (empty) is built without syncs until [`UnsyncedBuild::finish`] (see there).
 pub(crate) fn open_writable(
     path: &Path,
     repair: &RepairFlag,
     budget: Duration,
     faults: Option<&Arc<Faults>>,
-) -> Result<Database, WritableOpenError> {
+    defer_syncs: bool,
+) -> Result<Opened, WritableOpenError> {
     if path.is_dir() {
         return Err(WritableOpenError::NotWritable(format!(
             "{} is a directory",
             path.display()
         )));
     }
-    let opened = guarded("opening the index", || match faults {
-        None => builder(repair, budget).create(path),
-        Some(faults) => {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)?;
-            let backend = FaultyBackend {
-                inner: FileBackend::new(file)?,
-                faults: Arc::clone(faults),
-            };
-            builder(repair, budget).create_with_backend(backend)
-        }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| classify(DatabaseError::Storage(StorageError::Io(e))))?;
+    let unsynced = match file.metadata() {
+        Ok(meta) if defer_syncs && meta.len() == 0 => UnsyncedBuild::start(path, &file),
+        _ => None,
+    };
+    let opened = guarded("opening the index", || {
+        let backend = IndexBackend {
+            inner: FileBackend::new(file)?,
+            faults: faults.cloned(),
+            unsynced: unsynced.clone(),
+        };
+        builder(repair, budget).create_with_backend(backend)
     })
     .map_err(WritableOpenError::Damaged)?;
-    opened.map_err(classify)
+    match opened {
+        Ok(db) => Ok(Opened { db, unsynced }),
+        // Another process holds the file: the marker may now be its own, so leave it (at worst
+        // it costs one rebuild of a small index).
+        Err(e) => Err(classify(e)),
+    }
 }
 
-/// redb's file backend with injected write and sync failures (tests only; see
-/// [`Faults`]). Locking is delegated untouched, so concurrency works as with the plain file.
+/// A new index file being built without syncs.
+///
+/// A build from scratch of a small log is a handful of milliseconds, and redb's commit protocol
+/// would spend most of them in `fdatasync` (a 1 MB log's build made 12: creating the file,
+/// growing it twice, committing, closing). Until [`UnsyncedBuild::finish`], the index's syncs
+/// are skipped; `finish` then syncs the file once. The page cache sees every write in order, so
+/// readers and a later writer in a running system see exactly what redb wrote; only a power
+/// loss could leave a torn file, and that is what the marker is for.
+///
+/// The marker, `<index>.unsynced`, is created and made durable (a sync of the directory, which
+/// also makes the index file's own name durable) before redb writes anything, and removed only
+/// after `finish` has synced the file. A marker found by the next process to hold the index for
+/// writing means the file may be torn: it is rebuilt. A read-only open refuses to use a file
+/// with a marker beside it.
 #[derive(Debug)]
-struct FaultyBackend {
-    inner: FileBackend,
-    faults: Arc<Faults>,
+pub(crate) struct UnsyncedBuild {
+    /// Whether syncs are still being skipped.
+    deferring: AtomicBool,
+    /// The index file (a second handle), for the one sync that ends the build.
+    file: File,
+    marker: PathBuf,
 }
 
-impl StorageBackend for FaultyBackend {
+impl UnsyncedBuild {
+    fn marker(index: &Path) -> PathBuf {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".unsynced");
+        PathBuf::from(name)
+    }
+
+    /// Whether an unsynced build of this index never finished (or is running now, in another
+    /// process: only a process holding the index for writing can tell the two apart).
+    pub(crate) fn left_behind(index: &Path) -> bool {
+        UnsyncedBuild::marker(index).exists()
+    }
+
+    /// Removes a marker left behind, once the file it guarded is gone.
+    pub(crate) fn remove_marker(index: &Path) {
+        let _ = std::fs::remove_file(UnsyncedBuild::marker(index));
+    }
+
+    /// Creates the durable marker. `None` (and ordinary synced commits) if it cannot be made
+    /// durable.
+    fn start(index: &Path, file: &File) -> Option<Arc<UnsyncedBuild>> {
+        let marker = UnsyncedBuild::marker(index);
+        let made = File::create(&marker).and_then(|_| sync_parent(index));
+        let file = made.and_then(|()| file.try_clone());
+        match file {
+            Ok(file) => Some(Arc::new(UnsyncedBuild {
+                deferring: AtomicBool::new(true),
+                file,
+                marker,
+            })),
+            Err(e) => {
+                tracing::debug!(index = %index.display(), error = %e, "cannot make the unsynced-build marker durable; building with synced commits");
+                let _ = std::fs::remove_file(&marker);
+                None
+            }
+        }
+    }
+
+    /// Ends the build: later syncs go to the disk, this one syncs everything written so far,
+    /// and the marker goes. On error the marker stays, so the next open rebuilds the file.
+    /// Idempotent.
+    pub(crate) fn finish(&self, faults: Option<&Arc<Faults>>) -> std::io::Result<()> {
+        if !self.deferring.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        if let Some(faults) = faults {
+            faults.index_sync()?;
+        }
+        self.file.sync_data()?;
+        match std::fs::remove_file(&self.marker) {
+            // Gone with its file (a handle leaked after a panic unlinks both).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Stops skipping syncs without syncing or removing the marker: for a file about to be
+    /// unlinked, whose marker goes with it.
+    pub(crate) fn abandon(&self) {
+        self.deferring.store(false, Ordering::SeqCst);
+    }
+
+    fn deferring(&self) -> bool {
+        self.deferring.load(Ordering::SeqCst)
+    }
+}
+
+/// Makes a new name in `path`'s directory durable.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+/// redb's file backend, with the syncs of an [`UnsyncedBuild`] skipped and, in tests, injected
+/// write and sync failures ([`Faults`]). Locking is delegated untouched, so concurrency works
+/// as with the plain file.
+#[derive(Debug)]
+struct IndexBackend {
+    inner: FileBackend,
+    faults: Option<Arc<Faults>>,
+    unsynced: Option<Arc<UnsyncedBuild>>,
+}
+
+impl StorageBackend for IndexBackend {
     fn len(&self) -> Result<u64, std::io::Error> {
         self.inner.len()
     }
@@ -139,22 +259,40 @@ impl StorageBackend for FaultyBackend {
     }
 
     fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
-        self.faults.index_write()?;
+        if let Some(faults) = &self.faults {
+            faults.index_write()?;
+        }
         self.inner.set_len(len)
     }
 
     fn sync_data(&self) -> Result<(), std::io::Error> {
-        self.faults.index_sync()?;
+        // A skipped sync never reaches the disk, so an injected disk fault cannot hit it.
+        if self.unsynced.as_ref().is_some_and(|u| u.deferring()) {
+            return Ok(());
+        }
+        if let Some(faults) = &self.faults {
+            faults.index_sync()?;
+        }
         self.inner.sync_data()
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
-        self.faults.index_write()?;
+        if let Some(faults) = &self.faults {
+            faults.index_write()?;
+        }
         self.inner.write(offset, data)
     }
 
     fn close(&self) -> Result<(), std::io::Error> {
-        self.inner.close()
+        // Still holding the file's locks: no other process can open it for writing and find
+        // the marker of a build that is about to finish.
+        let finished = match &self.unsynced {
+            Some(unsynced) => unsynced.finish(self.faults.as_ref()),
+            None => Ok(()),
+        };
+        // redb calls close exactly once and relies on it to release the locks.
+        let closed = self.inner.close();
+        finished.and(closed)
     }
 
     fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
@@ -190,6 +328,11 @@ impl StorageBackend for FaultyBackend {
 pub(crate) fn open_read_only(path: &Path) -> Result<Option<ReadOnlyDatabase>, String> {
     if !path.exists() {
         return Ok(None);
+    }
+    if UnsyncedBuild::left_behind(path) {
+        // Being built right now by another process, or torn by a power cut during a build:
+        // only the process that holds it for writing can tell, so never believe it here.
+        return Err("the index was built without syncs and not yet synced (a build in progress, or one a power cut interrupted)".to_owned());
     }
     let repair = RepairFlag::default();
     let opened = guarded("opening the index", || {

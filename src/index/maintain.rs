@@ -11,16 +11,21 @@
 //! that opens it, a marker file sits beside the index while a commit or close is in
 //! progress ([`CommitMarker`]); a writable open that finds one left behind never writes to
 //! that file again and rebuilds the index from the log.
+//!
+//! A new index for a small log is built without syncs ([`UnsyncedBuild`], FORMAT.md §2.3) and
+//! synced once at the end: at the close for a reader ([`Then::Close`]), before the open
+//! returns for the writer ([`Then::Write`]).
 
 use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase};
 
 use super::committer::{Committer, Job};
-use super::db::{self, RepairFlag, WritableOpenError, panic_message};
+use super::db::{self, Opened, RepairFlag, UnsyncedBuild, WritableOpenError, panic_message};
 use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION};
 use super::validate::{self, Expected, Loaded, Validity};
@@ -57,10 +62,25 @@ enum Plan {
     Rebuild(StaleReason),
 }
 
+/// What the caller does with a [`WritableIndex`] once it is up to date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// Closes it at once (a reader that found the index free): a build from scratch stays
+    /// unsynced until the close (see [`UnsyncedBuild`]).
+    Close,
+    /// Keeps writing to it (the writer): a build from scratch is synced before the open
+    /// returns, so every later commit is durable as usual.
+    Write,
+}
+
 /// An index open for writing, with its meta record and type names in memory.
 pub(crate) struct WritableIndex {
     /// `None` after a write panicked inside redb: that database was leaked, see the module docs.
     db: Option<Database>,
+    /// A build from scratch whose syncs are being skipped, until `make_durable` or the close.
+    unsynced: Option<Arc<UnsyncedBuild>>,
+    /// What the caller does once the index is up to date.
+    then: Then,
     pub(crate) path: PathBuf,
     log_path: PathBuf,
     pub(crate) meta: Meta,
@@ -142,40 +162,49 @@ impl WritableIndex {
         paths: &LogPaths,
         log: &File,
         options: &IndexOptions,
+        then: Then,
         progress: Progress<'_>,
     ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
         let path = &paths.index;
         let repair = RepairFlag::default();
-        let (db, damaged) = match db::open_writable(
+        let defer_syncs = small_build(log, &paths.log, options)?;
+        let (opened, damaged) = match db::open_writable(
             path,
             &repair,
             options.repair_budget,
             options.faults.as_ref(),
+            defer_syncs,
         ) {
-            // Holding the index for writing, a marker left behind is a dead process's.
-            Ok(db) if CommitMarker::left_behind(path) => {
+            // Holding the index for writing, a marker left behind is a dead process's (or a
+            // power cut's). A new file's unsynced-build marker is our own.
+            Ok(opened)
+                if opened.unsynced.is_none()
+                    && (CommitMarker::left_behind(path) || UnsyncedBuild::left_behind(path)) =>
+            {
                 tracing::warn!(index = %path.display(), "a commit to the index never finished; rebuilding it");
                 // Closing it writes to it: leak the handle (its file is unlinked just below).
-                std::mem::forget(db);
+                std::mem::forget(opened.db);
                 remove_index(path)?;
                 (
-                    open_fresh(path, options)?,
+                    open_fresh(path, options, defer_syncs)?,
                     Some(StaleReason::CommitInterrupted),
                 )
             }
-            Ok(db) => (db, None),
+            Ok(opened) => (opened, None),
             Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
             Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
             Err(WritableOpenError::Damaged(detail)) => {
                 remove_index(path)?;
                 (
-                    open_fresh(path, options)?,
+                    open_fresh(path, options, defer_syncs)?,
                     Some(StaleReason::Unreadable { detail }),
                 )
             }
         };
         let mut index = WritableIndex {
-            db: Some(db),
+            db: Some(opened.db),
+            unsynced: opened.unsynced,
+            then,
             path: path.clone(),
             log_path: paths.log.clone(),
             meta: empty_meta(options),
@@ -198,7 +227,7 @@ impl WritableIndex {
     }
 
     /// Opens the index for writing and rebuilds it from the log whatever it holds (used when a
-    /// reader found a damaged row).
+    /// reader found a damaged row; the caller closes it right after).
     pub(crate) fn rebuild(
         paths: &LogPaths,
         log: &File,
@@ -206,8 +235,15 @@ impl WritableIndex {
         reason: StaleReason,
     ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
         remove_index(&paths.index)?;
+        let opened = open_fresh(
+            &paths.index,
+            options,
+            small_build(log, &paths.log, options)?,
+        )?;
         let mut index = WritableIndex {
-            db: Some(open_fresh(&paths.index, options)?),
+            db: Some(opened.db),
+            unsynced: opened.unsynced,
+            then: Then::Close,
             path: paths.index.clone(),
             log_path: paths.log.clone(),
             meta: empty_meta(options),
@@ -244,7 +280,7 @@ impl WritableIndex {
         let plan = self.load(log, log_len, options)?;
         if let Plan::Rebuild(reason) = &plan {
             let damaged = matches!(reason, StaleReason::Unreadable { .. });
-            self.reset(options, damaged)?;
+            self.reset(log, options, damaged)?;
         }
         Ok(plan)
     }
@@ -262,7 +298,7 @@ impl WritableIndex {
             Err(e @ (IndexError::Storage { .. } | IndexError::Damaged { .. })) => {
                 // The index broke while we wrote to it: rebuild it from the log, once.
                 tracing::warn!(index = %self.path.display(), error = %e, "index failed while being written; rebuilding it");
-                self.reset(options, true)?;
+                self.reset(log, options, true)?;
                 let work = self.catch_up(log, log_len, options, progress)?;
                 let reason = StaleReason::Unreadable {
                     detail: e.to_string(),
@@ -286,16 +322,45 @@ impl WritableIndex {
             self.refresh_windows(log)?;
             self.commit_buffer()?;
         }
+        if self.then == Then::Write {
+            self.make_durable(options)?;
+        }
         outcome.trace(&self.path);
         Ok(outcome)
     }
 
+    /// Ends an unsynced build (see [`UnsyncedBuild`]): the file is synced once and its marker
+    /// removed, and from now on every commit syncs as usual.
+    fn make_durable(&mut self, options: &IndexOptions) -> Result<(), IndexError> {
+        match self.unsynced.take() {
+            Some(unsynced) => unsynced
+                .finish(options.faults.as_ref())
+                .map_err(|e| redb_failure(&self.path, redb::Error::Io(e))),
+            None => Ok(()),
+        }
+    }
+
     /// Replaces the index file with an empty one. The old database is closed, or leaked if it
     /// is damaged (closing a damaged database can panic).
-    fn reset(&mut self, options: &IndexOptions, damaged: bool) -> Result<(), Unwritable> {
+    fn reset(
+        &mut self,
+        log: &File,
+        options: &IndexOptions,
+        damaged: bool,
+    ) -> Result<(), Unwritable> {
+        if let Some(unsynced) = self.unsynced.take() {
+            // The file goes: its durability no longer matters, and the marker about to be
+            // removed with it must not be taken for the next build's.
+            unsynced.abandon();
+        }
         remove_index(&self.path)?;
-        let fresh = open_fresh(&self.path, options)?;
-        if let Some(old) = self.db.replace(fresh) {
+        let fresh = open_fresh(
+            &self.path,
+            options,
+            small_build(log, &self.log_path, options)?,
+        )?;
+        self.unsynced = fresh.unsynced;
+        if let Some(old) = self.db.replace(fresh.db) {
             if damaged {
                 std::mem::forget(old);
             } else {
@@ -635,15 +700,18 @@ impl WritableIndex {
             // fresh file.
             None => return Ok(()),
         }
+        // Closing finished any unsynced build.
+        self.unsynced = None;
         let repair = RepairFlag::default();
         match db::open_writable(
             &self.path,
             &repair,
             options.repair_budget,
             options.faults.as_ref(),
+            false,
         ) {
-            Ok(db) => {
-                self.db = Some(db);
+            Ok(opened) => {
+                self.db = Some(opened.db);
                 Ok(())
             }
             Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
@@ -656,6 +724,9 @@ impl WritableIndex {
     /// Closes the database, reporting errors that dropping it would swallow.
     pub(crate) fn close(mut self) -> Result<(), IndexError> {
         self.settle();
+        // Closing the database finishes an unsynced build (its backend syncs the file while it
+        // still holds the file's locks).
+        self.unsynced = None;
         match self.db.take() {
             Some(db) => close_contained(db, &self.path),
             None => Ok(()),
@@ -944,17 +1015,30 @@ fn remove_index(path: &Path) -> Result<(), Unwritable> {
         }
     }
     let _ = std::fs::remove_file(CommitMarker::path(path));
+    UnsyncedBuild::remove_marker(path);
     Ok(())
 }
 
-fn open_fresh(path: &Path, options: &IndexOptions) -> Result<Database, Unwritable> {
+/// Whether a build of this log from scratch is one commit (at most `commit_bytes`), small
+/// enough to run unsynced and cheap to redo if a power cut tears it ([`UnsyncedBuild`]).
+/// Larger builds commit durably as they go, so a crash keeps their progress.
+fn small_build(log: &File, log_path: &Path, options: &IndexOptions) -> Result<bool, IndexError> {
+    Ok(log_len(log, log_path)? <= options.commit_bytes)
+}
+
+fn open_fresh(
+    path: &Path,
+    options: &IndexOptions,
+    defer_syncs: bool,
+) -> Result<Opened, Unwritable> {
     match db::open_writable(
         path,
         &RepairFlag::default(),
         options.repair_budget,
         options.faults.as_ref(),
+        defer_syncs,
     ) {
-        Ok(db) => Ok(db),
+        Ok(opened) => Ok(opened),
         Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
         Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
         Err(WritableOpenError::Damaged(detail)) => Err(Unwritable::Failed(storage(path, detail))),

@@ -14,7 +14,7 @@ use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use super::db::{self, guarded};
 use super::maintain::{
-    Progress, Unwritable, WritableIndex, expected, log_len, log_read, redb_failure, storage,
+    Progress, Then, Unwritable, WritableIndex, expected, log_len, log_read, redb_failure, storage,
 };
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
@@ -93,7 +93,7 @@ impl Index {
                 IndexOutcome::Fresh,
             ));
         }
-        let why = match WritableIndex::open(paths, &log, options, progress) {
+        let why = match WritableIndex::open(paths, &log, options, Then::Close, progress) {
             Ok((index, outcome)) => {
                 let (mut meta, mut types, repaired) =
                     (index.meta.clone(), index.types.clone(), index.repaired);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::maintain::{Unwritable, WritableIndex, log_read, storage};
+use super::maintain::{Then, Unwritable, WritableIndex, log_read, storage};
 use super::rows::Row;
 use super::{IndexError, IndexOptions, IndexOutcome};
 use crate::event::{EventFields, Extractor, FoldState, Folded, Folder, LineProblem};
@@ -102,7 +102,13 @@ impl Writer {
             LogWriter::open_with_faults(&paths.log, options.sync, options.index.faults.clone())?;
         let started = Instant::now();
         let (index, outcome) = loop {
-            match WritableIndex::open(paths, log.file(), &options.index, &mut |_, _| {}) {
+            match WritableIndex::open(
+                paths,
+                log.file(),
+                &options.index,
+                Then::Write,
+                &mut |_, _| {},
+            ) {
                 Ok(opened) => break opened,
                 Err(Unwritable::Busy) if started.elapsed() < options.index_wait => {
                     std::thread::sleep(Duration::from_millis(20));
