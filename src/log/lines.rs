@@ -66,9 +66,16 @@ impl<'f> LineScanner<'f> {
         max_line: usize,
         crc_so_far: u32,
     ) -> LineScanner<'f> {
+        // No bigger than the bytes to scan: a reader folding a tail of a few lines should not
+        // pay for a 256 KiB buffer (a fresh mapping, zeroed page by page). Long lines grow it.
+        let span = usize::try_from(limit.saturating_sub(start)).unwrap_or(usize::MAX);
+        let len = CHUNK
+            .min(max_line.saturating_add(1))
+            .min(span.saturating_add(1))
+            .max(4096);
         LineScanner {
             file,
-            buf: vec![0; CHUNK.min(max_line.saturating_add(1)).max(4096)],
+            buf: vec![0; len],
             buf_start: start,
             filled: 0,
             cursor: 0,
