@@ -507,12 +507,41 @@ fn append_lines(log: &Path, lines: &[Vec<u8>], from: usize, n: usize) {
 }
 
 /// 3. Catch-up: N lines appended by another program, indexed on the next open.
+///
+/// `open_after_append` commits them (`max_memory_tail: 0`); `folded_in_memory` is a reader
+/// folding a tail under the default `max_memory_tail` in memory (the tail is committed after
+/// each timed open, outside the timing, so every open starts from a current index).
 fn catch_up(c: &mut Criterion, cfg: &Config, ds: &Dataset, work: &LogPaths, extra: &[Vec<u8>]) {
     let mut g = c.benchmark_group(format!("catch_up/{}", ds.size.label));
     cfg.heavy(&mut g);
-    let opts = IndexOptions::default();
+    let opts = IndexOptions {
+        max_memory_tail: 0,
+        ..IndexOptions::default()
+    };
     let _ = Index::open(work, &opts).unwrap();
     let cursor = Cell::new(0usize);
+    let in_memory = IndexOptions::default();
+    for n in [1usize, 100] {
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::new("folded_in_memory", n), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    append_lines(&work.log, extra, cursor.get(), n);
+                    cursor.set(cursor.get() + n);
+                    let t = Instant::now();
+                    let index = Index::open(work, &in_memory).unwrap();
+                    total += t.elapsed();
+                    assert_eq!(index.outcome().code(), "read_only", "{}", index.outcome());
+                    assert_eq!(index.outcome().work().1, n as u64, "{}", index.outcome());
+                    drop(index);
+                    let committed = Index::open(work, &opts).unwrap();
+                    assert_eq!(committed.outcome().work().1, n as u64);
+                }
+                total
+            })
+        });
+    }
     for n in [0usize, 1, 100, 10_000] {
         g.throughput(Throughput::Elements(n.max(1) as u64));
         g.bench_function(BenchmarkId::new("open_after_append", n), |b| {

@@ -167,6 +167,9 @@ def main():
         else:
             row(f"N = {n:,}: open, and per event", lambda s, n=n, key=key: f"{fmt_time(key(s))}, {fmt_time(key(s) / n)}/ev")
     row("marginal cost per event, (t(10k) - t(1)) / 9,999", lambda s: f"{fmt_time((t(f'catch_up/{s}/open_after_append/10000') - t(f'catch_up/{s}/open_after_append/1')) / 9999)}/ev")
+    for n in [1, 100]:
+        key = lambda s, n=n: t(f"catch_up/{s}/folded_in_memory/{n}")
+        row(f"N = {n:,} folded in memory by a reader (default `max_memory_tail`, nothing written)", lambda s, key=key: fmt_time(key(s)))
     print()
 
     print("### Open + validate\n")

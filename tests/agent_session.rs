@@ -176,7 +176,28 @@ fn stale_index_boundary_is_caught_up_to_the_log() {
     let agent = Agent::with_log(&lines(&[molt(1.0, 1, "agent"), token(2.0, 50, 1, 0)]));
     drop(agent.open_index());
     agent.append_raw(&lines(&[molt(3.0, 2, "agent"), token(4.0, 1000, 1, 0)]));
+    // A small tail is folded in memory (nothing is written), a larger one committed: the
+    // answer is the same.
     let s = agent_session(agent.path(), &SessionRequest::expecting(2)).unwrap();
+    assert_eq!(
+        (s.tier, s.totals.api_calls, s.totals.input_tokens),
+        (Tier::Index, 1, 1000)
+    );
+    assert!(
+        matches!(
+            s.index_outcome,
+            Some(agentlog::index::IndexOutcome::ReadOnly {
+                why: agentlog::index::ReadOnlyReason::SmallTail,
+                tail_events: 2,
+                ..
+            })
+        ),
+        "{:?}",
+        s.index_outcome
+    );
+    let mut request = SessionRequest::expecting(2);
+    request.index.max_memory_tail = 0;
+    let s = agent_session(agent.path(), &request).unwrap();
     assert_eq!(
         (s.tier, s.totals.api_calls, s.totals.input_tokens),
         (Tier::Index, 1, 1000)

@@ -48,9 +48,16 @@ fn commit_marker(agent: &Agent) -> std::path::PathBuf {
     agent.paths.index.with_extension("redb.committing")
 }
 
-/// `agentlog status AGENT --json` in a process of its own (some damage aborts it).
+/// `agentlog status AGENT --json` in a process of its own (some damage aborts it), committing
+/// any new lines (not folding them in memory), so a grown log makes it write to the index.
 fn status_process(agent: &Agent) -> std::process::Output {
-    common::agentlog(&["status", agent.path().to_str().unwrap(), "--json"])
+    common::agentlog(&[
+        "status",
+        agent.path().to_str().unwrap(),
+        "--json",
+        "--max-memory-tail",
+        "0",
+    ])
 }
 
 #[test]
@@ -203,7 +210,11 @@ fn a_marker_left_by_a_dead_commit_makes_the_next_open_rebuild() {
     std::fs::write(&marker, b"").unwrap();
     // Only a writable open acts on the marker: grow the log so the open must catch up.
     agent.append_raw(common::token(1e9, 5, 1, 0).as_bytes());
-    let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    let commit_any_tail = IndexOptions {
+        max_memory_tail: 0,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &commit_any_tail).unwrap();
     assert!(
         matches!(
             index.outcome(),

@@ -13,8 +13,64 @@ use agentlog::session::{SessionRequest, Tier, agent_session_at};
 use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle, synthetic};
 use redb::ReadableTable;
 
+/// Opens as a reader that commits any new lines: these tests check what that open finds and
+/// does. Folding a small tail in memory instead is tested on its own
+/// (`a_small_tail_is_folded_in_memory_and_nothing_is_written`).
 fn open(agent: &Agent) -> Index {
-    agent.open_index()
+    Index::open(&agent.paths, &commit_any_tail()).expect("open the index")
+}
+
+fn commit_any_tail() -> IndexOptions {
+    IndexOptions {
+        max_memory_tail: 0,
+        ..IndexOptions::default()
+    }
+}
+
+#[test]
+fn a_small_tail_is_folded_in_memory_and_nothing_is_written() {
+    let agent = Agent::with_log(&big_log());
+    drop(open(&agent));
+    let committed = std::fs::read(&agent.paths.index).unwrap();
+    let extra = synthetic(3, 5);
+    let extra_events = extra.iter().filter(|&&b| b == b'\n').count() as u64;
+    agent.append_raw(&extra);
+    agent.append_raw(b"{\"type\": \"llm_response\", \"input_tokens\": 4");
+    let options = IndexOptions {
+        max_memory_tail: extra.len() as u64 + 100,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &options).unwrap();
+    assert_eq!(
+        index.outcome(),
+        &IndexOutcome::ReadOnly {
+            why: ReadOnlyReason::SmallTail,
+            tail_bytes: extra.len() as u64,
+            tail_events: extra_events,
+        }
+    );
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    assert!(
+        std::fs::read(&agent.paths.index).unwrap() == committed,
+        "folding a small tail wrote to the index"
+    );
+    // Past the limit (the torn line completed and more appended), the open commits it all.
+    agent.append_raw(b", \"output_tokens\": 1}\n");
+    agent.append_raw(&synthetic(3, 6));
+    let index = Index::open(&agent.paths, &options).unwrap();
+    match index.outcome() {
+        IndexOutcome::CaughtUp { bytes, .. } => {
+            assert_eq!(*bytes, agent.log().len() as u64 - big_log().len() as u64)
+        }
+        other => panic!("expected a catch-up, got {other:?}"),
+    }
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    assert_eq!(
+        Index::open(&agent.paths, &options).unwrap().outcome(),
+        &IndexOutcome::Fresh
+    );
 }
 
 fn rebuilt_reason(index: &Index) -> StaleReason {

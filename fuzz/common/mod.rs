@@ -312,7 +312,15 @@ pub fn check_index_open(paths: &LogPaths, oracle: &Oracle, options: &IndexOption
         // rebuilds the index if it can ("a corrupt index is rebuilt, never believed"). So the
         // next open must give a sound index: rebuilt by that query (Fresh now) or by the open.
         Err(e @ agentlog::index::IndexError::Damaged { .. })
-            if matches!(outcome, IndexOutcome::Fresh | IndexOutcome::CaughtUp { .. }) =>
+            if matches!(
+                outcome,
+                IndexOutcome::Fresh
+                    | IndexOutcome::CaughtUp { .. }
+                    | IndexOutcome::ReadOnly {
+                        why: agentlog::index::ReadOnlyReason::SmallTail,
+                        ..
+                    }
+            ) =>
         {
             drop(index);
             note(&format!("rows found damaged after a {outcome} open: {e}"));

@@ -56,7 +56,12 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         });
         bar.set_position(done);
     };
-    let index = Index::open_with_progress(&paths, &IndexOptions::default(), &mut progress)?;
+    // Asked to bring the index up to date: commit even a small tail.
+    let options = IndexOptions {
+        max_memory_tail: 0,
+        ..IndexOptions::default()
+    };
+    let index = Index::open_with_progress(&paths, &options, &mut progress)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -30,6 +30,10 @@ pub struct Args {
     /// Accept a latest boundary without a valid molt_count as the expected generation.
     #[arg(long)]
     trust_legacy_boundaries: bool,
+    /// Fold at most this many unindexed bytes in memory instead of committing them to the
+    /// index (0: commit any new lines).
+    #[arg(long, value_name = "BYTES", default_value_t = agentlog::index::DEFAULT_MAX_MEMORY_TAIL)]
+    max_memory_tail: u64,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -74,6 +78,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     request.expected_molt_count = expected;
     request.trust_unverifiable_boundaries = args.trust_legacy_boundaries;
     request.reverse_scan_bytes = args.reverse_scan_bytes;
+    request.index.max_memory_tail = args.max_memory_tail;
     if let Some(tier) = args.tier {
         request.start_tier = tier.into();
     }

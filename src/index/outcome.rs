@@ -95,6 +95,9 @@ pub enum ReadOnlyReason {
     NotWritable(String),
     /// The caller asked for read-only access.
     Requested,
+    /// The unindexed tail was no longer than `IndexOptions::max_memory_tail`: folded in memory,
+    /// cheaper than committing it (the next open that finds more commits it).
+    SmallTail,
 }
 
 impl fmt::Display for ReadOnlyReason {
@@ -105,6 +108,9 @@ impl fmt::Display for ReadOnlyReason {
             }
             ReadOnlyReason::NotWritable(detail) => write!(f, "index not writable: {detail}"),
             ReadOnlyReason::Requested => f.write_str("read-only access requested"),
+            ReadOnlyReason::SmallTail => {
+                f.write_str("a small unindexed tail, folded in memory instead of committed")
+            }
         }
     }
 }

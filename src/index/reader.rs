@@ -74,24 +74,32 @@ impl Index {
         if options.read_only {
             return Index::open_read_only(paths, options, log, ReadOnlyReason::Requested);
         }
-        // An index that already covers the log needs no write access: a writable open and
-        // close costs several fsyncs in redb's multi-process mode, a read-only one none.
+        // An index that already covers the log, or all but a small tail of it, needs no write
+        // access: a writable open, commit and close cost several fsyncs in redb's
+        // multi-process mode, a read-only one none.
         if let Look::Valid {
             db,
             meta,
             types,
-            current: true,
+            current,
         } = look(paths, options, &log)?
         {
-            return Ok(Index::from_look(
-                paths,
-                options,
-                log,
-                db,
-                *meta,
-                types,
-                IndexOutcome::Fresh,
-            ));
+            if current {
+                return Ok(Index::from_look(
+                    paths,
+                    options,
+                    log,
+                    db,
+                    *meta,
+                    types,
+                    IndexOutcome::Fresh,
+                ));
+            }
+            let tail = log_len(&log, &paths.log)?.saturating_sub(meta.watermark());
+            if tail <= options.max_memory_tail {
+                let why = ReadOnlyReason::SmallTail;
+                return Index::with_tail(paths, options, log, db, *meta, types, why);
+            }
         }
         let why = match WritableIndex::open(paths, &log, options, Then::Close, progress) {
             Ok((index, outcome)) => {
@@ -161,7 +169,7 @@ impl Index {
         let (db, meta, types) = match look(paths, options, &log)? {
             Look::Valid {
                 db, meta, types, ..
-            } => (db, *meta, types),
+            } => (db, meta, types),
             Look::Stale(reason) => {
                 return Err(IndexError::StaleReadOnly {
                     path: paths.index.clone(),
@@ -176,6 +184,20 @@ impl Index {
                 });
             }
         };
+        Index::with_tail(paths, options, log, db, *meta, types, why)
+    }
+
+    /// Uses the last commit as it is (`meta`, validated), folding the bytes after it in
+    /// memory.
+    fn with_tail(
+        paths: &LogPaths,
+        options: &IndexOptions,
+        log: File,
+        db: ReadOnlyDatabase,
+        meta: Meta,
+        types: TypeMap,
+        why: ReadOnlyReason,
+    ) -> Result<Index, IndexError> {
         let log_len = log_len(&log, &paths.log)?;
         let (state, tail, bytes, events) =
             fold_tail(&log, &meta.fold, log_len, options).map_err(|e| log_read(&paths.log, e))?;
