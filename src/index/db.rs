@@ -120,7 +120,7 @@ pub(crate) fn open_writable(
         .open(path)
         .map_err(|e| classify(DatabaseError::Storage(StorageError::Io(e))))?;
     let unsynced = match file.metadata() {
-        Ok(meta) if defer_syncs && meta.len() == 0 => UnsyncedBuild::start(path, &file),
+        Ok(meta) if defer_syncs && meta.len() == 0 => UnsyncedBuild::new(path, &file),
         _ => None,
     };
     let opened = guarded("opening the index", || {
@@ -134,8 +134,6 @@ pub(crate) fn open_writable(
     .map_err(WritableOpenError::Damaged)?;
     match opened {
         Ok(db) => Ok(Opened { db, unsynced }),
-        // Another process holds the file: the marker may now be its own, so leave it (at worst
-        // it costs one rebuild of a small index).
         Err(e) => Err(classify(e)),
     }
 }
@@ -150,14 +148,18 @@ pub(crate) fn open_writable(
 /// loss could leave a torn file, and that is what the marker is for.
 ///
 /// The marker, `<index>.unsynced`, is created and made durable (a sync of the directory, which
-/// also makes the index file's own name durable) before redb writes anything, and removed only
-/// after `finish` has synced the file. A marker found by the next process to hold the index for
-/// writing means the file may be torn: it is rebuilt. A read-only open refuses to use a file
-/// with a marker beside it.
+/// also makes the index file's own name durable) at redb's first write, which comes after redb
+/// took the file's writer lock (so a process that loses the race for a new file never leaves a
+/// marker), and only if the file is still empty then; it is removed only after `finish` has
+/// synced the file. A marker found by the next process to hold the index for writing means the
+/// file may be torn: it is rebuilt. A read-only open refuses to use a file with a marker
+/// beside it.
 #[derive(Debug)]
 pub(crate) struct UnsyncedBuild {
-    /// Whether syncs are still being skipped.
+    /// Whether syncs are being skipped: from the marker's creation to `finish` or `abandon`.
     deferring: AtomicBool,
+    /// Runs the first write's check: create the marker, or build with synced commits.
+    begun: std::sync::Once,
     /// The index file (a second handle), for the one sync that ends the build.
     file: File,
     marker: PathBuf,
@@ -181,24 +183,39 @@ impl UnsyncedBuild {
         let _ = std::fs::remove_file(UnsyncedBuild::marker(index));
     }
 
-    /// Creates the durable marker. `None` (and ordinary synced commits) if it cannot be made
-    /// durable.
-    fn start(index: &Path, file: &File) -> Option<Arc<UnsyncedBuild>> {
-        let marker = UnsyncedBuild::marker(index);
-        let made = File::create(&marker).and_then(|_| sync_parent(index));
-        let file = made.and_then(|()| file.try_clone());
-        match file {
-            Ok(file) => Some(Arc::new(UnsyncedBuild {
-                deferring: AtomicBool::new(true),
-                file,
-                marker,
-            })),
-            Err(e) => {
-                tracing::debug!(index = %index.display(), error = %e, "cannot make the unsynced-build marker durable; building with synced commits");
-                let _ = std::fs::remove_file(&marker);
-                None
+    /// A build that will skip syncs once [`UnsyncedBuild::begin`] has made its marker durable.
+    /// `None` (ordinary synced commits) if the file cannot be reopened for the final sync.
+    fn new(index: &Path, file: &File) -> Option<Arc<UnsyncedBuild>> {
+        let file = file.try_clone().ok()?;
+        Some(Arc::new(UnsyncedBuild {
+            deferring: AtomicBool::new(false),
+            begun: std::sync::Once::new(),
+            file,
+            marker: UnsyncedBuild::marker(index),
+        }))
+    }
+
+    /// Called before every write (only the first one acts): if the file is still empty,
+    /// creates the durable marker and starts skipping syncs; otherwise (another process wrote
+    /// it first, or the marker cannot be made durable) every sync stays.
+    fn begin(&self) {
+        self.begun.call_once(|| {
+            if !self.file.metadata().is_ok_and(|m| m.len() == 0) {
+                return;
             }
-        }
+            match File::create(&self.marker).and_then(|_| sync_parent(&self.marker)) {
+                Ok(()) => self.deferring.store(true, Ordering::SeqCst),
+                Err(e) => {
+                    tracing::debug!(marker = %self.marker.display(), error = %e, "cannot make the unsynced-build marker durable; building with synced commits");
+                    let _ = std::fs::remove_file(&self.marker);
+                }
+            }
+        });
+    }
+
+    /// Whether syncs are being skipped now.
+    pub(crate) fn is_deferring(&self) -> bool {
+        self.deferring.load(Ordering::SeqCst)
     }
 
     /// Ends the build: later syncs go to the disk, this one syncs everything written so far,
@@ -222,15 +239,12 @@ impl UnsyncedBuild {
     /// Stops skipping syncs without syncing or removing the marker: for a file about to be
     /// unlinked, whose marker goes with it.
     pub(crate) fn abandon(&self) {
+        self.begun.call_once(|| {});
         self.deferring.store(false, Ordering::SeqCst);
-    }
-
-    fn deferring(&self) -> bool {
-        self.deferring.load(Ordering::SeqCst)
     }
 }
 
-/// Makes a new name in `path`'s directory durable.
+/// Makes the names in `path`'s directory durable (`path` itself and its siblings).
 fn sync_parent(path: &Path) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -262,12 +276,15 @@ impl StorageBackend for IndexBackend {
         if let Some(faults) = &self.faults {
             faults.index_write()?;
         }
+        if let Some(unsynced) = &self.unsynced {
+            unsynced.begin();
+        }
         self.inner.set_len(len)
     }
 
     fn sync_data(&self) -> Result<(), std::io::Error> {
         // A skipped sync never reaches the disk, so an injected disk fault cannot hit it.
-        if self.unsynced.as_ref().is_some_and(|u| u.deferring()) {
+        if self.unsynced.as_ref().is_some_and(|u| u.is_deferring()) {
             return Ok(());
         }
         if let Some(faults) = &self.faults {
@@ -279,6 +296,9 @@ impl StorageBackend for IndexBackend {
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
         if let Some(faults) = &self.faults {
             faults.index_write()?;
+        }
+        if let Some(unsynced) = &self.unsynced {
+            unsynced.begin();
         }
         self.inner.write(offset, data)
     }
@@ -365,5 +385,40 @@ fn classify(error: DatabaseError) -> WritableOpenError {
             _ => WritableOpenError::NotWritable(io.to_string()),
         },
         other => WritableOpenError::Damaged(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a file still empty at the first write is built unsynced; a file someone else wrote
+    /// first keeps every sync and gets no marker.
+    #[test]
+    fn an_unsynced_build_begins_only_on_an_empty_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("events.index.redb");
+        let marker = UnsyncedBuild::marker(&index);
+
+        let file = File::create(&index).unwrap();
+        let build = UnsyncedBuild::new(&index, &file).unwrap();
+        assert!(!build.is_deferring() && !marker.exists(), "nothing before a write");
+        build.begin();
+        assert!(build.is_deferring() && marker.exists());
+        build.finish(None).unwrap();
+        assert!(!build.is_deferring() && !marker.exists());
+        build.begin();
+        assert!(!build.is_deferring(), "begins once");
+
+        std::fs::write(&index, b"written by another process").unwrap();
+        let build = UnsyncedBuild::new(&index, &file).unwrap();
+        build.begin();
+        assert!(!build.is_deferring() && !marker.exists());
+
+        std::fs::write(&index, b"").unwrap();
+        let build = UnsyncedBuild::new(&index, &file).unwrap();
+        build.abandon();
+        build.begin();
+        assert!(!build.is_deferring() && !marker.exists(), "abandoned before it began");
     }
 }

@@ -176,9 +176,9 @@ impl WritableIndex {
             defer_syncs,
         ) {
             // Holding the index for writing, a marker left behind is a dead process's (or a
-            // power cut's). A new file's unsynced-build marker is our own.
+            // power cut's). The marker of a new file this open is building unsynced is its own.
             Ok(opened)
-                if opened.unsynced.is_none()
+                if !opened.unsynced.as_ref().is_some_and(|u| u.is_deferring())
                     && (CommitMarker::left_behind(path) || UnsyncedBuild::left_behind(path)) =>
             {
                 tracing::warn!(index = %path.display(), "a commit to the index never finished; rebuilding it");
