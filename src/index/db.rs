@@ -402,7 +402,10 @@ mod tests {
 
         let file = File::create(&index).unwrap();
         let build = UnsyncedBuild::new(&index, &file).unwrap();
-        assert!(!build.is_deferring() && !marker.exists(), "nothing before a write");
+        assert!(
+            !build.is_deferring() && !marker.exists(),
+            "nothing before a write"
+        );
         build.begin();
         assert!(build.is_deferring() && marker.exists());
         build.finish(None).unwrap();
@@ -419,6 +422,9 @@ mod tests {
         let build = UnsyncedBuild::new(&index, &file).unwrap();
         build.abandon();
         build.begin();
-        assert!(!build.is_deferring() && !marker.exists(), "abandoned before it began");
+        assert!(
+            !build.is_deferring() && !marker.exists(),
+            "abandoned before it began"
+        );
     }
 }
