@@ -108,9 +108,7 @@ impl fmt::Display for ReadOnlyReason {
             }
             ReadOnlyReason::NotWritable(detail) => write!(f, "index not writable: {detail}"),
             ReadOnlyReason::Requested => f.write_str("read-only access requested"),
-            ReadOnlyReason::SmallTail => {
-                f.write_str("too few new lines to be worth a commit")
-            }
+            ReadOnlyReason::SmallTail => f.write_str("too few new lines to be worth a commit"),
         }
     }
 }
