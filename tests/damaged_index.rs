@@ -210,11 +210,7 @@ fn a_marker_left_by_a_dead_commit_makes_the_next_open_rebuild() {
     std::fs::write(&marker, b"").unwrap();
     // Only a writable open acts on the marker: grow the log so the open must catch up.
     agent.append_raw(common::token(1e9, 5, 1, 0).as_bytes());
-    let commit_any_tail = IndexOptions {
-        max_memory_tail: 0,
-        ..IndexOptions::default()
-    };
-    let index = Index::open(&agent.paths, &commit_any_tail).unwrap();
+    let index = agent.open_index_committing();
     assert!(
         matches!(
             index.outcome(),

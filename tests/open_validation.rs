@@ -17,14 +17,7 @@ use redb::ReadableTable;
 /// does. Folding a small tail in memory instead is tested on its own
 /// (`a_small_tail_is_folded_in_memory_and_nothing_is_written`).
 fn open(agent: &Agent) -> Index {
-    Index::open(&agent.paths, &commit_any_tail()).expect("open the index")
-}
-
-fn commit_any_tail() -> IndexOptions {
-    IndexOptions {
-        max_memory_tail: 0,
-        ..IndexOptions::default()
-    }
+    agent.open_index_committing()
 }
 
 #[test]

@@ -158,11 +158,7 @@ fn dropping_without_close_loses_nothing() {
     }
     // The next open (committing any new lines, not folding a small tail in memory) indexes
     // the ten events the dropped writer never committed.
-    let commit_any_tail = agentlog::index::IndexOptions {
-        max_memory_tail: 0,
-        ..agentlog::index::IndexOptions::default()
-    };
-    let index = agentlog::index::Index::open(&agent.paths, &commit_any_tail).unwrap();
+    let index = agent.open_index_committing();
     assert!(
         matches!(index.outcome(), IndexOutcome::CaughtUp { events: 10, .. }),
         "{:?}",

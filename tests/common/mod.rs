@@ -62,6 +62,16 @@ impl Agent {
         Index::open(&self.paths, &IndexOptions::default()).expect("open index")
     }
 
+    /// Opens as a reader that commits any new lines (`max_memory_tail: 0`) instead of folding
+    /// a small tail in memory: for tests of what a committing open finds and does.
+    pub fn open_index_committing(&self) -> Index {
+        let options = IndexOptions {
+            max_memory_tail: 0,
+            ..IndexOptions::default()
+        };
+        Index::open(&self.paths, &options).expect("open index")
+    }
+
     pub fn write_manifest(&self, molt_count: u64) {
         std::fs::write(
             self.path().join(".agent.json"),
