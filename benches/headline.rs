@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --bin agentlog          # for the whole-process figure
 //! cargo bench --bench headline                  # 1 MB and 10 MB logs
-//! AGENTLOG_BENCH_SIZES=1mb,100mb,1gb cargo bench --bench headline
+//! AGENTLOG_BENCH_SIZES=1mb,10mb,100mb,1gb cargo bench --bench headline   # docs/PERFORMANCE.md
 //! AGENTLOG_BENCH_SMOKE=1 cargo bench --bench headline   # CI smoke: 1 MB, short timings
 //! python3 benches/summarize.py                  # the results table, from target/criterion
 //! ```
@@ -124,7 +124,7 @@ fn main() {
         catch_up(&mut c, &cfg, &ds, &work, &extra);
         open(&mut c, &cfg, &ds, &work);
         hardware(&mut c, &cfg, &ds);
-        memory_and_disk(&ds);
+        memory_and_disk(&cfg, &ds);
         report(&format!("load/{}/end", size.label), json!(loadavg()));
         ds.drop_scratch();
         data::save_report();
@@ -443,14 +443,19 @@ fn build(c: &mut Criterion, cfg: &Config, ds: &Dataset, extra: &[Vec<u8>]) {
             })
         });
     } else {
+        // In a child, which also gives its peak memory (`memory_and_disk` skips it then).
         let _ = fs::remove_file(&target);
-        let t = Instant::now();
-        let stats = sidecar::offline_rebuild(&ds.paths.log, &target).unwrap();
-        phases.borrow_mut().push(stats);
+        let job = PathBuf::from("sidecar_rebuild");
+        let out = child::run_json("peak", &[&job, &ds.paths.log, &target]);
         report(
             &format!("oneshot/{label}/sidecar_offline_rebuild_secs"),
-            json!(t.elapsed().as_secs_f64()),
+            out["secs"].clone(),
         );
+        report(
+            &format!("build/{label}/sidecar_offline_rebuild_phases"),
+            out["answer"].clone(),
+        );
+        report(&format!("memory/{label}/sidecar_rebuild"), out);
     }
     let _ = fs::remove_file(&target);
     if let Some(p) = phases.borrow().last() {
@@ -650,14 +655,35 @@ fn hardware(c: &mut Criterion, cfg: &Config, ds: &Dataset) {
     g.finish();
 }
 
-/// 7. Peak RSS of a full build (in a child process), and sizes on disk.
-fn memory_and_disk(ds: &Dataset) {
+/// 7. Peak RSS of each approach's job (a child process each), and sizes on disk.
+fn memory_and_disk(cfg: &Config, ds: &Dataset) {
     let label = &ds.size.label;
     let index = ds.dir.join("scratch/memory.index.redb");
     let base = child::run_json("baseline", &[]);
     let built = child::run_json("build", &[&ds.paths.log, &index]);
     report(&format!("memory/{label}/baseline"), base);
     report(&format!("memory/{label}/build"), built);
+    let molts = PathBuf::from(ds.molt_count.to_string());
+    let rebuilt = ds.dir.join("scratch/memory.sqlite");
+    let sidecar_db = ds.sidecar();
+    for job in child::PEAK_JOBS {
+        let job_path = PathBuf::from(job);
+        let args: Vec<&Path> = match job {
+            "ours_answer" | "ours_reverse_scan" | "ours_full_scan" => {
+                vec![&job_path, &ds.dir, &molts]
+            }
+            "ref_reverse_scan" | "ref_full_scan" => vec![&job_path, &ds.paths.log],
+            "sidecar_pair" => vec![&job_path, &sidecar_db, &molts],
+            // Above the one-shot size, `build` ran this child already (its one timed rebuild).
+            _ if ds.log_len > cfg.oneshot_above => continue,
+            _ => vec![&job_path, &ds.paths.log, &rebuilt],
+        };
+        report(
+            &format!("memory/{label}/{job}"),
+            child::run_json("peak", &args),
+        );
+    }
+    let _ = fs::remove_file(&rebuilt);
     let len = |p: &Path| fs::metadata(p).map_or(0, |m| m.len());
     let (log, idx, sqlite) = (len(&ds.paths.log), len(&index), len(&ds.sidecar()));
     report(

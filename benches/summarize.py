@@ -186,6 +186,23 @@ def main():
     mem = lambda s: rep[f"memory/{s}/build"]
     row("peak RSS of a full build (VmHWM, child process)", lambda s: f"{mem(s)['vmhwm_kib'] / 1024:.1f} MiB")
     row("  of which above process start-up", lambda s: f"{(mem(s)['vmhwm_kib'] - mem(s)['startup_vmhwm_kib']) / 1024:.1f} MiB")
+    jobs = [
+        ("ours_answer", "ours: open + validate + answer (index tier)"),
+        ("ours_reverse_scan", "ours: reverse-scan tier"),
+        ("ours_full_scan", "ours: full-scan tier"),
+        ("sidecar_pair", "sidecar: the query pair, new connections"),
+        ("sidecar_rebuild", "sidecar: offline rebuild"),
+        ("ref_reverse_scan", "reference reverse scan (plain, 8 MiB tail)"),
+        ("ref_full_scan", "reference full scan (plain)"),
+    ]
+    for job, label in jobs:
+        def peak(s, job=job):
+            m = rep.get(f"memory/{s}/{job}")
+            if not m:
+                return "n/a"
+            above = (m["vmhwm_kib"] - m["startup_vmhwm_kib"]) / 1024
+            return f"{m['vmhwm_kib'] / 1024:.1f} MiB ({above:.1f} above start-up)"
+        row(f"peak RSS, {label}", peak)
     row("index size / log size", lambda s: f"{disk(s, 'index_bytes') / 1e6:.1f} MB = {100 * disk(s, 'index_over_log'):.1f}%")
     row("sidecar size / log size", lambda s: f"{disk(s, 'sidecar_bytes') / 1e6:.1f} MB = {100 * disk(s, 'sidecar_over_log'):.1f}%")
     print()

@@ -1,5 +1,6 @@
 //! Child-process modes of the benchmark binary itself (`AGENTLOG_BENCH_CHILD=<mode>`), so the
-//! parent can kill a writer with SIGKILL or read a build's peak memory in isolation.
+//! parent can kill a writer with SIGKILL or read the peak memory of one approach's job (ours
+//! and the peers') in isolation.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -8,9 +9,11 @@ use std::time::{Duration, Instant};
 
 use agentlog::index::{CommitPolicy, Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::{LogPaths, SyncPolicy};
+use agentlog::session::{SessionRequest, Tier, agent_session_at};
 use serde_json::{Value, json};
 
 use super::data::{extra_lines, self_memory_kib};
+use super::{reference, sidecar};
 
 const MODE: &str = "AGENTLOG_BENCH_CHILD";
 
@@ -31,6 +34,7 @@ pub fn run_if_child() -> bool {
                 Index::open(&paths, &IndexOptions::default()).expect("child: open");
             }
         }
+        Some("peak") => peak(&args),
         Some("baseline") => {
             let (hwm, rss) = self_memory_kib();
             println!("{}", json!({"vmhwm_kib": hwm, "vmrss_kib": rss}));
@@ -120,6 +124,67 @@ fn build(log: &Path, index: &Path) {
         "{}",
         json!({"vmhwm_kib": hwm, "vmrss_kib": rss, "startup_vmhwm_kib": base_hwm, "secs": secs,
                "outcome": opened.outcome().code(), "events": opened.state().events})
+    );
+}
+
+/// The jobs whose peak memory `peak` measures, each once in a fresh process.
+pub const PEAK_JOBS: [&str; 7] = [
+    "ours_answer",
+    "ours_reverse_scan",
+    "ours_full_scan",
+    "ref_reverse_scan",
+    "ref_full_scan",
+    "sidecar_pair",
+    "sidecar_rebuild",
+];
+
+/// `peak JOB PATH [ARG]`: runs one job of [`PEAK_JOBS`] once and prints its peak RSS (VmHWM,
+/// which includes the process's start-up, reported apart), its time and its answer.
+/// - `ours_answer`, `ours_reverse_scan`, `ours_full_scan`: `agent_session_at` on the agent
+///   directory PATH, starting at that tier; ARG is the expected molt count.
+/// - `ref_reverse_scan`, `ref_full_scan`: the reference's plain scans of the log PATH.
+/// - `sidecar_pair`: the kernel's query pair on the sidecar PATH (new connections); ARG is
+///   the molt count.
+/// - `sidecar_rebuild`: the offline rebuild of the log PATH into the sidecar ARG.
+fn peak(args: &[PathBuf]) {
+    let job = args[0].to_str().expect("a job name");
+    let path = &args[1];
+    let (startup_hwm, _) = self_memory_kib();
+    let started = Instant::now();
+    let answer = match job {
+        "ours_answer" | "ours_reverse_scan" | "ours_full_scan" => {
+            let mut req = SessionRequest::expecting(arg_num(&args[2]) as u64);
+            req.start_tier = match job {
+                "ours_answer" => Tier::Index,
+                "ours_reverse_scan" => Tier::ReverseScan,
+                _ => Tier::FullScan,
+            };
+            let paths = LogPaths::for_agent_dir(path);
+            let a = agent_session_at(&paths, &req).expect("child: agent_session_at");
+            json!({"tier": a.tier.as_str(), "api_calls": a.totals.api_calls})
+        }
+        "ref_reverse_scan" => {
+            let s = reference::reverse_scan(path, reference::MAX_SCAN_BYTES);
+            json!({"api_calls": s.map(|s| s.api_calls)})
+        }
+        "ref_full_scan" => json!({"api_calls": reference::full_scan(path).api_calls}),
+        "sidecar_pair" => {
+            let a = sidecar::pair_fresh_connections(path, arg_num(&args[2]) as u64);
+            json!({"api_calls": a.map(|a| a.api_calls)})
+        }
+        "sidecar_rebuild" => {
+            let stats = sidecar::offline_rebuild(path, &args[2]).expect("child: rebuild");
+            json!({"rows": stats.rows, "import_secs": stats.import.as_secs_f64(),
+                   "integrity_checkpoint_replace_secs": stats.finish.as_secs_f64()})
+        }
+        other => panic!("unknown peak job {other:?}"),
+    };
+    let secs = started.elapsed().as_secs_f64();
+    let (hwm, rss) = self_memory_kib();
+    println!(
+        "{}",
+        json!({"vmhwm_kib": hwm, "vmrss_kib": rss, "startup_vmhwm_kib": startup_hwm,
+               "secs": secs, "answer": answer})
     );
 }
 
