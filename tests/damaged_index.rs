@@ -418,3 +418,52 @@ fn unsynced_marker_is_never_believed(agent: &Agent, marker: &std::path::Path, wh
     assert_eq!(index.watermark(), agent.log().len() as u64);
     assert_index_matches_oracle(&index, &agent.log());
 }
+
+/// A read-only reader (`verify`) that reads a damaged row reports it and leaves the file as
+/// it is; the next reader free to write rebuilds it.
+#[test]
+fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
+    use redb::ReadableTable;
+    let agent = Agent::with_log(&common::lines(&[
+        common::molt(1.0, 1, "agent"),
+        common::token(2.0, 5, 1, 0),
+        common::molt(3.0, 2, "agent"),
+        common::token(5.0, 7, 1, 0),
+    ]));
+    drop(agent.open_index());
+    {
+        let db = redb::Database::builder()
+            .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+            .create(&agent.paths.index)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(agentlog::index::schema::BOUNDARIES).unwrap();
+            let mut row = table.get(1).unwrap().unwrap().value().to_vec();
+            row[0] ^= 0xff;
+            table.insert(1, row.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let before = std::fs::read(&agent.paths.index).unwrap();
+    let options = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    let reader = Index::open(&agent.paths, &options).unwrap();
+    assert!(matches!(
+        reader.boundaries(),
+        Err(IndexError::Damaged { .. })
+    ));
+    drop(reader);
+    assert_eq!(std::fs::read(&agent.paths.index).unwrap(), before);
+    let out = common::agentlog(&["verify", agent.path().to_str().unwrap(), "--deep", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read(&agent.paths.index).unwrap(), before);
+    // A reader free to write rebuilds it when it meets the row.
+    let writer_free = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert!(writer_free.boundaries().is_err());
+    drop(writer_free);
+    let healed = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert_index_matches_oracle(&healed, &agent.log());
+}

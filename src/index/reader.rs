@@ -276,11 +276,14 @@ impl Index {
     }
 
     /// Reports a damaged row, and rebuilds the index from the log if this process can write
-    /// it, so the next open is sound (a corrupt index is rebuilt, never believed).
+    /// it and was not asked to leave it alone (`read_only`), so the next open is sound (a
+    /// corrupt index is rebuilt, never believed).
     fn damaged(&self, detail: impl Into<String>) -> IndexError {
         let detail = detail.into();
         tracing::warn!(index = %self.paths.index.display(), %detail, "damaged index row");
-        if let Ok(log) = open_for_read(&self.paths.log) {
+        if self.options.read_only {
+            // `verify` reports the damage; a reader free to write rebuilds it when it meets it.
+        } else if let Ok(log) = open_for_read(&self.paths.log) {
             let reason = StaleReason::Unreadable {
                 detail: detail.clone(),
             };
