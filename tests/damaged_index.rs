@@ -419,6 +419,97 @@ fn unsynced_marker_is_never_believed(agent: &Agent, marker: &std::path::Path, wh
     assert_index_matches_oracle(&index, &agent.log());
 }
 
+/// A row whose key changed (a flipped bit under redb's page checksum, which redb verifies only
+/// while repairing), or whose seq points elsewhere (that table's values carry no checksum),
+/// passes every check on open. Comparing every table with a rebuild (`verify --deep`) finds
+/// it, names the table, and writes nothing beside the log.
+#[test]
+fn a_moved_row_is_found_by_comparing_with_a_rebuild() {
+    for table in ["events", "seqs", "prefix", "type_events"] {
+        let agent = Agent::with_log(&common::synthetic(200, 7));
+        drop(agent.open_index());
+        move_first_row(&agent, table);
+        let before = std::fs::read(&agent.paths.index).unwrap();
+        let options = IndexOptions {
+            read_only: true,
+            ..IndexOptions::default()
+        };
+        let index = Index::open(&agent.paths, &options).unwrap();
+        assert!(
+            matches!(index.outcome(), IndexOutcome::ReadOnly { .. }),
+            "{table}: the open cannot see it: {:?}",
+            index.outcome()
+        );
+        let tables = index.compare_with_rebuild().unwrap();
+        let differing: Vec<&str> = tables
+            .iter()
+            .filter(|t| !t.matches())
+            .map(|t| t.table)
+            .collect();
+        assert_eq!(differing, [table], "{tables:?}");
+        drop(index);
+        let out = common::agentlog(&["verify", agent.path().to_str().unwrap(), "--deep", "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{table}");
+        let report = common::json(&out);
+        let failed: Vec<&str> = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["ok"] == false)
+            .map(|c| c["detail"].as_str().unwrap())
+            .collect();
+        assert_eq!(failed.len(), 1, "{report}");
+        assert!(failed[0].starts_with(&format!("{table}: ")), "{report}");
+        assert_eq!(
+            std::fs::read(&agent.paths.index).unwrap(),
+            before,
+            "{table}: verifying wrote to the index"
+        );
+        // A writable open still cannot see it; the next rebuild clears it.
+        drop(Index::open(&agent.paths, &IndexOptions::default()).unwrap());
+    }
+}
+
+/// Moves the first row of `table` to the next key (for `seqs`, points it one byte further).
+fn move_first_row(agent: &Agent, table: &str) {
+    use agentlog::index::schema::{EVENTS, PREFIX, SEQS, TYPE_EVENTS};
+    use redb::ReadableTable;
+    let db = redb::Database::builder()
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(&agent.paths.index)
+        .unwrap();
+    let txn = db.begin_write().unwrap();
+    match table {
+        "events" | "prefix" => {
+            let mut rows = txn
+                .open_table(if table == "events" { EVENTS } else { PREFIX })
+                .unwrap();
+            let (key, value) = {
+                let (k, v) = rows.first().unwrap().unwrap();
+                (k.value(), v.value().to_vec())
+            };
+            rows.remove(key).unwrap();
+            rows.insert(key + 1, value.as_slice()).unwrap();
+        }
+        "type_events" => {
+            let mut rows = txn.open_table(TYPE_EVENTS).unwrap();
+            let (kind, offset) = rows.first().unwrap().unwrap().0.value();
+            rows.remove((kind, offset)).unwrap();
+            rows.insert((kind, offset + 1), ()).unwrap();
+        }
+        "seqs" => {
+            let mut rows = txn.open_table(SEQS).unwrap();
+            let (seq, offset) = {
+                let (k, v) = rows.first().unwrap().unwrap();
+                (k.value(), v.value())
+            };
+            rows.insert(seq, offset + 1).unwrap();
+        }
+        other => panic!("no such table {other}"),
+    }
+    txn.commit().unwrap();
+}
+
 /// A read-only reader (`verify`) that reads a damaged row reports it and leaves the file as
 /// it is; the next reader free to write rebuilds it.
 #[test]

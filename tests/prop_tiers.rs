@@ -418,6 +418,7 @@ proptest! {
         let reopened = Index::open(&chunked.paths, &IndexOptions::default()).expect("reopen");
         prop_assert!(matches!(reopened.outcome(), agentlog::index::IndexOutcome::Fresh));
         prop_assert_eq!(index_contents(&reopened, &log), index_contents(&one_commit, &log));
+        assert_identical_to_a_rebuild(&reopened);
     }
 
     /// A writer whose commits by policy run on its commit thread while it goes on appending
@@ -471,5 +472,20 @@ proptest! {
         prop_assert_eq!(&state, written.state());
         assert_index_matches_oracle(&written, &log);
         prop_assert_eq!(index_contents(&written, &log), index_contents(&expected, &log));
+        assert_identical_to_a_rebuild(&written);
+    }
+}
+
+/// Every table of `index`, byte for byte, is what a fresh build of its prefix of the log
+/// stores (`verify --deep`'s row check): whatever path wrote it, an index is one function of
+/// the log's bytes.
+fn assert_identical_to_a_rebuild(index: &Index) {
+    let tables = index
+        .compare_with_rebuild()
+        .expect("compare with a rebuild");
+    assert_eq!(tables.len(), 8, "every table is compared");
+    for table in tables {
+        assert!(table.matches(), "{table:?}");
+        assert_eq!(table.rows, table.expected_rows, "{table:?}");
     }
 }

@@ -15,7 +15,10 @@
 //! totals, latest boundary, counts) and its boundary rows equal the oracle on the log; the
 //! index tier of `agent_session_at` answers exactly as the oracle; an open that commits any
 //! tail then equals the oracle too; and a second open of the index just written is Fresh and
-//! still equals the oracle.
+//! still equals the oracle. Before all that, `verify --deep`'s comparison with a rebuild runs
+//! on a read-only open of the file as given: it never panics and leaves the file byte for
+//! byte as it was. After an open that built the index from scratch, every table equals a
+//! rebuild.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -141,6 +144,7 @@ fuzz_target!(|data: &[u8]| {
 
 fn check(paths: &LogPaths, fixture: &Fixture) {
     let paths = paths.clone();
+    verify_read_only(&paths);
     let options = IndexOptions::default();
 
     let outcome = common::check_index_open(&paths, &fixture.oracle, &options);
@@ -189,4 +193,29 @@ fn check(paths: &LogPaths, fixture: &Fixture) {
         IndexOutcome::Fresh,
         "second open after {outcome:?}, {committed:?}"
     );
+    if matches!(
+        outcome,
+        IndexOutcome::Created { .. } | IndexOutcome::Rebuilt { .. }
+    ) {
+        // Nothing of the damaged file survived: the index is exactly a rebuild.
+        let index = Index::open(&paths, &options).expect("reopen");
+        for table in index.compare_with_rebuild().expect("compare with a rebuild") {
+            assert!(table.matches(), "{table:?} after {outcome:?}");
+        }
+    }
+}
+
+/// What `verify --deep` does with the file as given: a read-only open and, if it opens, the
+/// comparison of every table with a rebuild. Whatever it finds, it writes nothing.
+fn verify_read_only(paths: &LogPaths) {
+    let before = std::fs::read(&paths.index).unwrap();
+    let options = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    if let Ok(index) = Index::open(paths, &options) {
+        let _ = index.compare_with_rebuild();
+    }
+    let after = std::fs::read(&paths.index).unwrap();
+    assert!(before == after, "a read-only comparison changed the index");
 }

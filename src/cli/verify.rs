@@ -15,7 +15,9 @@ pub struct Args {
     /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
     agent_dir: PathBuf,
     /// Also recompute everything from the whole log: the running checksum of the indexed
-    /// prefix, the totals, counts and boundaries.
+    /// prefix, the totals, counts and boundaries, and every row of every table (compared
+    /// with a rebuild of the indexed prefix in a scratch directory under the system's
+    /// temporary directory).
     #[arg(long)]
     deep: bool,
     /// Print one JSON object.
@@ -148,5 +150,26 @@ fn deep(
             scanned.len()
         ),
     });
+    match index.compare_with_rebuild() {
+        Ok(tables) => checks.extend(tables.into_iter().map(|table| Check {
+            check: "rows",
+            ok: table.matches(),
+            detail: match &table.first_difference {
+                None => format!("{}: {} rows, as a rebuild gives", table.table, table.rows),
+                Some(difference) => format!(
+                    "{}: {} rows, a rebuild gives {}; {difference}",
+                    table.table, table.rows, table.expected_rows
+                ),
+            },
+        })),
+        // Unreadable rows are a finding about the index; anything else means we could not
+        // check (the log, or the scratch directory the rebuild goes to).
+        Err(e @ IndexError::Damaged { .. }) => checks.push(Check {
+            check: "rows",
+            ok: false,
+            detail: e.to_string(),
+        }),
+        Err(e) => return Err(Failure::from(e)),
+    }
     Ok(())
 }

@@ -201,19 +201,8 @@ impl WritableIndex {
                 )
             }
         };
-        let mut index = WritableIndex {
-            db: Some(opened.db),
-            unsynced: opened.unsynced,
-            then,
-            path: path.clone(),
-            log_path: paths.log.clone(),
-            meta: empty_meta(options),
-            types: TypeMap::default(),
-            repaired: repair.happened(),
-            buffer: RowBuffer::default(),
-            spare: RowBuffer::default(),
-            committer: Committer::default(),
-        };
+        let mut index = WritableIndex::new(paths, opened, then, options);
+        index.repaired = repair.happened();
         if index.repaired {
             tracing::warn!(index = %path.display(), "index repaired after an unclean shutdown");
         }
@@ -240,10 +229,49 @@ impl WritableIndex {
             options,
             small_build(log, &paths.log, options)?,
         )?;
-        let mut index = WritableIndex {
+        let mut index = WritableIndex::new(paths, opened, Then::Close, options);
+        let outcome = index.run(Plan::Rebuild(reason), log, options, &mut |_, _| {})?;
+        Ok((index, outcome))
+    }
+
+    /// Builds a new index of the log's first `limit` bytes (a line boundary) at
+    /// `paths.index`, which must not exist yet: the scratch copy that
+    /// [`Index::compare_with_rebuild`](super::Index::compare_with_rebuild) compares with.
+    /// Extend it with [`WritableIndex::extend_scratch`].
+    pub(crate) fn build_scratch(
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+        limit: u64,
+    ) -> Result<WritableIndex, Unwritable> {
+        // Nobody relies on a scratch file surviving a power cut: skip syncs while building.
+        let opened = open_fresh(&paths.index, options, true)?;
+        let mut index = WritableIndex::new(paths, opened, Then::Close, options);
+        index.extend_scratch(log, limit, options)?;
+        if index.meta.watermark() == 0 {
+            // Every index holds a meta record and all its tables, even for an empty log.
+            index.refresh_windows(log)?;
+            index.commit_buffer()?;
+        }
+        Ok(index)
+    }
+
+    /// Brings a scratch build up to `limit` (a line boundary).
+    pub(crate) fn extend_scratch(
+        &mut self,
+        log: &File,
+        limit: u64,
+        options: &IndexOptions,
+    ) -> Result<(), IndexError> {
+        self.catch_up(log, limit, options, &mut |_, _| {})?;
+        Ok(())
+    }
+
+    fn new(paths: &LogPaths, opened: Opened, then: Then, options: &IndexOptions) -> WritableIndex {
+        WritableIndex {
             db: Some(opened.db),
             unsynced: opened.unsynced,
-            then: Then::Close,
+            then,
             path: paths.index.clone(),
             log_path: paths.log.clone(),
             meta: empty_meta(options),
@@ -252,9 +280,7 @@ impl WritableIndex {
             buffer: RowBuffer::default(),
             spare: RowBuffer::default(),
             committer: Committer::default(),
-        };
-        let outcome = index.run(Plan::Rebuild(reason), log, options, &mut |_, _| {})?;
-        Ok((index, outcome))
+        }
     }
 
     /// Validates the index against the log again and catches up or rebuilds (used by the
@@ -270,7 +296,7 @@ impl WritableIndex {
         self.run(plan, log, options, progress)
     }
 
-    fn database(&self) -> Result<&Database, IndexError> {
+    pub(crate) fn database(&self) -> Result<&Database, IndexError> {
         self.db.as_ref().ok_or_else(|| damaged_earlier(&self.path))
     }
 

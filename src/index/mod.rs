@@ -17,6 +17,7 @@ mod reader;
 mod rows;
 pub mod schema;
 mod validate;
+mod verify;
 mod writer;
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub use error::IndexError;
 pub use maintain::Progress;
 pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use reader::Index;
+pub use verify::TableComparison;
 pub use writer::{CommitPolicy, Writer, WriterOptions};
 
 use crate::event::{Extractor, LineValidator, Profile};

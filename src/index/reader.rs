@@ -19,6 +19,7 @@ use super::maintain::{
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
 use super::validate::{self, Loaded, Validity};
+use super::verify::{self, CompareError, TableComparison};
 use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::event::{EventKind, FoldState, Folded, Folder, GenerationStart, LineProblem, Totals};
 use crate::log::{Line, LineScanner, LogPaths, open_for_read};
@@ -259,6 +260,83 @@ impl Index {
     /// The paths of the log and index.
     pub fn paths(&self) -> &LogPaths {
         &self.paths
+    }
+
+    /// Compares every table of the index, row by row and byte for byte, with a fresh build of
+    /// the same prefix of the log (`[0, watermark)`): one [`TableComparison`] per table, each
+    /// [`TableComparison::matches`] for a sound index. This finds what the checks on open
+    /// cannot, such as a damaged key (see `docs/RELIABILITY.md`).
+    ///
+    /// The fresh build goes to a scratch directory under the system's temporary directory,
+    /// removed afterwards; nothing beside the log is written. It costs about a build from
+    /// scratch: the whole indexed prefix is read, and the scratch index is as large as this
+    /// one. A writer that commits meanwhile is followed (the fresh build is extended to what
+    /// the index holds when its tables are read), a few times at most.
+    ///
+    /// # Errors
+    ///
+    /// The log cannot be read; the scratch index cannot be written ([`IndexError::Io`], with
+    /// its path); or this index cannot be read, which is a damaged file
+    /// ([`IndexError::Damaged`]; it is rebuilt unless the index was opened `read_only`).
+    pub fn compare_with_rebuild(&self) -> Result<Vec<TableComparison>, IndexError> {
+        let scratch_dir = tempfile::Builder::new()
+            .prefix("agentlog-verify-")
+            .tempdir()
+            .map_err(|source| IndexError::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let paths = LogPaths {
+            log: self.paths.log.clone(),
+            index: scratch_dir.path().join("rebuild.redb"),
+        };
+        let scratch_failed = |detail: String| IndexError::Io {
+            path: paths.index.clone(),
+            source: std::io::Error::other(detail),
+        };
+        let options = IndexOptions {
+            read_only: false,
+            faults: None,
+            ..self.options.clone()
+        };
+        let mut fresh = WritableIndex::build_scratch(&paths, &self.log, &options, self.watermark())
+            .map_err(|e| match e {
+                Unwritable::Failed(e) => scratch_failed(e.to_string()),
+                Unwritable::Busy => scratch_failed("held by another process".to_owned()),
+                Unwritable::NotWritable(why) => scratch_failed(why),
+            })?;
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let fresh_txn = fresh
+                .database()
+                .and_then(|db| db.begin_read().map_err(|e| redb_failure(&paths.index, e)))
+                .map_err(|e| scratch_failed(e.to_string()))?;
+            let built_to = fresh.meta.watermark();
+            let compared = self.read(|stored| {
+                let committed = verify::committed_watermark(stored)
+                    .map_err(|e| redb_failure(&self.paths.index, e))?;
+                match committed {
+                    Some(moved) if moved > built_to && attempt < ATTEMPTS => {
+                        return Ok(Err(Retry::MovedTo(moved)));
+                    }
+                    _ => {}
+                }
+                match verify::compare_tables(stored, &fresh_txn) {
+                    Ok(comparisons) => Ok(Ok(comparisons)),
+                    Err(CompareError::Stored(e)) => Err(redb_failure(&self.paths.index, e)),
+                    Err(CompareError::Fresh(e)) => Ok(Err(Retry::ScratchFailed(e.to_string()))),
+                }
+            })?;
+            drop(fresh_txn);
+            match compared {
+                Ok(comparisons) => return Ok(comparisons),
+                Err(Retry::ScratchFailed(detail)) => return Err(scratch_failed(detail)),
+                Err(Retry::MovedTo(watermark)) => fresh
+                    .extend_scratch(&self.log, watermark, &options)
+                    .map_err(|e| scratch_failed(e.to_string()))?,
+            }
+        }
+        Err(scratch_failed("the index kept moving".to_owned()))
     }
 
     fn db(&self) -> Result<&ReadOnlyDatabase, IndexError> {
@@ -627,6 +705,15 @@ impl Index {
             Ok(out)
         })
     }
+}
+
+/// Why one comparison of [`Index::compare_with_rebuild`] gave no answer.
+enum Retry {
+    /// A writer committed up to here since the fresh build was made: extend it and compare
+    /// again.
+    MovedTo(u64),
+    /// The fresh build could not be read.
+    ScratchFailed(String),
 }
 
 /// What a read-only look at the index's last commit found.
