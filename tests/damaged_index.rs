@@ -558,3 +558,32 @@ fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
     let healed = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
     assert_index_matches_oracle(&healed, &agent.log());
 }
+
+/// A file whose meta table is gone while the other tables remain (what a damaged table
+/// directory can leave) is rebuilt from an empty file, not built on top of the leftover rows:
+/// the fuzzer found a build that kept them and counted every seq it wrote as a duplicate.
+#[test]
+fn tables_without_a_meta_record_are_rebuilt_not_built_upon() {
+    let agent = Agent::with_log(&common::synthetic(50, 4));
+    drop(agent.open_index());
+    {
+        let db = redb::Database::builder()
+            .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+            .create(&agent.paths.index)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        assert!(txn.delete_table(agentlog::index::schema::META).unwrap());
+        txn.commit().unwrap();
+    }
+    let index = agent.open_index_committing();
+    assert!(
+        matches!(index.outcome(), IndexOutcome::Rebuilt { .. }),
+        "{:?}",
+        index.outcome()
+    );
+    assert_eq!(index.duplicate_seqs(), 0);
+    assert_index_matches_oracle(&index, &agent.log());
+    for table in index.compare_with_rebuild().unwrap() {
+        assert!(table.matches(), "{table:?}");
+    }
+}

@@ -66,15 +66,23 @@ pub(crate) struct Expected {
 }
 
 fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> {
-    let table = match txn.open_table(META) {
-        Ok(table) => table,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(MetaRead::Empty),
-        Err(e) => return Err(e.into()),
-    };
     let unreadable = |detail: &str| {
         MetaRead::Stale(StaleReason::Unreadable {
             detail: detail.to_owned(),
         })
+    };
+    let table = match txn.open_table(META) {
+        Ok(table) => table,
+        // A new file has no tables at all. Rows without a meta record are what is left of a
+        // damaged file: building on top of them would keep the rows a new build does not
+        // overwrite (and count every seq it writes again as a duplicate).
+        Err(redb::TableError::TableDoesNotExist(_)) => {
+            return Ok(match txn.list_tables()?.next() {
+                None => MetaRead::Empty,
+                Some(_) => unreadable("tables without a meta record"),
+            });
+        }
+        Err(e) => return Err(e.into()),
     };
     let Some(format) = table.get(FORMAT_KEY)? else {
         return Ok(unreadable("no format record"));
