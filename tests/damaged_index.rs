@@ -87,7 +87,6 @@ fn a_panic_inside_redb_while_catching_up_does_not_abort() {
 
 #[test]
 fn a_damaged_row_found_by_a_query_is_rebuilt() {
-    use redb::ReadableTable;
     let agent = Agent::with_log(&common::lines(&[
         common::molt(1.0, 1, "agent"),
         common::token(2.0, 5, 1, 0),
@@ -96,21 +95,8 @@ fn a_damaged_row_found_by_a_query_is_rebuilt() {
         common::token(5.0, 7, 1, 0),
     ]));
     drop(agent.open_index());
-    // Damage the first boundary row: the open-time structure check reads only the latest one.
-    {
-        let db = redb::Database::builder()
-            .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-            .create(&agent.paths.index)
-            .unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let mut table = txn.open_table(agentlog::index::schema::BOUNDARIES).unwrap();
-            let mut row = table.get(1).unwrap().unwrap().value().to_vec();
-            row[0] ^= 0xff;
-            table.insert(1, row.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    // The open-time structure check reads only the latest boundary row.
+    damage_the_first_boundary_row(&agent);
     let first = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
     assert_eq!(
         first.outcome(),
@@ -474,12 +460,7 @@ fn a_moved_row_is_found_by_comparing_with_a_rebuild() {
 fn move_first_row(agent: &Agent, table: &str) {
     use agentlog::index::schema::{EVENTS, PREFIX, SEQS, TYPE_EVENTS};
     use redb::ReadableTable;
-    let db = redb::Database::builder()
-        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-        .create(&agent.paths.index)
-        .unwrap();
-    let txn = db.begin_write().unwrap();
-    match table {
+    edit_index(agent, |txn| match table {
         "events" | "prefix" => {
             let mut rows = txn
                 .open_table(if table == "events" { EVENTS } else { PREFIX })
@@ -506,15 +487,13 @@ fn move_first_row(agent: &Agent, table: &str) {
             rows.insert(seq, offset + 1).unwrap();
         }
         other => panic!("no such table {other}"),
-    }
-    txn.commit().unwrap();
+    });
 }
 
 /// A read-only reader (`verify`) that reads a damaged row reports it and leaves the file as
 /// it is; the next reader free to write rebuilds it.
 #[test]
 fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
-    use redb::ReadableTable;
     let agent = Agent::with_log(&common::lines(&[
         common::molt(1.0, 1, "agent"),
         common::token(2.0, 5, 1, 0),
@@ -522,20 +501,7 @@ fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
         common::token(5.0, 7, 1, 0),
     ]));
     drop(agent.open_index());
-    {
-        let db = redb::Database::builder()
-            .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-            .create(&agent.paths.index)
-            .unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let mut table = txn.open_table(agentlog::index::schema::BOUNDARIES).unwrap();
-            let mut row = table.get(1).unwrap().unwrap().value().to_vec();
-            row[0] ^= 0xff;
-            table.insert(1, row.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    damage_the_first_boundary_row(&agent);
     let before = std::fs::read(&agent.paths.index).unwrap();
     let options = IndexOptions {
         read_only: true,
@@ -566,15 +532,9 @@ fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
 fn tables_without_a_meta_record_are_rebuilt_not_built_upon() {
     let agent = Agent::with_log(&common::synthetic(50, 4));
     drop(agent.open_index());
-    {
-        let db = redb::Database::builder()
-            .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-            .create(&agent.paths.index)
-            .unwrap();
-        let txn = db.begin_write().unwrap();
+    edit_index(&agent, |txn| {
         assert!(txn.delete_table(agentlog::index::schema::META).unwrap());
-        txn.commit().unwrap();
-    }
+    });
     let index = agent.open_index_committing();
     assert!(
         matches!(index.outcome(), IndexOutcome::Rebuilt { .. }),
@@ -586,4 +546,27 @@ fn tables_without_a_meta_record_are_rebuilt_not_built_upon() {
     for table in index.compare_with_rebuild().unwrap() {
         assert!(table.matches(), "{table:?}");
     }
+}
+
+/// Changes the index file behind agentlog's back, in one redb commit (so redb's own checksums
+/// stay valid: what is left is damage only agentlog's checks can see).
+fn edit_index(agent: &Agent, edit: impl FnOnce(&redb::WriteTransaction)) {
+    let db = redb::Database::builder()
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(&agent.paths.index)
+        .unwrap();
+    let txn = db.begin_write().unwrap();
+    edit(&txn);
+    txn.commit().unwrap();
+}
+
+/// Flips the first byte of the first boundary row's value (its crc no longer matches).
+fn damage_the_first_boundary_row(agent: &Agent) {
+    use redb::ReadableTable;
+    edit_index(agent, |txn| {
+        let mut table = txn.open_table(agentlog::index::schema::BOUNDARIES).unwrap();
+        let mut row = table.get(1).unwrap().unwrap().value().to_vec();
+        row[0] ^= 0xff;
+        table.insert(1, row.as_slice()).unwrap();
+    });
 }
