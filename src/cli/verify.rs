@@ -17,7 +17,7 @@ pub struct Args {
     /// Also recompute everything from the whole log: the running checksum of the indexed
     /// prefix, the totals, counts and boundaries, and every row of every table (compared
     /// with a rebuild of the indexed prefix in a scratch directory under the system's
-    /// temporary directory).
+    /// temporary directory, `$TMPDIR` if set; it needs about as much space as the index).
     #[arg(long)]
     deep: bool,
     /// Print one JSON object.
