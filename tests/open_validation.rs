@@ -605,6 +605,29 @@ fn rows_written_over_many_small_commits_equal_one_big_build() {
     }
 }
 
+/// A new index of a log of 4-16 MiB is built without syncs and, on two threads, in commits of
+/// a quarter of the log: what it stores is exactly what one commit on one thread stores.
+#[test]
+fn an_unsynced_build_in_pipelined_chunks_equals_one_commit_on_one_thread() {
+    let agent = Agent::with_log(&synthetic(2_600, 11));
+    let len = agent.log().len() as u64;
+    assert!((4 << 20..16 << 20).contains(&len), "{len} bytes");
+    let built = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
+    assert!(matches!(built.outcome(), IndexOutcome::Created { .. }));
+    assert_index_matches_oracle(&built, &agent.log());
+    drop(built);
+    let one_thread = IndexOptions {
+        two_threads: false,
+        ..IndexOptions::default()
+    };
+    // The comparison builds its scratch copy with the options of the index it compares.
+    let reopened = Index::open(&agent.paths, &one_thread).unwrap();
+    assert_eq!(reopened.outcome(), &IndexOutcome::Fresh);
+    for table in reopened.compare_with_rebuild().unwrap() {
+        assert!(table.matches(), "{table:?}");
+    }
+}
+
 #[test]
 fn refresh_picks_up_lines_appended_by_an_external_program() {
     let agent = Agent::with_log(&big_log());

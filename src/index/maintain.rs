@@ -465,6 +465,17 @@ impl WritableIndex {
             return Ok((0, 0));
         }
         let events_before = self.meta.fold.events;
+        let pipelined;
+        let options = match self.unsynced_chunk(limit - start, options) {
+            Some(chunk) => {
+                pipelined = IndexOptions {
+                    commit_bytes: chunk,
+                    ..options.clone()
+                };
+                &pipelined
+            }
+            None => options,
+        };
         let two_threads = options.two_threads
             && limit - start > options.commit_bytes.max(1)
             && self.catch_up_in_two_threads(log, limit, options, progress)?;
@@ -491,6 +502,16 @@ impl WritableIndex {
             self.meta.watermark() - start,
             self.meta.fold.events - events_before,
         ))
+    }
+
+    /// The chunk a build without syncs ([`UnsyncedBuild`]) of `bytes` of log commits in, when
+    /// it is large enough to run on two threads: its commits write no `fdatasync`, so a
+    /// quarter of the log per commit lets the two halves overlap for most of it. `None` keeps
+    /// the usual `commit_bytes`.
+    fn unsynced_chunk(&self, bytes: u64, options: &IndexOptions) -> Option<u64> {
+        let deferring = self.unsynced.as_ref().is_some_and(|u| u.is_deferring());
+        (deferring && options.two_threads && bytes >= 2 * MIN_UNSYNCED_CHUNK)
+            .then(|| (bytes / 4).max(MIN_UNSYNCED_CHUNK))
     }
 
     /// The two-thread form of [`WritableIndex::catch_up`]: this thread reads and folds lines
@@ -1044,6 +1065,10 @@ fn remove_index(path: &Path) -> Result<(), Unwritable> {
     UnsyncedBuild::remove_marker(path);
     Ok(())
 }
+
+/// The smallest chunk an unsynced build commits in on two threads: below it, a commit's fixed
+/// writes (~30 pages) outweigh the overlap (a 1 MB log built in 256 KiB chunks was slower).
+const MIN_UNSYNCED_CHUNK: u64 = 2 << 20;
 
 /// Whether a build of this log from scratch is one commit (at most `commit_bytes`), small
 /// enough to run unsynced and cheap to redo if a power cut tears it ([`UnsyncedBuild`]).
