@@ -785,7 +785,8 @@ impl WritableIndex {
     /// meta, type names and outcome in that case.
     ///
     /// redb saves its allocator state when a database closes, and damage that no read
-    /// touched (a corrupted allocator page) can make that panic: the fuzzer found such files.
+    /// touched (a corrupted allocator page) can make that panic or fail with a corruption
+    /// error: the fuzzer found both kinds of file.
     pub(crate) fn close_or_rebuild(
         self,
         paths: &LogPaths,
@@ -794,7 +795,10 @@ impl WritableIndex {
     ) -> Result<Option<(Meta, TypeMap, IndexOutcome)>, IndexError> {
         let detail = match self.close() {
             Ok(()) => return Ok(None),
-            Err(IndexError::Damaged { detail, .. }) => detail,
+            // redb reports damage it meets while closing (saving allocator state, say) as a
+            // corruption error, or panics (contained, `Damaged`): either way a rebuild heals it.
+            // An I/O error (`Io`) is not damage: it is returned.
+            Err(IndexError::Damaged { detail, .. } | IndexError::Storage { detail, .. }) => detail,
             Err(e) => return Err(e),
         };
         tracing::warn!(index = %paths.index.display(), %detail, "index damaged at close; rebuilding it");
