@@ -504,14 +504,15 @@ impl WritableIndex {
         ))
     }
 
-    /// The chunk a build without syncs ([`UnsyncedBuild`]) of `bytes` of log commits in, when
-    /// it is large enough to run on two threads: its commits write no `fdatasync`, so a
-    /// quarter of the log per commit lets the two halves overlap for most of it. `None` keeps
-    /// the usual `commit_bytes`.
+    /// The chunk a build without syncs ([`UnsyncedBuild`]) of `bytes` of log, one commit's
+    /// worth or less, commits in when it is large enough to run on two threads: its commits
+    /// write no `fdatasync`, so a quarter of the log per commit lets the two halves overlap
+    /// for most of it. `None` keeps the usual `commit_bytes` (a longer build is on two threads
+    /// already, in chunks of that size, which also bounds its memory).
     fn unsynced_chunk(&self, bytes: u64, options: &IndexOptions) -> Option<u64> {
         let deferring = self.unsynced.as_ref().is_some_and(|u| u.is_deferring());
-        (deferring && options.two_threads && bytes >= 2 * MIN_UNSYNCED_CHUNK)
-            .then(|| (bytes / 4).max(MIN_UNSYNCED_CHUNK))
+        let sized = (2 * MIN_UNSYNCED_CHUNK..=options.commit_bytes).contains(&bytes);
+        (deferring && options.two_threads && sized).then(|| (bytes / 4).max(MIN_UNSYNCED_CHUNK))
     }
 
     /// The two-thread form of [`WritableIndex::catch_up`]: this thread reads and folds lines
