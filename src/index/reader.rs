@@ -275,9 +275,9 @@ impl Index {
     ///
     /// # Errors
     ///
-    /// The log cannot be read; the scratch index cannot be written ([`IndexError::Io`], with
-    /// its path); or this index cannot be read, which is a damaged file
-    /// ([`IndexError::Damaged`]; it is rebuilt unless the index was opened `read_only`).
+    /// The log cannot be read ([`IndexError::Log`]); the scratch index cannot be written
+    /// ([`IndexError::Io`], with its path); or this index cannot be read, which is a damaged
+    /// file ([`IndexError::Damaged`]; it is rebuilt unless the index was opened `read_only`).
     pub fn compare_with_rebuild(&self) -> Result<Vec<TableComparison>, IndexError> {
         let scratch_dir = tempfile::Builder::new()
             .prefix("agentlog-verify-")
@@ -294,6 +294,11 @@ impl Index {
             path: paths.index.clone(),
             source: std::io::Error::other(detail),
         };
+        // A failure to read the log is the log's, and said so; any other is the scratch file's.
+        let building_failed = |e: IndexError| match e {
+            IndexError::Log(_) => e,
+            other => scratch_failed(other.to_string()),
+        };
         let options = IndexOptions {
             read_only: false,
             faults: None,
@@ -301,7 +306,7 @@ impl Index {
         };
         let mut fresh = WritableIndex::build_scratch(&paths, &self.log, &options, self.watermark())
             .map_err(|e| match e {
-                Unwritable::Failed(e) => scratch_failed(e.to_string()),
+                Unwritable::Failed(e) => building_failed(e),
                 Unwritable::Busy => scratch_failed("held by another process".to_owned()),
                 Unwritable::NotWritable(why) => scratch_failed(why),
             })?;
@@ -333,7 +338,7 @@ impl Index {
                 Err(Retry::ScratchFailed(detail)) => return Err(scratch_failed(detail)),
                 Err(Retry::MovedTo(watermark)) => fresh
                     .extend_scratch(&self.log, watermark, &options)
-                    .map_err(|e| scratch_failed(e.to_string()))?,
+                    .map_err(building_failed)?,
             }
         }
         Err(scratch_failed("the index kept moving".to_owned()))
