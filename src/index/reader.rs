@@ -22,7 +22,7 @@ use super::validate::{self, Loaded, Validity};
 use super::verify::{self, CompareError, TableComparison};
 use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::event::{EventKind, FoldState, Folded, Folder, GenerationStart, LineProblem, Totals};
-use crate::log::{Line, LineScanner, LogPaths, open_for_read};
+use crate::log::{Line, LineScanner, LogPaths, WindowSum, open_for_read};
 
 /// What an in-memory scan after the watermark found, beyond the fold state.
 #[derive(Clone, Debug, Default)]
@@ -199,9 +199,32 @@ impl Index {
         types: TypeMap,
         why: ReadOnlyReason,
     ) -> Result<Index, IndexError> {
-        let log_len = log_len(&log, &paths.log)?;
-        let (state, tail, bytes, events) =
-            fold_tail(&log, &meta.fold, log_len, options).map_err(|e| log_read(&paths.log, e))?;
+        let limit = log_len(&log, &paths.log)?;
+        let read = |e| log_read(&paths.log, e);
+        let folded = fold_tail(&log, &meta.fold, limit, options).map_err(read)?;
+        // The commit was validated against the log a moment ago. A log rewritten in place
+        // since (against its append-only contract) would stitch the commit to another
+        // version's lines, or one version's lines to another's: so the commit is validated
+        // again, and the bytes the fold read are read again and must be the same.
+        let from = meta.watermark();
+        let now = log_len(&log, &paths.log)?;
+        let still_valid = !matches!(
+            validate::validate(&meta, &expected(options), &log, now).map_err(read)?,
+            Validity::Stale(_)
+        );
+        let reread = WindowSum::of(&log, from, folded.end - from).map_err(read)?;
+        if !still_valid || reread.is_none_or(|w| w.crc != folded.crc) {
+            return Err(IndexError::LogChanged {
+                path: paths.index.clone(),
+            });
+        }
+        let FoldedTail {
+            state,
+            tail,
+            bytes,
+            events,
+            ..
+        } = folded;
         let outcome = IndexOutcome::ReadOnly {
             why,
             tail_bytes: bytes,
@@ -712,6 +735,20 @@ impl Index {
     }
 }
 
+/// The lines after a commit, folded in memory.
+struct FoldedTail {
+    /// The fold over the commit and these lines.
+    state: FoldState,
+    tail: Tail,
+    /// Bytes and events folded.
+    bytes: u64,
+    events: u64,
+    /// Where the scan stopped, and the crc32 of the bytes it read (from the commit's
+    /// watermark to `end`).
+    end: u64,
+    crc: u32,
+}
+
 /// Why one comparison of [`Index::compare_with_rebuild`] gave no answer.
 enum Retry {
     /// A writer committed up to here since the fresh build was made: extend it and compare
@@ -785,7 +822,7 @@ fn fold_tail(
     from: &FoldState,
     limit: u64,
     options: &IndexOptions,
-) -> std::io::Result<(FoldState, Tail, u64, u64)> {
+) -> std::io::Result<FoldedTail> {
     let mut folder = Folder::new(options.extractor(), from.clone());
     let mut scanner = LineScanner::new(log, from.end, limit, options.max_line, 0);
     let mut tail = Tail::default();
@@ -804,7 +841,15 @@ fn fold_tail(
             }
         }
     }
+    let (end, crc) = (scanner.end(), scanner.crc());
     let state = folder.into_state();
     let (bytes, events) = (state.end - from.end, state.events - from.events);
-    Ok((state, tail, bytes, events))
+    Ok(FoldedTail {
+        state,
+        tail,
+        bytes,
+        events,
+        end,
+        crc,
+    })
 }
