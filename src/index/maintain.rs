@@ -949,6 +949,11 @@ pub(super) fn commit_rows(
     new_types: &mut Vec<(u32, String)>,
     meta: &mut Meta,
 ) -> Result<(), CommitError> {
+    // From the first row written, not only around redb's commit: damage in redb's allocator
+    // can make it panic twice while rows are inserted (a table dropped while unwinding),
+    // which aborts the process; the marker left behind makes the next one rebuild instead of
+    // aborting the same way (found by the `index_file` fuzzer).
+    let _marker = CommitMarker::begin(path);
     let attempt = catch_unwind(AssertUnwindSafe(|| {
         // Not dropped if redb panics: its drop could panic again while unwinding.
         let txn = ManuallyDrop::new(database.begin_write().map_err(|e| redb_failure(path, e))?);
@@ -1025,12 +1030,11 @@ fn damaged_earlier(path: &Path) -> IndexError {
 fn commit(mut txn: redb::WriteTransaction, path: &Path) -> Result<(), IndexError> {
     // Saving allocator state makes recovery after a crash almost instant (no full repair).
     txn.set_quick_repair(true);
-    let _marker = CommitMarker::begin(path);
     txn.commit().map_err(|e| redb_failure(path, e))
 }
 
-/// A file beside the index (`<index>.committing`) that exists while this process commits to
-/// the index or closes it. It is removed when the commit returns or unwinds (a panic caught
+/// A file beside the index (`<index>.committing`) that exists while this process writes rows
+/// to the index and commits them, or closes it. It is removed when the commit returns or unwinds (a panic caught
 /// and handled); only a dead process leaves it behind. Not synced: lost in a power cut, it
 /// only means redb's own recovery is trusted, as it is after any unclean shutdown; left by
 /// one, it costs one rebuild.
