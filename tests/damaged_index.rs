@@ -243,22 +243,23 @@ fn aborts_once_then_rebuilds(log: &[u8], index: &[u8]) {
     let agent = agent_from(log, index);
     let marker = commit_marker(&agent);
     let first = status_process(&agent);
-    if cfg!(debug_assertions) {
+    // Release builds abort on both files; with debug assertions redb may stop earlier.
+    let aborted = first.status.signal() == Some(6);
+    if aborted {
+        assert!(marker.exists(), "the aborted commit left its marker");
+    } else if cfg!(debug_assertions) {
         assert!(first.status.success(), "{first:?}");
     } else {
-        assert_eq!(
-            first.status.signal(),
-            Some(6),
+        panic!(
             "redb no longer aborts on this file (upgraded?); the test needs a new one: {first:?}"
         );
-        assert!(marker.exists(), "the aborted commit left its marker");
     }
 
     let second = status_process(&agent);
     assert!(second.status.success(), "{second:?}");
     let v = common::json(&second);
     assert_eq!(v["tier"], "index", "{v}");
-    if !cfg!(debug_assertions) {
+    if aborted {
         assert_eq!(v["index_outcome"], "rebuilt", "{v}");
         assert_eq!(v["index"]["reason"], "commit_interrupted", "{v}");
     }
