@@ -1099,7 +1099,7 @@ const REREAD_BYTES: u64 = 1 << 20;
 /// believed (found by `concurrency::logs_truncated_and_rewritten_under_readers_never_give_a_wrong_total`).
 /// Larger chunks are not read again (a second pass over every byte: an estimated 15% of a
 /// build): RELIABILITY.md.
-fn folded_bytes_unchanged(
+pub(crate) fn folded_bytes_unchanged(
     log: &File,
     (from, crc_from): (u64, u32),
     to: u64,

@@ -14,7 +14,8 @@ use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use super::db::{self, guarded};
 use super::maintain::{
-    Progress, Then, Unwritable, WritableIndex, expected, log_len, log_read, redb_failure, storage,
+    Progress, Then, Unwritable, WritableIndex, expected, folded_bytes_unchanged, log_len, log_read,
+    redb_failure, storage,
 };
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
@@ -22,7 +23,7 @@ use super::validate::{self, Loaded, Validity};
 use super::verify::{self, CompareError, TableComparison};
 use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::event::{EventKind, FoldState, Folded, Folder, GenerationStart, LineProblem, Totals};
-use crate::log::{Line, LineScanner, LogPaths, WindowSum, open_for_read};
+use crate::log::{Line, LineScanner, LogPaths, open_for_read};
 
 /// What an in-memory scan after the watermark found, beyond the fold state.
 #[derive(Clone, Debug, Default)]
@@ -212,8 +213,9 @@ impl Index {
             validate::validate(&meta, &expected(options), &log, now).map_err(read)?,
             Validity::Stale(_)
         );
-        let reread = WindowSum::of(&log, from, folded.end - from).map_err(read)?;
-        if !still_valid || reread.is_none_or(|w| w.crc != folded.crc) {
+        // The fold's crc started afresh at the watermark.
+        let unchanged = folded_bytes_unchanged(&log, (from, 0), folded.end, folded.crc);
+        if !still_valid || !unchanged.map_err(read)? {
             return Err(IndexError::LogChanged {
                 path: paths.index.clone(),
             });
