@@ -13,6 +13,8 @@
 
 use std::borrow::Cow;
 
+use serde::de::value::{BorrowedStrDeserializer, F64Deserializer, U64Deserializer};
+
 use super::{EventFields, Extractor, Key, RawFields, StrValue, ValueReader};
 
 /// Deeper lines go to the serde path (whose limit is [`super::MAX_NESTING`]).
@@ -55,7 +57,15 @@ pub(super) fn extract<'a>(extractor: &Extractor, text: &'a str) -> Option<EventF
                 *slot = Some(StrValue::Str(Cow::Borrowed(plain)));
                 Some(())
             }
-            _ => raw.read(key, ValueBytes(value)).ok(),
+            _ => raw
+                .read(
+                    key,
+                    ValueBytes {
+                        text: value,
+                        escaped: value_escaped,
+                    },
+                )
+                .ok(),
         }
     })?;
     cursor.skip_whitespace();
@@ -65,14 +75,75 @@ pub(super) fn extract<'a>(extractor: &Extractor, text: &'a str) -> Option<EventF
     Some(raw.finish())
 }
 
-/// One JSON value's bytes, already validated by the cursor, read by serde_json.
-struct ValueBytes<'a>(&'a str);
+/// One JSON value's bytes, already validated by the cursor.
+struct ValueBytes<'a> {
+    text: &'a str,
+    /// Whether the value is a string with escapes.
+    escaped: bool,
+}
+
+/// Integers of at most this many digits always fit a `u64`.
+const PLAIN_INTEGER_DIGITS: usize = 19;
+
+/// Decimals of at most this many digits have a significand below 2^53 and a power of ten
+/// below 1e22: both exact in an `f64`, so one division rounds correctly, which is what
+/// serde_json computes for them and what `str::parse` gives for every input.
+const PLAIN_DECIMAL_DIGITS: usize = 15;
+
+/// The shape of a plain number: an unsigned integer, or digits with one `.` inside.
+enum PlainNumber {
+    Integer,
+    Decimal,
+}
+
+/// Whether `bytes` (a number the cursor validated) is plain enough to read without serde_json.
+fn plain_number(bytes: &[u8]) -> Option<PlainNumber> {
+    let mut dots = 0;
+    for &b in bytes {
+        match b {
+            b'0'..=b'9' => {}
+            b'.' => dots += 1,
+            _ => return None,
+        }
+    }
+    match dots {
+        0 if bytes.len() <= PLAIN_INTEGER_DIGITS => Some(PlainNumber::Integer),
+        1 if bytes.len() <= PLAIN_DECIMAL_DIGITS + 1 => Some(PlainNumber::Decimal),
+        _ => None,
+    }
+}
 
 impl<'a> ValueReader<'a> for ValueBytes<'a> {
     type Error = serde_json::Error;
 
+    /// The commonest shapes, a short unsigned integer or decimal and a string without escapes,
+    /// are handed to `T` directly, exactly as serde_json would hand them (`visit_u64`,
+    /// `visit_f64`, `visit_borrowed_str`), without starting a JSON parser for a few bytes.
+    /// Anything else is parsed by serde_json.
     fn read<T: serde::Deserialize<'a>>(self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.0)
+        // The cursor validated numbers: no leading zeros, digits on both sides of a dot.
+        match plain_number(self.text.as_bytes()) {
+            Some(PlainNumber::Integer) => {
+                if let Ok(n) = self.text.parse::<u64>() {
+                    return T::deserialize(U64Deserializer::new(n));
+                }
+            }
+            Some(PlainNumber::Decimal) => {
+                if let Ok(x) = self.text.parse::<f64>() {
+                    return T::deserialize(F64Deserializer::new(x));
+                }
+            }
+            None => {}
+        }
+        if !self.escaped
+            && let Some(plain) = self
+                .text
+                .strip_prefix('"')
+                .and_then(|rest| rest.strip_suffix('"'))
+        {
+            return T::deserialize(BorrowedStrDeserializer::new(plain));
+        }
+        serde_json::from_str(self.text)
     }
 }
 
@@ -356,6 +427,11 @@ mod tests {
             r#"{"type":"x","initiator":"\u0041gent","molt_count":0}"#,
             "{}",
             "{\"type\":\"x\"}\r",
+            // Plain numbers and strings, read without serde_json, beside ones just past the limits.
+            r#"{"ts":1786000005.962,"input_tokens":9067,"seq":0,"initiator":"agent"}"#,
+            r#"{"ts":123456789012345.6,"time":12345678901234.5,"input_tokens":18446744073709551615}"#,
+            r#"{"ts":0.000000000000001,"output_tokens":9999999999999999999,"molt_count":10000000000000000000}"#,
+            r#"{"ts":0.1,"time":9007199254740993.0,"cached_tokens":"912","thinking_tokens":3.0}"#,
         ] {
             assert!(takes_fast_path(line), "{line}");
             both(line);
@@ -447,6 +523,13 @@ mod tests {
             4 => (0u32..400, -400i32..400).prop_map(|(m, e)| format!("{m}e{e}")),
             2 => (1usize..330).prop_map(|n| "9".repeat(n)),
             2 => (1usize..330).prop_map(|n| format!("0.{}", "1".repeat(n))),
+            // Plain decimals on both sides of `PLAIN_DECIMAL_DIGITS`, as timestamps look.
+            8 => (any::<u64>(), 1usize..20, 0usize..20).prop_map(|(digits, whole, places)| {
+                let digits = format!("{digits:020}");
+                let whole = digits[..whole].trim_start_matches('0');
+                let whole = if whole.is_empty() { "0" } else { whole };
+                format!("{whole}.{}", &digits[20 - places.max(1)..])
+            }),
             2 => Just("-0".to_owned()),
             1 => Just("01".to_owned()),
             1 => Just("1.".to_owned()),
