@@ -191,6 +191,23 @@ fn torn_tail_is_not_indexed_until_completed() {
     assert_index_matches_oracle(&index, &agent.log());
     let calls = index.state().totals.api_calls;
     drop(index);
+    // Every complete line is indexed, so both kinds of open find the index fresh, and a
+    // reader's open writes nothing (it used to report an empty in-memory tail instead).
+    for committing in [true, false] {
+        let before = std::fs::read(&agent.paths.index).unwrap();
+        let index = if committing {
+            open(&agent)
+        } else {
+            agent.open_index()
+        };
+        assert_eq!(index.outcome(), &IndexOutcome::Fresh);
+        assert_eq!(index.state().end, complete.len() as u64);
+        assert_index_matches_oracle(&index, &agent.log());
+        drop(index);
+        if !committing {
+            assert!(std::fs::read(&agent.paths.index).unwrap() == before);
+        }
+    }
     agent.append_raw(b", \"cached_tokens\": 0, \"thinking_tokens\": 0}\n");
     let index = open(&agent);
     assert!(

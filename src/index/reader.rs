@@ -227,10 +227,15 @@ impl Index {
             events,
             ..
         } = folded;
-        let outcome = IndexOutcome::ReadOnly {
-            why,
-            tail_bytes: bytes,
-            tail_events: events,
+        let outcome = if bytes == 0 && why == ReadOnlyReason::SmallTail {
+            // Only a torn line follows the commit, which covers every complete line.
+            IndexOutcome::Fresh
+        } else {
+            IndexOutcome::ReadOnly {
+                why,
+                tail_bytes: bytes,
+                tail_events: events,
+            }
         };
         let mut index = Index::from_look(paths, options, log, db, meta, types, outcome);
         index.bytes_read += bytes;
