@@ -1034,8 +1034,8 @@ fn commit(mut txn: redb::WriteTransaction, path: &Path) -> Result<(), IndexError
 }
 
 /// A file beside the index (`<index>.committing`) that exists while this process writes rows
-/// to the index and commits them, or closes it. It is removed when the commit returns or unwinds (a panic caught
-/// and handled); only a dead process leaves it behind. Not synced: lost in a power cut, it
+/// to the index and commits them, or closes it. It is removed when the commit returns or
+/// unwinds (a panic caught and handled); only a dead process leaves it behind. Not synced: lost in a power cut, it
 /// only means redb's own recovery is trusted, as it is after any unclean shutdown; left by
 /// one, it costs one rebuild.
 struct CommitMarker(PathBuf);

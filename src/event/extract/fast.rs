@@ -11,11 +11,9 @@
 //! reads them. The unit tests below, a property test and the `extract_line` fuzz target check
 //! that the two paths agree on every line.
 
-use std::borrow::Cow;
-
 use serde::de::value::{BorrowedStrDeserializer, F64Deserializer, U64Deserializer};
 
-use super::{EventFields, Extractor, Key, RawFields, StrValue, ValueReader};
+use super::{EventFields, Extractor, Key, RawFields, ValueReader};
 
 /// Deeper lines go to the serde path (whose limit is [`super::MAX_NESTING`]).
 const FAST_NESTING: usize = 64;
@@ -44,29 +42,11 @@ pub(super) fn extract<'a>(extractor: &Extractor, text: &'a str) -> Option<EventF
         if key == Key::Other {
             return Some(());
         }
-        let value = text.get(value_start..cursor.pos)?;
-        match key {
-            // The common case, a string without escapes, needs no decoding.
-            Key::Type | Key::Event if !value_escaped && value.starts_with('"') => {
-                let plain = value.get(1..value.len() - 1)?;
-                let slot = if key == Key::Type {
-                    &mut raw.type_field
-                } else {
-                    &mut raw.event_field
-                };
-                *slot = Some(StrValue::Str(Cow::Borrowed(plain)));
-                Some(())
-            }
-            _ => raw
-                .read(
-                    key,
-                    ValueBytes {
-                        text: value,
-                        escaped: value_escaped,
-                    },
-                )
-                .ok(),
-        }
+        let value = ValueBytes {
+            text: text.get(value_start..cursor.pos)?,
+            escaped: value_escaped,
+        };
+        raw.read(key, value).ok()
     })?;
     cursor.skip_whitespace();
     if cursor.pos != cursor.bytes.len() {
