@@ -419,15 +419,16 @@ fn unsynced_marker_is_never_believed(agent: &Agent, marker: &std::path::Path, wh
 }
 
 /// A row whose key changed (a flipped bit under redb's page checksum, which redb verifies only
-/// while repairing), or whose seq points elsewhere (that table's values carry no checksum),
-/// passes every check on open. Comparing every table with a rebuild (`verify --deep`) finds
+/// while repairing), whose plain-integer value points elsewhere (block starts, seq runs, type
+/// masks carry no checksum), or whose valid value sits under another block's key, passes
+/// every check on open. Comparing every table with a rebuild (`verify --deep`) finds
 /// it, names the table, and writes nothing beside the log.
 #[test]
 fn a_moved_row_is_found_by_comparing_with_a_rebuild() {
-    for table in ["events", "seqs", "prefix", "type_events"] {
+    for table in ["blocks", "block_starts", "seq_runs", "type_blocks"] {
         let agent = Agent::with_log(&common::synthetic(200, 7));
         drop(agent.open_index());
-        move_first_row(&agent, table);
+        move_a_row(&agent, table);
         let before = std::fs::read(&agent.paths.index).unwrap();
         let options = IndexOptions {
             read_only: true,
@@ -469,35 +470,45 @@ fn a_moved_row_is_found_by_comparing_with_a_rebuild() {
     }
 }
 
-/// Moves the first row of `table` to the next key (for `seqs`, points it one byte further).
-fn move_first_row(agent: &Agent, table: &str) {
-    use agentlog::index::schema::{EVENTS, PREFIX, SEQS, TYPE_EVENTS};
+/// Changes one row of `table` in a way no check on open can see: swaps the first two blocks
+/// (their values carry valid checksums), moves the first block start to the next offset,
+/// points the first seq run one event further, or moves the first type mask to another block.
+fn move_a_row(agent: &Agent, table: &str) {
+    use agentlog::index::schema::{BLOCK_STARTS, BLOCKS, SEQ_RUNS, TYPE_BLOCKS};
     use redb::ReadableTable;
     edit_index(agent, |txn| match table {
-        "events" | "prefix" => {
-            let mut rows = txn
-                .open_table(if table == "events" { EVENTS } else { PREFIX })
-                .unwrap();
-            let (key, value) = {
-                let (k, v) = rows.first().unwrap().unwrap();
-                (k.value(), v.value().to_vec())
-            };
-            rows.remove(key).unwrap();
-            rows.insert(key + 1, value.as_slice()).unwrap();
+        "blocks" => {
+            let mut rows = txn.open_table(BLOCKS).unwrap();
+            let first = rows.get(0).unwrap().unwrap().value().to_vec();
+            let second = rows.get(1).unwrap().unwrap().value().to_vec();
+            rows.insert(0, second.as_slice()).unwrap();
+            rows.insert(1, first.as_slice()).unwrap();
         }
-        "type_events" => {
-            let mut rows = txn.open_table(TYPE_EVENTS).unwrap();
-            let (kind, offset) = rows.first().unwrap().unwrap().0.value();
-            rows.remove((kind, offset)).unwrap();
-            rows.insert((kind, offset + 1), ()).unwrap();
-        }
-        "seqs" => {
-            let mut rows = txn.open_table(SEQS).unwrap();
-            let (seq, offset) = {
+        "block_starts" => {
+            let mut rows = txn.open_table(BLOCK_STARTS).unwrap();
+            let (offset, number) = {
                 let (k, v) = rows.first().unwrap().unwrap();
                 (k.value(), v.value())
             };
-            rows.insert(seq, offset + 1).unwrap();
+            rows.remove(offset).unwrap();
+            rows.insert(offset + 1, number).unwrap();
+        }
+        "seq_runs" => {
+            let mut rows = txn.open_table(SEQ_RUNS).unwrap();
+            let (seq, (event, len)) = {
+                let (k, v) = rows.first().unwrap().unwrap();
+                (k.value(), v.value())
+            };
+            rows.insert(seq, (event + 1, len)).unwrap();
+        }
+        "type_blocks" => {
+            let mut rows = txn.open_table(TYPE_BLOCKS).unwrap();
+            let ((kind, number), mask) = {
+                let (k, v) = rows.first().unwrap().unwrap();
+                (k.value(), v.value())
+            };
+            rows.remove((kind, number)).unwrap();
+            rows.insert((kind, number + 1000), mask).unwrap();
         }
         other => panic!("no such table {other}"),
     });

@@ -9,7 +9,10 @@ mod common;
 
 use agentlog::index::{CommitPolicy, Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::SyncPolicy;
-use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle};
+use common::{
+    Agent, assert_index_matches_oracle, assert_rows_match_oracle, assert_tiers_match_oracle,
+    with_warnings,
+};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -401,8 +404,9 @@ proptest! {
     /// first seen in later commits, and the meta record.
     #[test]
     fn a_build_in_many_commits_on_two_threads_equals_one_commit(
-        lines in proptest::collection::vec((line(), proptest::option::weighted(0.5, 0u64..12)), 0..80),
-        commit_bytes in 0u64..600,
+        // Up to 200 lines: several blocks of 64 events, with commits that end inside them.
+        lines in proptest::collection::vec((line(), proptest::option::weighted(0.5, 0u64..12)), 0..200),
+        commit_bytes in 0u64..2000,
     ) {
         let text: String = lines.iter().map(|(line, seq)| with_seq(line, *seq) + "\n").collect();
         let log = text.into_bytes();
@@ -410,8 +414,12 @@ proptest! {
         let chunked = Agent::with_log(&log);
         let one_commit = Index::open(&whole.paths, &IndexOptions::default()).expect("open");
         let options = IndexOptions { commit_bytes, two_threads: true, ..IndexOptions::default() };
-        let many_commits = Index::open(&chunked.paths, &options).expect("open in chunks");
+        let (many_commits, warnings) = with_warnings(|| Index::open(&chunked.paths, &options));
+        let many_commits = many_commits.expect("open in chunks");
+        prop_assert!(warnings.is_empty(), "{}", warnings);
+        prop_assert!(matches!(many_commits.outcome(), agentlog::index::IndexOutcome::Created { .. }), "{:?}", many_commits.outcome());
         assert_index_matches_oracle(&many_commits, &log);
+        assert_rows_match_oracle(&many_commits, &log);
         prop_assert_eq!(index_contents(&many_commits, &log), index_contents(&one_commit, &log));
         // And what the second thread committed is what a fresh open reads back.
         drop(many_commits);
@@ -426,9 +434,9 @@ proptest! {
     /// that one build of the same log in one commit does, and its in-memory state equals it.
     #[test]
     fn a_writer_committing_in_the_background_equals_one_build(
-        lines in proptest::collection::vec((line(), proptest::option::weighted(0.5, 0u64..12)), 1..80),
+        lines in proptest::collection::vec((line(), proptest::option::weighted(0.5, 0u64..12)), 1..200),
         batches in proptest::collection::vec(1usize..6, 1..40),
-        commit_rows in 1usize..12,
+        commit_rows in 1usize..40,
         explicit_every in proptest::option::of(1usize..8),
         two_threads in any::<bool>(),
     ) {
@@ -445,25 +453,29 @@ proptest! {
             bytes: u64::MAX,
             interval: std::time::Duration::from_secs(3600),
         };
-        let mut writer = Writer::open(&agent.paths, options).expect("writer");
-        let mut rest = &events[..];
-        for (round, size) in batches.iter().cycle().enumerate() {
-            if rest.is_empty() {
-                break;
+        let (state, warnings) = with_warnings(|| {
+            let mut writer = Writer::open(&agent.paths, options).expect("writer");
+            let mut rest = &events[..];
+            for (round, size) in batches.iter().cycle().enumerate() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (batch, after) = rest.split_at((*size).min(rest.len()));
+                if batch.len() == 1 {
+                    writer.append_json(batch[0].as_bytes()).expect("append");
+                } else {
+                    writer.append_batch_json(batch).expect("append batch");
+                }
+                rest = after;
+                if explicit_every.is_some_and(|every| round % every == every - 1) {
+                    writer.commit_index().expect("commit");
+                }
             }
-            let (batch, after) = rest.split_at((*size).min(rest.len()));
-            if batch.len() == 1 {
-                writer.append_json(batch[0].as_bytes()).expect("append");
-            } else {
-                writer.append_batch_json(batch).expect("append batch");
-            }
-            rest = after;
-            if explicit_every.is_some_and(|every| round % every == every - 1) {
-                writer.commit_index().expect("commit");
-            }
-        }
-        let state = writer.state().clone();
-        writer.close().expect("close");
+            let state = writer.state().clone();
+            writer.close().expect("close");
+            state
+        });
+        prop_assert!(warnings.is_empty(), "the writer rebuilt or failed a commit: {}", warnings);
         let log = agent.log();
         let one_build = Agent::with_log(&log);
         let expected = Index::open(&one_build.paths, &IndexOptions::default()).expect("build");
@@ -471,6 +483,7 @@ proptest! {
         prop_assert!(matches!(written.outcome(), agentlog::index::IndexOutcome::Fresh), "{:?}", written.outcome());
         prop_assert_eq!(&state, written.state());
         assert_index_matches_oracle(&written, &log);
+        assert_rows_match_oracle(&written, &log);
         prop_assert_eq!(index_contents(&written, &log), index_contents(&expected, &log));
         assert_identical_to_a_rebuild(&written);
     }

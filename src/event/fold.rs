@@ -36,7 +36,13 @@ pub struct Totals {
 impl Totals {
     /// Adds one token event's values (input, output, cached, thinking) and counts one call.
     pub fn add_event(&mut self, tokens: &[TokenValue; 4]) {
-        let [input, output, cached, thinking] = tokens.map(|t| u128::from(t.count()));
+        self.add_counts(&tokens.map(TokenValue::count));
+    }
+
+    /// Adds one token event's coerced counts (input, output, cached, thinking) and counts one
+    /// call.
+    pub fn add_counts(&mut self, counts: &[u64; 4]) {
+        let [input, output, cached, thinking] = counts.map(u128::from);
         self.input_tokens += input;
         self.output_tokens += output;
         self.cached_tokens += cached;
@@ -228,6 +234,9 @@ pub struct FoldedEvent<'a> {
     /// The generation this event belongs to (0 before any boundary; a boundary belongs to the
     /// generation it starts).
     pub generation: u64,
+    /// A token event's counts after coercion (input, output, cached, thinking); zeros for
+    /// other events.
+    pub tokens: [u64; 4],
 }
 
 /// What folding one line did.
@@ -303,10 +312,12 @@ impl Folder {
         let state = &mut self.state;
         state.events += 1;
         state.diagnostics.note_envelope(&fields);
+        let mut tokens = [0; 4];
         match kind {
             EventKind::Token => {
                 state.diagnostics.note_tokens(&fields.tokens);
-                state.totals.add_event(&fields.tokens);
+                tokens = fields.tokens.map(TokenValue::count);
+                state.totals.add_counts(&tokens);
             }
             EventKind::Boundary => {
                 state.boundaries += 1;
@@ -328,6 +339,7 @@ impl Folder {
             type_name: fields.type_name,
             kind,
             generation: state.boundaries,
+            tokens,
         })
     }
 

@@ -27,6 +27,11 @@ impl Timestamp {
             .then_some(Timestamp(micros))
     }
 
+    /// Whole microseconds since the epoch.
+    pub fn micros(self) -> i64 {
+        self.0
+    }
+
     /// Builds a timestamp from (fractional) epoch seconds; `None` for NaN, infinities and
     /// out-of-range values.
     pub fn from_seconds(seconds: f64) -> Option<Timestamp> {

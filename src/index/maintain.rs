@@ -27,7 +27,7 @@ use redb::{Database, ReadableDatabase};
 use super::committer::{Committer, Job};
 use super::db::{self, Opened, RepairFlag, UnsyncedBuild, WritableOpenError, panic_message};
 use super::rows::{Row, RowBuffer, TypeMap};
-use super::schema::{Meta, PARSER_VERSION};
+use super::schema::{Meta, PARSER_VERSION, SeqState};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{FoldState, Folded, Folder, LineProblem};
@@ -146,7 +146,7 @@ fn empty_meta(options: &IndexOptions) -> Meta {
         tail: WindowSum::default(),
         running_crc: 0,
         fold: FoldState::default(),
-        duplicate_seqs: 0,
+        seqs: SeqState::default(),
     }
 }
 
@@ -555,18 +555,18 @@ impl WritableIndex {
         // A rendezvous: at most one chunk is being written while the next one is folded.
         let (to_writer, chunks) = std::sync::mpsc::sync_channel::<Chunk>(0);
         let (to_reader, spent) = std::sync::mpsc::sync_channel::<RowBuffer>(1);
-        // Counted by the writer (it sees the stored seqs), carried across its commits.
-        let mut duplicate_seqs = meta.duplicate_seqs;
+        // Kept by the writer (it sees the stored seq runs), carried across its commits.
+        let mut seqs = meta.seqs;
         let Some((read, written)) = std::thread::scope(|scope| {
             let path: &Path = path;
             let log_path: &Path = log_path;
             let spawned = std::thread::Builder::new()
                 .name("agentlog-index-writer".to_owned())
-                .spawn_scoped(scope, move || -> Result<u64, CommitError> {
+                .spawn_scoped(scope, move || -> Result<SeqState, CommitError> {
                     for mut chunk in chunks {
                         log.sync_data()
                             .map_err(|e| CommitError::Failed(log_read(log_path, e)))?;
-                        chunk.meta.duplicate_seqs = duplicate_seqs;
+                        chunk.meta.seqs = seqs;
                         commit_rows(
                             database,
                             path,
@@ -574,12 +574,12 @@ impl WritableIndex {
                             &mut chunk.new_types,
                             &mut chunk.meta,
                         )?;
-                        duplicate_seqs = chunk.meta.duplicate_seqs;
+                        seqs = chunk.meta.seqs;
                         // For reuse; never wait for the reader, which may be done (or
                         // holding a spare already): then the buffer is simply dropped.
                         let _ = to_reader.try_send(chunk.rows);
                     }
-                    Ok(duplicate_seqs)
+                    Ok(seqs)
                 });
             let Ok(writer) = spawned else {
                 return None;
@@ -618,8 +618,8 @@ impl WritableIndex {
             tracing::debug!(index = %path.display(), "cannot start the index writer thread; building on one");
             return Ok(false);
         };
-        let duplicate_seqs = match written {
-            Ok(Ok(duplicate_seqs)) => duplicate_seqs,
+        let seqs = match written {
+            Ok(Ok(seqs)) => seqs,
             Ok(Err(CommitError::Failed(e))) => return Err(e),
             Ok(Err(CommitError::Panicked(e))) => {
                 leak(db, path);
@@ -639,7 +639,7 @@ impl WritableIndex {
             }
         };
         read?;
-        meta.duplicate_seqs = duplicate_seqs;
+        meta.seqs = seqs;
         Ok(true)
     }
 
@@ -697,8 +697,8 @@ impl WritableIndex {
                 }
                 self.spare = landed.rows;
                 // The fold and checksum may have moved on for the next commit; what committing
-                // computed is the duplicate seq count, and the windows at its watermark.
-                self.meta.duplicate_seqs = landed.meta.duplicate_seqs;
+                // computed is the seq runs' state, and the windows at its watermark.
+                self.meta.seqs = landed.meta.seqs;
                 if self.meta.watermark() == landed.meta.watermark() {
                     self.meta.head = landed.meta.head;
                     self.meta.tail = landed.meta.tail;

@@ -8,6 +8,7 @@
 //!
 //! The schema and the open protocol are specified in `docs/FORMAT.md`.
 
+mod blocks;
 mod committer;
 mod db;
 mod error;
@@ -16,6 +17,7 @@ mod outcome;
 mod reader;
 mod rows;
 pub mod schema;
+mod seq_runs;
 mod validate;
 mod verify;
 mod writer;

@@ -12,13 +12,15 @@ use std::sync::OnceLock;
 
 use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
+use super::blocks::{BlockReader, DecodedBlock, Entry, ReadError};
 use super::db::{self, guarded};
 use super::maintain::{
     Progress, Then, Unwritable, WritableIndex, expected, folded_bytes_unchanged, log_len, log_read,
     redb_failure, storage,
 };
 use super::rows::{TypeMap, problem_from_code};
-use super::schema::{self, BOUNDARIES, EVENTS, EventRow, INVALID, Meta, PREFIX, SEQS, TYPE_EVENTS};
+use super::schema::{self, BOUNDARIES, EventRow, INVALID, Meta, SEQ_RUNS, TYPE_BLOCKS};
+use super::seq_runs;
 use super::validate::{self, Loaded, Validity};
 use super::verify::{self, CompareError, TableComparison};
 use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason};
@@ -279,7 +281,7 @@ impl Index {
 
     /// Events whose explicit seq repeated an earlier one.
     pub fn duplicate_seqs(&self) -> u64 {
-        self.meta.duplicate_seqs
+        self.meta.seqs.duplicates
     }
 
     /// The crc32 of the indexed prefix `[0, watermark)`, for deep verification.
@@ -463,31 +465,36 @@ impl Index {
         Ok(out)
     }
 
-    /// Totals of the token events strictly before `offset`: one lookup.
+    /// Runs `f` over the blocks of the last commit, inside one read transaction. A damaged or
+    /// contradictory row is reported as damage (see [`Index::read`]).
+    fn with_blocks<T>(
+        &self,
+        f: impl FnOnce(&redb::ReadTransaction, &mut BlockReader) -> Result<T, ReadError>,
+    ) -> Result<T, IndexError> {
+        self.read(|txn| {
+            let mut blocks =
+                BlockReader::open(txn).map_err(|e| redb_failure(&self.paths.index, e))?;
+            f(txn, &mut blocks).map_err(|e| match e {
+                ReadError::Redb(e) => redb_failure(&self.paths.index, e),
+                ReadError::Damaged(detail) => storage(&self.paths.index, detail),
+            })
+        })
+    }
+
+    /// Totals of the token events strictly before `offset`: one block read.
     pub fn totals_before(&self, offset: u64) -> Result<Totals, IndexError> {
         if let Some((_, totals)) = self.tail.prefix.iter().rev().find(|(at, _)| *at < offset) {
             return Ok(*totals);
         }
-        let watermark = self.meta.watermark();
-        self.read(|txn| {
-            let table = txn
-                .open_table(PREFIX)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            let mut range = table
-                .range(..offset.min(watermark))
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            match range.next_back() {
-                None => Ok(Totals::default()),
-                Some(entry) => {
-                    let (_, row) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-                    schema::decode::<Totals>(row.value())
-                        .ok_or_else(|| self.damaged("a prefix row fails its checksum"))
-                }
-            }
+        let end = offset.min(self.meta.watermark());
+        self.with_blocks(|_, blocks| {
+            Ok(blocks
+                .block_before(end)?
+                .map_or_else(Totals::default, |block| block.totals_before(end)))
         })
     }
 
-    /// Totals of the token events in `[from, to)`: two lookups.
+    /// Totals of the token events in `[from, to)`: two block reads.
     pub fn totals_between(&self, from: u64, to: u64) -> Result<Totals, IndexError> {
         Ok(self.totals_before(to)?.since(&self.totals_before(from)?))
     }
@@ -497,19 +504,11 @@ impl Index {
         if offset >= self.meta.watermark() {
             return Ok(None);
         }
-        self.read(|txn| {
-            let table = txn
-                .open_table(EVENTS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            match table
-                .get(offset)
-                .map_err(|e| redb_failure(&self.paths.index, e))?
-            {
-                None => Ok(None),
-                Some(row) => schema::decode::<EventRow>(row.value())
-                    .map(Some)
-                    .ok_or_else(|| self.damaged("an event row fails its checksum")),
-            }
+        self.with_blocks(|_, blocks| {
+            Ok(blocks
+                .block_at(offset)?
+                .and_then(|block| block.at_offset(offset))
+                .map(|entry| entry.row.clone()))
         })
     }
 
@@ -521,37 +520,35 @@ impl Index {
             .map(|&(_, offset)| offset))
     }
 
-    /// (seq, offset) of the indexed events with `from <= seq <= to`, in seq order: one range
-    /// read of the seq table.
+    /// (seq, offset) of the indexed events with `from <= seq <= to`, in seq order: a range
+    /// read of the seq runs and the blocks they point into.
     pub fn seq_offsets(&self, from: u64, to: u64) -> Result<Vec<(u64, u64)>, IndexError> {
-        if from > to {
-            return Ok(Vec::new());
-        }
-        self.read(|txn| self.seq_range(txn, from, to))
+        let mut out = Vec::new();
+        self.for_seqs(from, to, |entry| out.push((entry.row.seq, entry.offset)))?;
+        Ok(out)
     }
 
-    /// (seq, offset) of the indexed events with `from <= seq <= to`, inside a read transaction.
-    fn seq_range(
-        &self,
-        txn: &redb::ReadTransaction,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<(u64, u64)>, IndexError> {
-        let watermark = self.meta.watermark();
-        let table = txn
-            .open_table(SEQS)
-            .map_err(|e| redb_failure(&self.paths.index, e))?;
-        let mut out = Vec::new();
-        for entry in table
-            .range(from..=to)
-            .map_err(|e| redb_failure(&self.paths.index, e))?
-        {
-            let (seq, offset) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-            if offset.value() < watermark {
-                out.push((seq.value(), offset.value()));
-            }
+    /// Calls `f` on each indexed event with `from <= seq <= to`, in seq order, inside one read
+    /// transaction. Each run's events are checked to hold the seqs it maps to them.
+    fn for_seqs(&self, from: u64, to: u64, mut f: impl FnMut(&Entry)) -> Result<(), IndexError> {
+        if from > to {
+            return Ok(());
         }
-        Ok(out)
+        self.with_blocks(|txn, blocks| {
+            let runs = txn.open_table(SEQ_RUNS)?;
+            for run in seq_runs::runs_within(&runs, from, to)? {
+                for i in 0..run.len {
+                    let seq = run.start + i;
+                    let damaged = || ReadError::Damaged(format!("the event of seq {seq} is not"));
+                    let ordinal = run.event.checked_add(i).ok_or_else(damaged)?;
+                    match blocks.event(ordinal)? {
+                        Some(entry) if entry.row.seq == seq => f(entry),
+                        _ => return Err(damaged()),
+                    }
+                }
+            }
+            Ok(())
+        })
     }
 
     /// (seq, offset, line) of the indexed events with `from <= seq <= to`, in seq order, in one
@@ -561,18 +558,9 @@ impl Index {
         from: u64,
         to: u64,
     ) -> Result<Vec<(u64, u64, Vec<u8>)>, IndexError> {
-        if from > to {
-            return Ok(Vec::new());
-        }
-        let rows = self.read(|txn| {
-            let events = txn
-                .open_table(EVENTS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            let mut rows = Vec::new();
-            for (seq, offset) in self.seq_range(txn, from, to)? {
-                rows.push((seq, offset, self.row_len(&events, offset)?));
-            }
-            Ok(rows)
+        let mut rows = Vec::new();
+        self.for_seqs(from, to, |entry| {
+            rows.push((entry.row.seq, entry.offset, entry.row.len));
         })?;
         rows.into_iter()
             .map(|(seq, offset, len)| Ok((seq, offset, self.read_line(offset, len)?)))
@@ -583,18 +571,11 @@ impl Index {
     /// that are not indexed events are left out.
     pub fn lines_at(&self, offsets: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
         let watermark = self.meta.watermark();
-        let rows = self.read(|txn| {
-            let events = txn
-                .open_table(EVENTS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
+        let rows = self.with_blocks(|_, blocks| {
             let mut rows = Vec::new();
             for &offset in offsets.iter().filter(|o| **o < watermark) {
-                if events
-                    .get(offset)
-                    .map_err(|e| redb_failure(&self.paths.index, e))?
-                    .is_some()
-                {
-                    rows.push((offset, self.row_len(&events, offset)?));
+                if let Some(entry) = blocks.block_at(offset)?.and_then(|b| b.at_offset(offset)) {
+                    rows.push((offset, entry.row.len));
                 }
             }
             Ok(rows)
@@ -602,20 +583,6 @@ impl Index {
         rows.into_iter()
             .map(|(offset, len)| Ok((offset, self.read_line(offset, len)?)))
             .collect()
-    }
-
-    fn row_len(
-        &self,
-        events: &redb::ReadOnlyTable<u64, &'static [u8]>,
-        offset: u64,
-    ) -> Result<u64, IndexError> {
-        let row = events
-            .get(offset)
-            .map_err(|e| redb_failure(&self.paths.index, e))?
-            .ok_or_else(|| self.damaged(format!("no event row at offset {offset}")))?;
-        schema::decode::<EventRow>(row.value())
-            .map(|r| r.len)
-            .ok_or_else(|| self.damaged("an event row fails its checksum"))
     }
 
     fn read_line(&self, offset: u64, len: u64) -> Result<Vec<u8>, IndexError> {
@@ -648,48 +615,36 @@ impl Index {
         let Some(id) = self.types.get(name) else {
             return Ok(None);
         };
-        let watermark = self.meta.watermark();
-        self.read(|txn| {
-            let table = txn
-                .open_table(TYPE_EVENTS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            let mut range = table
-                .range((id, 0)..(id, watermark))
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            match range.next_back() {
-                None => Ok(None),
-                Some(entry) => {
-                    let (key, _) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-                    Ok(Some(key.value().1))
-                }
-            }
+        self.with_blocks(|txn, blocks| {
+            let table = txn.open_table(TYPE_BLOCKS)?;
+            let Some(row) = table.range((id, 0)..=(id, u64::MAX))?.next_back() else {
+                return Ok(None);
+            };
+            let (key, mask) = row?;
+            let (number, mask) = (key.value().1, mask.value());
+            let block = typed_block(blocks, id, number, mask)?;
+            let slot = 63 - mask.leading_zeros() as usize;
+            Ok(block.entries.get(slot).map(|entry| entry.offset))
         })
     }
 
     /// The last indexed event strictly before `offset`, with its row.
     pub fn last_event_before(&self, offset: u64) -> Result<Option<(u64, EventRow)>, IndexError> {
         let end = offset.min(self.meta.watermark());
-        self.read(|txn| {
-            let table = txn
-                .open_table(EVENTS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            let mut range = table
-                .range(..end)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            match range.next_back() {
-                None => Ok(None),
-                Some(entry) => {
-                    let (at, row) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-                    let row = schema::decode::<EventRow>(row.value())
-                        .ok_or_else(|| self.damaged("an event row fails its checksum"))?;
-                    Ok(Some((at.value(), row)))
-                }
-            }
+        self.with_blocks(|_, blocks| {
+            Ok(blocks.block_before(end)?.and_then(|block| {
+                block
+                    .entries
+                    .iter()
+                    .rev()
+                    .find(|entry| entry.offset < end)
+                    .map(|entry| (entry.offset, entry.row.clone()))
+            }))
         })
     }
 
     /// Offsets of indexed events of type `name`, in file order, starting at `from`, at most
-    /// `limit` of them.
+    /// `limit` of them: the type's block masks, and only the blocks they name.
     pub fn offsets_of_type(
         &self,
         name: &str,
@@ -699,18 +654,28 @@ impl Index {
         let Some(id) = self.types.get(name) else {
             return Ok(Vec::new());
         };
-        let watermark = self.meta.watermark();
-        self.read(|txn| {
-            let table = txn
-                .open_table(TYPE_EVENTS)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
+        self.with_blocks(|txn, blocks| {
             let mut out = Vec::new();
-            let range = table
-                .range((id, from)..(id, watermark))
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
-            for entry in range.take(limit) {
-                let (key, _) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
-                out.push(key.value().1);
+            if limit == 0 {
+                return Ok(out);
+            }
+            let first_block = blocks.block_at(from)?.map_or(0, DecodedBlock::number);
+            let table = txn.open_table(TYPE_BLOCKS)?;
+            for row in table.range((id, first_block)..=(id, u64::MAX))? {
+                let (key, mask) = row?;
+                let (number, mut mask) = (key.value().1, mask.value());
+                let block = typed_block(blocks, id, number, mask)?;
+                while mask != 0 {
+                    let slot = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    match block.entries.get(slot) {
+                        Some(entry) if entry.offset >= from => out.push(entry.offset),
+                        _ => {}
+                    }
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
             }
             Ok(out)
         })
@@ -859,4 +824,28 @@ fn fold_tail(
         end,
         crc,
     })
+}
+
+/// Block `number`, checked to hold an event of type `id` at every bit of `mask` (a row of
+/// [`TYPE_BLOCKS`]).
+fn typed_block(
+    blocks: &mut BlockReader,
+    id: u32,
+    number: u64,
+    mask: u64,
+) -> Result<&DecodedBlock, ReadError> {
+    let damaged = || ReadError::Damaged(format!("the type mask of block {number} is wrong"));
+    let block = blocks.block(number)?.ok_or_else(damaged)?;
+    let mut bits = mask;
+    if bits == 0 {
+        return Err(damaged());
+    }
+    while bits != 0 {
+        let slot = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        if block.entries.get(slot).is_none_or(|e| e.row.type_id != id) {
+            return Err(damaged());
+        }
+    }
+    Ok(block)
 }

@@ -1,18 +1,19 @@
 //! Turning folded lines into index rows, and writing them. The catch-up path writes rows as it
 //! scans; the live writer queues them and writes them at its next commit. Both go through
-//! [`RowBuffer`], so there is one definition of what a row is and how it is stored.
+//! [`RowBuffer`], so there is one definition of what a row is and how it is stored (events go
+//! to [`blocks`](super::blocks), their seqs to [`seq_runs`](super::seq_runs)).
 
 use std::collections::HashMap;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
+use super::blocks::{self, Entry};
 use super::schema::{
-    self, BOUNDARIES, EVENTS, EventRow, INVALID, MAX_TYPES, META, META_KEY, Meta, OTHER_TYPE,
-    PREFIX, SEQS, TYPE_EVENTS, TYPES, flags,
+    self, BOUNDARIES, EventRow, INVALID, MAX_TYPES, META, META_KEY, Meta, OTHER_TYPE, SEQ_RUNS,
+    TYPES, flags,
 };
-use crate::event::{
-    EventKind, FoldState, Folded, FoldedEvent, GenerationStart, LineProblem, Totals,
-};
+use super::seq_runs;
+use crate::event::{EventKind, FoldState, Folded, FoldedEvent, GenerationStart, LineProblem};
 
 /// A row to store for one line.
 #[derive(Clone, Debug)]
@@ -21,10 +22,7 @@ pub(crate) enum Row {
     Invalid { offset: u64, problem: LineProblem },
     /// An event line.
     Event {
-        offset: u64,
-        row: EventRow,
-        /// Prefix totals after a token event.
-        totals_after: Option<Totals>,
+        entry: Entry,
         /// The generation a boundary starts.
         boundary: Option<Box<GenerationStart>>,
     },
@@ -53,28 +51,32 @@ impl Row {
         if event.explicit_seq {
             bits |= flags::EXPLICIT_SEQ;
         }
-        let (totals_after, boundary) = match event.kind {
+        let boundary = match event.kind {
             EventKind::Token => {
                 bits |= flags::TOKEN;
-                (Some(state.totals), None)
+                None
             }
             EventKind::Boundary => {
                 bits |= flags::BOUNDARY;
-                (None, state.latest.clone().map(Box::new))
+                state.latest.clone().map(Box::new)
             }
-            EventKind::Header | EventKind::Other => (None, None),
+            EventKind::Header | EventKind::Other => None,
         };
         Row::Event {
-            offset: event.offset,
-            row: EventRow {
-                len: event.len,
-                seq: event.seq,
-                time: event.time,
-                type_id: types.id(event.type_name.as_deref()),
-                generation: event.generation,
-                flags: bits,
+            entry: Entry {
+                // The state counts this event already.
+                ordinal: state.events.saturating_sub(1),
+                offset: event.offset,
+                row: EventRow {
+                    len: event.len,
+                    seq: event.seq,
+                    time: event.time,
+                    type_id: types.id(event.type_name.as_deref()),
+                    generation: event.generation,
+                    flags: bits,
+                },
+                tokens: event.tokens,
             },
-            totals_after,
             boundary,
         }
     }
@@ -158,20 +160,12 @@ impl TypeMap {
     }
 }
 
-/// Rows buffered for one commit, per table, so they can be written in key order through a
-/// cursor at the table's end: redb inserts sorted keys that way several times faster than
-/// one `insert` at a time. Values are encoded only when written, so a build's encoding work
-/// falls on the thread that writes (see `WritableIndex::catch_up`).
+/// Rows buffered for one commit. Events are encoded only when written, so a build's encoding
+/// work falls on the thread that writes (see `WritableIndex::catch_up`).
 #[derive(Default)]
 pub(crate) struct RowBuffer {
-    /// (offset, row) of events, ascending.
-    events: Vec<(u64, EventRow)>,
-    /// (offset, totals after it) of token events, ascending.
-    prefix: Vec<(u64, Totals)>,
-    /// (seq, offset) in file order.
-    seqs: Vec<(u64, u64)>,
-    /// (type id, offset) in file order.
-    type_events: Vec<(u32, u64)>,
+    /// Events in file order (consecutive ordinals).
+    events: Vec<Entry>,
     /// (ordinal, generation start) of boundaries, ascending.
     boundaries: Vec<(u64, GenerationStart)>,
     invalid: Vec<(u64, u8)>,
@@ -185,20 +179,8 @@ impl RowBuffer {
             Row::Invalid { offset, problem } => {
                 self.invalid.push((*offset, problem_code(*problem)))
             }
-            Row::Event {
-                offset,
-                row,
-                totals_after,
-                boundary,
-            } => {
-                self.events.push((*offset, row.clone()));
-                self.seqs.push((row.seq, *offset));
-                if row.type_id != OTHER_TYPE {
-                    self.type_events.push((row.type_id, *offset));
-                }
-                if let Some(totals) = totals_after {
-                    self.prefix.push((*offset, *totals));
-                }
+            Row::Event { entry, boundary } => {
+                self.events.push(entry.clone());
                 if let Some(start) = boundary {
                     self.boundaries
                         .push((start.ordinal, start.as_ref().clone()));
@@ -215,15 +197,13 @@ impl RowBuffer {
     /// Drops every queued row.
     pub(crate) fn clear(&mut self) {
         self.events.clear();
-        self.prefix.clear();
-        self.seqs.clear();
-        self.type_events.clear();
         self.boundaries.clear();
         self.invalid.clear();
     }
 
     /// Writes every queued row, the new type names (drained from `new_types`) and the meta
-    /// record into `txn`, and empties the buffer.
+    /// record into `txn`, and empties the buffer. Every table is opened, so an index holds all
+    /// of them from its first commit.
     pub(crate) fn write(
         &mut self,
         txn: &WriteTransaction,
@@ -231,15 +211,13 @@ impl RowBuffer {
         meta: &mut Meta,
     ) -> Result<(), redb::Error> {
         let scratch = &mut self.scratch;
-        append_sorted(&mut txn.open_table(EVENTS)?, &self.events, scratch)?;
-        append_sorted(&mut txn.open_table(PREFIX)?, &self.prefix, scratch)?;
-        append_sorted(&mut txn.open_table(BOUNDARIES)?, &self.boundaries, scratch)?;
-        write_seqs(
-            &mut txn.open_table(SEQS)?,
-            &self.seqs,
-            &mut meta.duplicate_seqs,
+        blocks::write(txn, &self.events, scratch)?;
+        seq_runs::write(
+            &mut txn.open_table(SEQ_RUNS)?,
+            self.events.iter().map(|e| (e.row.seq, e.ordinal)),
+            &mut meta.seqs,
         )?;
-        write_type_events(&mut txn.open_table(TYPE_EVENTS)?, &mut self.type_events)?;
+        append_sorted(&mut txn.open_table(BOUNDARIES)?, &self.boundaries, scratch)?;
         let mut invalid = txn.open_table(INVALID)?;
         for (offset, code) in &self.invalid {
             invalid.insert(offset, code)?;
@@ -288,78 +266,6 @@ fn append_sorted<V: serde::Serialize>(
             done += 1;
         }
         rest = &rest[done..];
-    }
-    Ok(())
-}
-
-/// Seqs keep their first line: an ascending run goes through a cursor; a seq not above the
-/// largest stored one is checked first.
-fn write_seqs(
-    table: &mut Table<'_, u64, u64>,
-    rows: &[(u64, u64)],
-    duplicates: &mut u64,
-) -> Result<(), redb::Error> {
-    let mut max = table.last()?.map(|(k, _)| k.value());
-    let mut rest = rows;
-    while !rest.is_empty() {
-        let mut cursor = table.upper_bound_mut(std::ops::Bound::<u64>::Unbounded)?;
-        let mut done = 0;
-        for &(seq, offset) in rest {
-            if max.is_some_and(|m| seq <= m) {
-                break;
-            }
-            match cursor.insert_before(seq, offset) {
-                Ok(()) => {
-                    max = Some(seq);
-                    done += 1;
-                }
-                Err(redb::CursorError::UnorderedKey) => break,
-                Err(redb::CursorError::Storage(e)) => return Err(e.into()),
-                Err(e) => return Err(redb::Error::Corrupted(e.to_string())),
-            }
-        }
-        cursor.close()?;
-        if let Some(&(seq, offset)) = rest.get(done) {
-            if table.get(seq)?.is_some() {
-                *duplicates += 1;
-            } else {
-                table.insert(seq, offset)?;
-            }
-            done += 1;
-        }
-        rest = &rest[done..];
-    }
-    Ok(())
-}
-
-/// Rows are sorted by (type, offset); each type's run is appended after that type's last row.
-fn write_type_events(
-    table: &mut Table<'_, (u32, u64), ()>,
-    rows: &mut [(u32, u64)],
-) -> Result<(), redb::Error> {
-    rows.sort_unstable();
-    for run in rows.chunk_by(|a, b| a.0 == b.0) {
-        let Some(&(type_id, _)) = run.first() else {
-            continue;
-        };
-        let end = match type_id.checked_add(1) {
-            Some(next) => std::ops::Bound::Excluded((next, 0)),
-            None => std::ops::Bound::Unbounded,
-        };
-        let mut cursor = table.upper_bound_mut(end)?;
-        let mut done = 0;
-        for key in run {
-            match cursor.insert_before(key, ()) {
-                Ok(()) => done += 1,
-                Err(redb::CursorError::UnorderedKey) => break,
-                Err(redb::CursorError::Storage(e)) => return Err(e.into()),
-                Err(e) => return Err(redb::Error::Corrupted(e.to_string())),
-            }
-        }
-        cursor.close()?;
-        for key in &run[done..] {
-            table.insert(key, ())?;
-        }
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The on-disk schema of the index (see docs/FORMAT.md, which must change with this file).
 //!
-//! Every value is postcard followed by a little-endian crc32 of the postcard bytes, so a
-//! damaged row is detected rather than believed.
+//! Every value that is not a plain integer is postcard followed by a little-endian crc32 of
+//! the postcard bytes, so a damaged row is detected rather than believed. Events are stored in
+//! blocks of [`BLOCK_EVENTS`] (like Kafka's sparse offset index, a row per block rather than
+//! per line): a build writes about one redb row per 50 lines instead of three per line.
 
 use redb::TableDefinition;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -10,25 +12,32 @@ use crate::event::{EventKind, FoldState, GenerationStart, Timestamp, Totals};
 use crate::log::WindowSum;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Bumped whenever extraction or the fold could give a different answer for the same bytes.
 pub const PARSER_VERSION: u32 = 1;
 
+/// Events per block: the events with ordinals `64 b .. 64 b + 64` (0-based, in file order)
+/// are block `b`. 64 makes a block's events of one type one `u64` mask ([`TYPE_BLOCKS`]).
+pub const BLOCK_EVENTS: u64 = 64;
+
 /// `"format"` → u32 LE; `"meta"` → [`Meta`].
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-/// Offset of each event line → [`EventRow`].
-pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
-/// seq → offset (the first line with that seq wins).
-pub const SEQS: TableDefinition<u64, u64> = TableDefinition::new("seqs");
+/// Block number → [`Block`]. Every block but the last holds [`BLOCK_EVENTS`] events.
+pub const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
+/// Offset of each block's first event → its block number.
+pub const BLOCK_STARTS: TableDefinition<u64, u64> = TableDefinition::new("block_starts");
+/// First seq of a run → (ordinal of the event with that seq, run length): seqs
+/// `s .. s + len` are the events `e .. e + len`. Runs never overlap: the first event with a
+/// seq keeps it, and later ones are counted in [`SeqState::duplicates`].
+pub const SEQ_RUNS: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_runs");
 /// Boundary ordinal (1-based, file order) → [`GenerationStart`].
 pub const BOUNDARIES: TableDefinition<u64, &[u8]> = TableDefinition::new("boundaries");
-/// Offset of each token event → [`Totals`] including that event (prefix sums).
-pub const PREFIX: TableDefinition<u64, &[u8]> = TableDefinition::new("prefix");
 /// Type id → type name.
 pub const TYPES: TableDefinition<u32, &str> = TableDefinition::new("types");
-/// (type id, offset) → (): the events of each type, in file order.
-pub const TYPE_EVENTS: TableDefinition<(u32, u64), ()> = TableDefinition::new("type_events");
+/// (type id, block number) → bit `i` set if the block's event `i` has that type. Only pairs
+/// with at least one such event have a row.
+pub const TYPE_BLOCKS: TableDefinition<(u32, u64), u64> = TableDefinition::new("type_blocks");
 /// Offset of each invalid line → its problem code.
 pub const INVALID: TableDefinition<u64, u8> = TableDefinition::new("invalid");
 
@@ -60,8 +69,8 @@ pub struct Meta {
     pub running_crc: u32,
     /// The fold at the watermark; `fold.end` is the watermark W.
     pub fold: FoldState,
-    /// Events whose explicit seq repeated an earlier one (the earlier one keeps the seq).
-    pub duplicate_seqs: u64,
+    /// Where the seq runs stand, so the next commit continues them as a rebuild would.
+    pub seqs: SeqState,
 }
 
 impl Meta {
@@ -71,7 +80,37 @@ impl Meta {
     }
 }
 
-/// Flags of an [`EventRow`].
+/// One run of [`SEQ_RUNS`]: seqs `start .. start + len` are the events `event .. event + len`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqRun {
+    /// The first seq.
+    pub start: u64,
+    /// The ordinal of the event with that seq.
+    pub event: u64,
+    /// How many seqs (and events); at least 1.
+    pub len: u64,
+}
+
+impl SeqRun {
+    /// Whether the run holds `seq`.
+    pub fn covers(&self, seq: u64) -> bool {
+        seq >= self.start && seq - self.start < self.len
+    }
+}
+
+/// The seq runs' state at the watermark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqState {
+    /// Events whose seq repeated an earlier one (the earlier one keeps the seq).
+    pub duplicates: u64,
+    /// The largest seq any event has had.
+    pub max: Option<u64>,
+    /// The run that holds the last event, if that event kept its seq: the next event extends
+    /// it when its seq is the next one.
+    pub open: Option<SeqRun>,
+}
+
+/// Flags of an event (see [`EventRow`]).
 pub mod flags {
     /// The seq came from the line.
     pub const EXPLICIT_SEQ: u8 = 1;
@@ -79,6 +118,8 @@ pub mod flags {
     pub const TOKEN: u8 = 2;
     /// A boundary event.
     pub const BOUNDARY: u8 = 4;
+    /// Every flag a stored event may have.
+    pub const ALL: u8 = EXPLICIT_SEQ | TOKEN | BOUNDARY;
 }
 
 /// What the index keeps of each event line.
@@ -111,10 +152,43 @@ impl EventRow {
     }
 }
 
+/// A block of consecutive events as stored in [`BLOCKS`]. Each event is stored relative to
+/// the one before it, so most of its fields take a byte or two.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// Offset of the first event's line.
+    pub first_offset: u64,
+    /// Boundaries before the first event.
+    pub boundaries_before: u64,
+    /// Totals of the token events before the first event.
+    pub totals_before: Totals,
+    /// The events, in file order.
+    pub entries: Vec<BlockEntry>,
+}
+
+/// One event of a [`Block`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockEntry {
+    /// Bytes from the end of the previous event's line (after its `\n`) to this line: blank
+    /// and invalid lines. 0 for the first event of a block.
+    pub gap: u64,
+    /// Line length without the `\n`.
+    pub len: u64,
+    /// `seq - (previous seq + 1)`, wrapping (for the first event of a block, `seq`).
+    pub seq_delta: i64,
+    /// Microseconds since the previous readable timestamp in the block (for the first one,
+    /// since the epoch); `None` if the event's is not readable.
+    pub time_delta: Option<i64>,
+    /// Type id (see [`TYPES`]).
+    pub type_id: u32,
+    /// See [`flags`].
+    pub flags: u8,
+    /// A token event's counts after coercion (input, output, cached, thinking).
+    pub tokens: Option<[u64; 4]>,
+}
+
 /// Type aliases kept for readers of the schema.
 pub type BoundaryRow = GenerationStart;
-/// See [`PREFIX`].
-pub type PrefixRow = Totals;
 
 /// Encodes a value as postcard plus crc32, appending to `out`.
 pub fn encode<T: Serialize>(value: &T, out: &mut Vec<u8>) {
@@ -145,22 +219,43 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_damage_is_detected() {
-        let row = EventRow {
-            len: 10,
-            seq: 3,
-            time: Timestamp::from_seconds(1.5),
-            type_id: 2,
-            generation: 1,
-            flags: flags::TOKEN,
+        let block = Block {
+            first_offset: 1000,
+            boundaries_before: 2,
+            totals_before: Totals {
+                input_tokens: 5,
+                api_calls: 1,
+                ..Totals::default()
+            },
+            entries: vec![BlockEntry {
+                gap: 0,
+                len: 10,
+                seq_delta: 3,
+                time_delta: Some(1_500_000),
+                type_id: 2,
+                flags: flags::TOKEN,
+                tokens: Some([1, 2, 3, 4]),
+            }],
         };
         let mut buf = Vec::new();
-        encode(&row, &mut buf);
-        assert_eq!(decode::<EventRow>(&buf), Some(row));
+        encode(&block, &mut buf);
+        assert_eq!(decode::<Block>(&buf), Some(block));
         for i in 0..buf.len() {
             let mut damaged = buf.clone();
             damaged[i] ^= 0x40;
-            assert_eq!(decode::<EventRow>(&damaged), None, "flip at {i}");
+            assert_eq!(decode::<Block>(&damaged), None, "flip at {i}");
         }
-        assert_eq!(decode::<EventRow>(&buf[..3]), None);
+        assert_eq!(decode::<Block>(&buf[..3]), None);
+    }
+
+    #[test]
+    fn a_run_covers_its_seqs_only() {
+        let run = SeqRun {
+            start: u64::MAX - 1,
+            event: 0,
+            len: 2,
+        };
+        assert!(run.covers(u64::MAX - 1) && run.covers(u64::MAX));
+        assert!(!run.covers(u64::MAX - 2) && !run.covers(0));
     }
 }

@@ -7,10 +7,11 @@ use std::io;
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
 
 use super::StaleReason;
+use super::blocks;
 use super::rows::TypeMap;
 use super::schema::{
-    self, BOUNDARIES, EVENTS, FORMAT_KEY, FORMAT_VERSION, META, META_KEY, Meta, PARSER_VERSION,
-    PREFIX,
+    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, BOUNDARIES, FORMAT_KEY, FORMAT_VERSION, META,
+    META_KEY, Meta, PARSER_VERSION,
 };
 use crate::event::{GenerationStart, Totals};
 
@@ -143,22 +144,55 @@ pub(crate) fn validate(
 }
 
 /// Cheap self-consistency checks of the tables against the meta record (in the spirit of
-/// Kafka's index sanity check): counts, the latest boundary, the last prefix sum.
+/// Kafka's index sanity check): counts, the last block (its events, where it ends, the totals
+/// after it), the latest boundary.
 fn check_structure(txn: &ReadTransaction, meta: &Meta) -> Result<Option<StaleReason>, redb::Error> {
     let inconsistent = |detail: String| Ok(Some(StaleReason::Inconsistent { detail }));
     let fold = &meta.fold;
-    let events = txn.open_table(EVENTS)?;
-    if events.len()? != fold.events {
+    let expected_blocks = fold.events.div_ceil(BLOCK_EVENTS);
+    let blocks = txn.open_table(BLOCKS)?;
+    let starts = txn.open_table(BLOCK_STARTS)?;
+    if blocks.len()? != expected_blocks || starts.len()? != expected_blocks {
         return inconsistent(format!(
-            "{} event rows, meta says {}",
-            events.len()?,
+            "{} blocks and {} block starts, meta says {} events ({expected_blocks} blocks)",
+            blocks.len()?,
+            starts.len()?,
             fold.events
         ));
     }
-    if let Some((last, _)) = events.last()?
-        && last.value() >= meta.watermark()
-    {
-        return inconsistent("an event row lies beyond the watermark".to_owned());
+    let (totals, boundaries) = match blocks.last()? {
+        None => (Totals::default(), 0),
+        Some((number, value)) => {
+            let number = number.value();
+            if number + 1 != expected_blocks {
+                return inconsistent(format!(
+                    "the last block is block {number}, meta says {expected_blocks} blocks"
+                ));
+            }
+            let Some(last) = blocks::decode(number, value.value()) else {
+                return inconsistent("the last block is damaged".to_owned());
+            };
+            let events = last.entries.len() as u64;
+            if number * BLOCK_EVENTS + events != fold.events {
+                return inconsistent(format!(
+                    "the last block holds {events} events, meta says {} in all",
+                    fold.events
+                ));
+            }
+            if last.end() > meta.watermark() {
+                return inconsistent("an event lies beyond the watermark".to_owned());
+            }
+            (last.totals_after(), last.boundaries_after())
+        }
+    };
+    if totals != fold.totals {
+        return inconsistent("the totals after the last block differ from meta".to_owned());
+    }
+    if boundaries != fold.boundaries {
+        return inconsistent(format!(
+            "the blocks hold {boundaries} boundaries, meta says {}",
+            fold.boundaries
+        ));
     }
     let boundaries = txn.open_table(BOUNDARIES)?;
     if boundaries.len()? != fold.boundaries {
@@ -177,17 +211,6 @@ fn check_structure(txn: &ReadTransaction, meta: &Meta) -> Result<Option<StaleRea
     };
     if last_boundary != fold.latest {
         return inconsistent("latest boundary row differs from meta".to_owned());
-    }
-    let prefix = txn.open_table(PREFIX)?;
-    let last_totals = match prefix.last()? {
-        Some((_, row)) => match schema::decode::<Totals>(row.value()) {
-            Some(totals) => totals,
-            None => return inconsistent("last prefix row fails its checksum".to_owned()),
-        },
-        None => Totals::default(),
-    };
-    if last_totals != fold.totals {
-        return inconsistent("last prefix sum differs from meta totals".to_owned());
     }
     Ok(None)
 }

@@ -3,13 +3,15 @@
 //!
 //! The checks on open (versions, the log's windows, table lengths) and the checksum in every
 //! row's value cannot see a damaged key: redb checksums its pages but verifies them only
-//! while repairing. A key that changed is a row under the wrong offset, seq or type, and a
-//! query near it would believe it. Comparing with a rebuild finds any such difference.
+//! while repairing, and some values (seq runs, type masks, block starts) are plain integers.
+//! A key or such a value that changed is a row under the wrong offset, seq or type, and a
+//! query near it might believe it. Comparing with a rebuild finds any such difference.
 
 use redb::{Key, ReadTransaction, ReadableTable, TableDefinition, TableError, Value};
 
 use super::schema::{
-    self, BOUNDARIES, EVENTS, INVALID, META, META_KEY, Meta, PREFIX, SEQS, TYPE_EVENTS, TYPES,
+    self, BLOCK_STARTS, BLOCKS, BOUNDARIES, INVALID, META, META_KEY, Meta, SEQ_RUNS, TYPE_BLOCKS,
+    TYPES,
 };
 
 /// How one table of the index compares with a fresh build of the same prefix of the log.
@@ -60,12 +62,12 @@ pub(crate) fn compare_tables(
 ) -> Result<Vec<TableComparison>, CompareError> {
     Ok(vec![
         compare(stored, fresh, "meta", META)?,
-        compare(stored, fresh, "events", EVENTS)?,
-        compare(stored, fresh, "seqs", SEQS)?,
+        compare(stored, fresh, "blocks", BLOCKS)?,
+        compare(stored, fresh, "block_starts", BLOCK_STARTS)?,
+        compare(stored, fresh, "seq_runs", SEQ_RUNS)?,
         compare(stored, fresh, "boundaries", BOUNDARIES)?,
-        compare(stored, fresh, "prefix", PREFIX)?,
         compare(stored, fresh, "types", TYPES)?,
-        compare(stored, fresh, "type_events", TYPE_EVENTS)?,
+        compare(stored, fresh, "type_blocks", TYPE_BLOCKS)?,
         compare(stored, fresh, "invalid", INVALID)?,
     ])
 }

@@ -243,6 +243,118 @@ pub fn assert_index_matches_oracle(index: &Index, bytes: &[u8]) {
     );
 }
 
+/// Every row query of `index` (a build that covers the whole log, with no in-memory tail)
+/// against the oracle: each event's length, seq, type and the totals before it, the first
+/// event of every seq, the events of every type, and the last event before each line.
+pub fn assert_rows_match_oracle(index: &Index, bytes: &[u8]) {
+    let oracle = Oracle::of(bytes);
+    assert_eq!(
+        index.seq_offsets(0, u64::MAX).expect("seqs"),
+        oracle.seq_offsets(),
+        "seq offsets"
+    );
+    let mut previous = None;
+    for event in &oracle.event_lines {
+        let row = index
+            .event_at(event.offset)
+            .expect("event")
+            .unwrap_or_else(|| panic!("no event row at {}", event.offset));
+        assert_eq!(row.len, event.len, "len at {}", event.offset);
+        assert_eq!(row.seq, event.seq, "seq at {}", event.offset);
+        assert_eq!(
+            index.type_name(row.type_id),
+            event.kind.as_deref(),
+            "type at {}",
+            event.offset
+        );
+        assert_eq!(
+            OTotals::from(index.totals_before(event.offset).expect("totals")),
+            event.totals_before,
+            "totals before {}",
+            event.offset
+        );
+        assert_eq!(
+            index
+                .last_event_before(event.offset)
+                .expect("last event before")
+                .map(|(at, _)| at),
+            previous,
+            "the event before {}",
+            event.offset
+        );
+        assert_eq!(
+            index.offset_of_seq(event.seq).expect("seq"),
+            oracle
+                .seq_offsets()
+                .iter()
+                .find(|(seq, _)| *seq == event.seq)
+                .map(|&(_, at)| at)
+        );
+        previous = Some(event.offset);
+    }
+    let mut kinds: Vec<&str> = oracle
+        .event_lines
+        .iter()
+        .filter_map(|e| e.kind.as_deref())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    for kind in kinds {
+        let expected = oracle.offsets_of_type(kind);
+        assert_eq!(
+            index.offsets_of_type(kind, 0, usize::MAX).expect("types"),
+            expected,
+            "offsets of {kind}"
+        );
+        assert_eq!(
+            index.last_offset_of_type(kind).expect("last of type"),
+            expected.last().copied(),
+            "last of {kind}"
+        );
+        // From the middle, and a limit.
+        if let Some(&middle) = expected.get(expected.len() / 2) {
+            let from_middle: Vec<u64> = expected
+                .iter()
+                .copied()
+                .filter(|&o| o >= middle)
+                .take(3)
+                .collect();
+            assert_eq!(
+                index.offsets_of_type(kind, middle, 3).expect("types"),
+                from_middle,
+                "offsets of {kind} from {middle}"
+            );
+        }
+    }
+}
+
+/// Runs `f` and returns what it returns with the warnings agentlog logged on this thread
+/// meanwhile: a healthy index logs none, so a rebuild that heals a bug in silence (the
+/// writer and catch-ups rebuild an index they fail to write) still fails the test.
+pub fn with_warnings<T>(f: impl FnOnce() -> T) -> (T, String) {
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log buffer").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let shared = Shared::default();
+    let writer = shared.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let logged = String::from_utf8_lossy(&shared.0.lock().expect("log buffer")).into_owned();
+    (out, logged)
+}
+
 /// A lingtai-shaped log from the synthetic generator.
 pub fn synthetic(responses: u64, seed: u64) -> Vec<u8> {
     let mut out = Vec::new();

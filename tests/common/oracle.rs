@@ -36,8 +36,24 @@ impl OTotals {
     }
 }
 
+/// One event line as the oracle sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OEvent {
+    pub offset: u64,
+    /// Without the `\n`.
+    pub len: u64,
+    /// `seq` if a JSON integer >= 0, else the line ordinal (every complete line but a header).
+    pub seq: u64,
+    /// `type` if a string, else `event` if a string.
+    pub kind: Option<String>,
+    /// Lifetime totals of the token events before this line.
+    pub totals_before: OTotals,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Oracle {
+    /// Every event in file order.
+    pub event_lines: Vec<OEvent>,
     /// Every boundary in file order.
     pub boundaries: Vec<OBoundary>,
     /// Totals per generation (index 0 is before the first boundary).
@@ -105,10 +121,13 @@ impl Oracle {
             Some(last) => &bytes[..=last],
             None => &bytes[..0],
         };
+        let mut ordinal = 0u64;
         for raw in complete.split_inclusive(|&b| b == b'\n') {
             let line = &raw[..raw.len() - 1];
             let at = offset;
             offset += raw.len() as u64;
+            let line_ordinal = ordinal;
+            ordinal += 1;
             // The limit comes first: a too-long line is invalid even if it is only whitespace.
             let parsed = if line.len() > max_line {
                 None
@@ -123,9 +142,21 @@ impl Oracle {
             };
             let kind = string(object.get("type")).or_else(|| string(object.get("event")));
             if at == 0 && kind == Some("session") {
+                // A header takes no ordinal.
+                ordinal -= 1;
                 continue;
             }
             oracle.events += 1;
+            oracle.event_lines.push(OEvent {
+                offset: at,
+                len: line.len() as u64,
+                seq: object
+                    .get("seq")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(line_ordinal),
+                kind: kind.map(str::to_owned),
+                totals_before: oracle.lifetime(),
+            });
             match kind {
                 Some("llm_response") => {
                     let current = oracle.generations.last_mut().expect("generation 0 exists");
@@ -164,6 +195,24 @@ impl Oracle {
 
     pub fn lifetime(&self) -> OTotals {
         OTotals::sum(&self.generations)
+    }
+
+    /// (seq, offset) of the first event with each seq, in seq order.
+    pub fn seq_offsets(&self) -> Vec<(u64, u64)> {
+        let mut first = std::collections::BTreeMap::new();
+        for event in &self.event_lines {
+            first.entry(event.seq).or_insert(event.offset);
+        }
+        first.into_iter().collect()
+    }
+
+    /// Offsets of the events of type `name`, in file order.
+    pub fn offsets_of_type(&self, name: &str) -> Vec<u64> {
+        self.event_lines
+            .iter()
+            .filter(|e| e.kind.as_deref() == Some(name))
+            .map(|e| e.offset)
+            .collect()
     }
 
     /// What a session request must give: `Ok(label)` or `Err(found)` for a mismatch,

@@ -1,0 +1,548 @@
+//! Events stored in blocks ([`BLOCKS`], [`BLOCK_STARTS`], [`TYPE_BLOCKS`]): the one owner of
+//! how events are encoded into blocks of [`BLOCK_EVENTS`], written, and read back.
+//!
+//! Block `b` holds the events with ordinals `64 b .. 64 b + 64`. A commit whose first event
+//! falls inside the last stored block rewrites that block with the new events appended, so an
+//! index caught up commit by commit holds exactly the rows a rebuild would (what
+//! `verify --deep` compares). Decoding checks every field against the others, so a damaged
+//! block is reported, never believed.
+
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, Table, WriteTransaction};
+
+use super::schema::{
+    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, Block, BlockEntry, EventRow, OTHER_TYPE, TYPE_BLOCKS,
+    flags,
+};
+use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
+
+/// One event, as queued for a commit and as decoded from a block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// 0-based ordinal among the log's events (file order; the header is not an event).
+    pub(crate) ordinal: u64,
+    /// Offset of the event's line.
+    pub(crate) offset: u64,
+    /// What the index keeps of the event.
+    pub(crate) row: EventRow,
+    /// A token event's counts after coercion (input, output, cached, thinking); zeros for
+    /// other events.
+    pub(crate) tokens: [u64; 4],
+}
+
+impl Entry {
+    /// The offset just after the line's `\n`.
+    fn end(&self) -> u64 {
+        self.offset.saturating_add(self.row.len).saturating_add(1)
+    }
+
+    fn is_token(&self) -> bool {
+        self.row.flags & flags::TOKEN != 0
+    }
+
+    fn is_boundary(&self) -> bool {
+        self.row.flags & flags::BOUNDARY != 0
+    }
+}
+
+/// A block read back: its events with their offsets, seqs, generations and token counts.
+#[derive(Clone, Debug)]
+pub(crate) struct DecodedBlock {
+    /// Totals of the token events before the block.
+    totals_before: Totals,
+    /// Boundaries before the block.
+    boundaries_before: u64,
+    /// At least one event.
+    pub(crate) entries: Vec<Entry>,
+}
+
+impl DecodedBlock {
+    /// The block number.
+    pub(crate) fn number(&self) -> u64 {
+        self.entries.first().map_or(0, |e| e.ordinal / BLOCK_EVENTS)
+    }
+
+    /// Totals of the token events strictly before `offset`, counting from this block's start.
+    pub(crate) fn totals_before(&self, offset: u64) -> Totals {
+        let mut totals = self.totals_before;
+        for entry in self.entries.iter().take_while(|e| e.offset < offset) {
+            if entry.is_token() {
+                totals.add_counts(&entry.tokens);
+            }
+        }
+        totals
+    }
+
+    /// Totals of the token events up to and including the block's last event.
+    pub(crate) fn totals_after(&self) -> Totals {
+        self.totals_before(u64::MAX)
+    }
+
+    /// Boundaries up to and including the block's last event.
+    pub(crate) fn boundaries_after(&self) -> u64 {
+        self.entries
+            .last()
+            .map_or(self.boundaries_before, |e| e.row.generation)
+    }
+
+    /// The offset of the first event's line.
+    pub(crate) fn first_offset(&self) -> u64 {
+        self.entries.first().map_or(0, |e| e.offset)
+    }
+
+    /// The offset just after the last event's line.
+    pub(crate) fn end(&self) -> u64 {
+        self.entries.last().map_or(0, Entry::end)
+    }
+
+    /// The event at `offset`, if one of this block's.
+    pub(crate) fn at_offset(&self, offset: u64) -> Option<&Entry> {
+        self.entries
+            .binary_search_by_key(&offset, |e| e.offset)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+    }
+}
+
+/// Encodes the events `entries` (ascending, consecutive ordinals, all in one block) as block
+/// values, given the totals and boundaries before the first one. `None` if they are not in
+/// file order or their generations do not follow the boundaries (a bug upstream: never
+/// stored).
+fn encode(entries: &[Entry], totals_before: Totals, boundaries_before: u64) -> Option<Block> {
+    let first = entries.first()?;
+    let mut previous_end = first.offset;
+    let mut previous_seq = u64::MAX;
+    let mut previous_time = 0i64;
+    let mut generation = boundaries_before;
+    let mut stored = Vec::with_capacity(entries.len());
+    for entry in entries {
+        generation += u64::from(entry.is_boundary());
+        if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
+            return None;
+        }
+        let gap = entry.offset.checked_sub(previous_end)?;
+        previous_end = entry.end();
+        let seq_delta = entry.row.seq.wrapping_sub(previous_seq.wrapping_add(1)) as i64;
+        previous_seq = entry.row.seq;
+        let time_delta = entry.row.time.map(|t| {
+            let delta = t.micros().wrapping_sub(previous_time);
+            previous_time = t.micros();
+            delta
+        });
+        stored.push(BlockEntry {
+            gap,
+            len: entry.row.len,
+            seq_delta,
+            time_delta,
+            type_id: entry.row.type_id,
+            flags: entry.row.flags,
+            tokens: entry.is_token().then_some(entry.tokens),
+        });
+    }
+    Some(Block {
+        first_offset: first.offset,
+        boundaries_before,
+        totals_before,
+        entries: stored,
+    })
+}
+
+/// Decodes block `number`'s stored value; `None` if it is damaged: a failed checksum, or
+/// fields that contradict each other (too many or no events, unknown flags, token counts on an
+/// event that is not a token event, offsets or timestamps out of range).
+pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
+    let block: Block = schema::decode(bytes)?;
+    if block.entries.is_empty() || block.entries.len() as u64 > BLOCK_EVENTS {
+        return None;
+    }
+    let first_ordinal = number.checked_mul(BLOCK_EVENTS)?;
+    let mut previous_end = block.first_offset;
+    let mut previous_seq = u64::MAX;
+    let mut previous_time = 0i64;
+    let mut generation = block.boundaries_before;
+    let mut entries = Vec::with_capacity(block.entries.len());
+    for (i, stored) in block.entries.iter().enumerate() {
+        let token = stored.flags & flags::TOKEN != 0;
+        let boundary = stored.flags & flags::BOUNDARY != 0;
+        if stored.flags & !flags::ALL != 0 || (token && boundary) {
+            return None;
+        }
+        let tokens = match (token, stored.tokens) {
+            (true, Some(tokens)) if tokens.iter().all(|&t| t <= MAX_TOKEN_VALUE) => tokens,
+            (false, None) => [0; 4],
+            _ => return None,
+        };
+        if i == 0 && stored.gap != 0 {
+            return None;
+        }
+        let offset = previous_end.checked_add(stored.gap)?;
+        let seq = previous_seq
+            .wrapping_add(1)
+            .wrapping_add(stored.seq_delta as u64);
+        let time = match stored.time_delta {
+            Some(delta) => {
+                previous_time = previous_time.wrapping_add(delta);
+                Some(Timestamp::from_micros(previous_time)?)
+            }
+            None => None,
+        };
+        generation += u64::from(boundary);
+        let entry = Entry {
+            ordinal: first_ordinal.checked_add(i as u64)?,
+            offset,
+            row: EventRow {
+                len: stored.len,
+                seq,
+                time,
+                type_id: stored.type_id,
+                generation,
+                flags: stored.flags,
+            },
+            tokens,
+        };
+        previous_end = offset.checked_add(stored.len)?.checked_add(1)?;
+        previous_seq = seq;
+        entries.push(entry);
+    }
+    Some(DecodedBlock {
+        totals_before: block.totals_before,
+        boundaries_before: block.boundaries_before,
+        entries,
+    })
+}
+
+fn damaged(detail: impl Into<String>) -> redb::Error {
+    redb::Error::Corrupted(detail.into())
+}
+
+/// Writes `entries`, the events after those already stored (ascending, consecutive ordinals),
+/// into [`BLOCKS`], [`BLOCK_STARTS`] and [`TYPE_BLOCKS`]. A last stored block that is not
+/// full is rewritten with the new events appended; every table is opened (so it exists) even
+/// when there is nothing to write.
+pub(crate) fn write(
+    txn: &WriteTransaction,
+    entries: &[Entry],
+    scratch: &mut Vec<u8>,
+) -> Result<(), redb::Error> {
+    let mut blocks = txn.open_table(BLOCKS)?;
+    let mut starts = txn.open_table(BLOCK_STARTS)?;
+    let mut types = txn.open_table(TYPE_BLOCKS)?;
+    let Some(first) = entries.first() else {
+        return Ok(());
+    };
+    let mut number = first.ordinal / BLOCK_EVENTS;
+    let in_block = first.ordinal % BLOCK_EVENTS;
+    // The block being filled, and the totals and boundaries before it.
+    let (mut pending, mut totals, mut boundaries) = if in_block > 0 {
+        let stored = stored_block(&blocks, number)?;
+        if stored.entries.len() as u64 != in_block {
+            return Err(damaged(format!(
+                "block {number} holds {} events where {in_block} were expected",
+                stored.entries.len()
+            )));
+        }
+        (
+            stored.entries,
+            stored.totals_before,
+            stored.boundaries_before,
+        )
+    } else if number > 0 {
+        let previous = stored_block(&blocks, number - 1)?;
+        if previous.entries.len() as u64 != BLOCK_EVENTS {
+            return Err(damaged(format!("block {} is not full", number - 1)));
+        }
+        (
+            Vec::new(),
+            previous.totals_after(),
+            previous.boundaries_after(),
+        )
+    } else {
+        (Vec::new(), Totals::default(), 0)
+    };
+    let mut type_rows = Vec::new();
+    for entry in entries {
+        if entry.ordinal != number * BLOCK_EVENTS + pending.len() as u64 {
+            return Err(damaged("events queued out of order"));
+        }
+        pending.push(entry.clone());
+        if pending.len() as u64 == BLOCK_EVENTS {
+            store(
+                &mut blocks,
+                &mut starts,
+                &mut type_rows,
+                &pending,
+                (totals, boundaries),
+                scratch,
+            )?;
+            for stored in &pending {
+                if stored.is_token() {
+                    totals.add_counts(&stored.tokens);
+                }
+            }
+            boundaries = pending.last().map_or(boundaries, |e| e.row.generation);
+            pending.clear();
+            number += 1;
+        }
+    }
+    if !pending.is_empty() {
+        store(
+            &mut blocks,
+            &mut starts,
+            &mut type_rows,
+            &pending,
+            (totals, boundaries),
+            scratch,
+        )?;
+    }
+    // In key order: each type's rows go to the end of its range of the table.
+    type_rows.sort_unstable_by_key(|&(key, _)| key);
+    for (key, mask) in type_rows {
+        types.insert(key, mask)?;
+    }
+    Ok(())
+}
+
+/// Stores one block and its start, and queues its type masks.
+fn store(
+    blocks: &mut Table<'_, u64, &'static [u8]>,
+    starts: &mut Table<'_, u64, u64>,
+    type_rows: &mut Vec<((u32, u64), u64)>,
+    entries: &[Entry],
+    (totals_before, boundaries_before): (Totals, u64),
+    scratch: &mut Vec<u8>,
+) -> Result<(), redb::Error> {
+    let Some(first) = entries.first() else {
+        return Ok(());
+    };
+    let number = first.ordinal / BLOCK_EVENTS;
+    let block = encode(entries, totals_before, boundaries_before)
+        .ok_or_else(|| damaged("events queued out of file order"))?;
+    schema::encode(&block, scratch);
+    blocks.insert(number, scratch.as_slice())?;
+    starts.insert(first.offset, number)?;
+    let mut masks: Vec<(u32, u64)> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let type_id = entry.row.type_id;
+        if type_id == OTHER_TYPE {
+            continue;
+        }
+        match masks.iter_mut().find(|(id, _)| *id == type_id) {
+            Some((_, mask)) => *mask |= 1 << i,
+            None => masks.push((type_id, 1 << i)),
+        }
+    }
+    type_rows.extend(masks.into_iter().map(|(id, mask)| ((id, number), mask)));
+    Ok(())
+}
+
+fn stored_block(
+    blocks: &Table<'_, u64, &'static [u8]>,
+    number: u64,
+) -> Result<DecodedBlock, redb::Error> {
+    let value = blocks
+        .get(number)?
+        .ok_or_else(|| damaged(format!("block {number} is missing")))?;
+    decode(number, value.value()).ok_or_else(|| damaged(format!("block {number} is damaged")))
+}
+
+/// Why a block could not be read.
+pub(crate) enum ReadError {
+    /// redb failed.
+    Redb(redb::Error),
+    /// A row is damaged or contradicts another; the detail says which.
+    Damaged(String),
+}
+
+impl<E: Into<redb::Error>> From<E> for ReadError {
+    fn from(e: E) -> ReadError {
+        ReadError::Redb(e.into())
+    }
+}
+
+/// Reads blocks inside one read transaction, keeping the last one decoded: queries read
+/// neighbouring events, which mostly share a block.
+pub(crate) struct BlockReader {
+    blocks: ReadOnlyTable<u64, &'static [u8]>,
+    starts: ReadOnlyTable<u64, u64>,
+    cached: Option<DecodedBlock>,
+}
+
+impl BlockReader {
+    pub(crate) fn open(txn: &ReadTransaction) -> Result<BlockReader, redb::Error> {
+        Ok(BlockReader {
+            blocks: txn.open_table(BLOCKS)?,
+            starts: txn.open_table(BLOCK_STARTS)?,
+            cached: None,
+        })
+    }
+
+    /// Block `number`, if stored.
+    pub(crate) fn block(&mut self, number: u64) -> Result<Option<&DecodedBlock>, ReadError> {
+        if self.cached.as_ref().is_none_or(|b| b.number() != number) {
+            let Some(value) = self.blocks.get(number)? else {
+                return Ok(None);
+            };
+            let block = decode(number, value.value())
+                .ok_or_else(|| ReadError::Damaged(format!("block {number} is damaged")))?;
+            self.cached = Some(block);
+        }
+        Ok(self.cached.as_ref())
+    }
+
+    /// The event with `ordinal`, if stored.
+    pub(crate) fn event(&mut self, ordinal: u64) -> Result<Option<&Entry>, ReadError> {
+        let number = ordinal / BLOCK_EVENTS;
+        let slot = (ordinal % BLOCK_EVENTS) as usize;
+        Ok(self
+            .block(number)?
+            .and_then(|block| block.entries.get(slot)))
+    }
+
+    /// The last block whose first event is at or before `offset` (the one that holds the
+    /// event at `offset`, if any).
+    pub(crate) fn block_at(&mut self, offset: u64) -> Result<Option<&DecodedBlock>, ReadError> {
+        // The next block starts at or after the cached one's end.
+        if self
+            .cached
+            .as_ref()
+            .is_some_and(|b| b.first_offset() <= offset && offset < b.end())
+        {
+            return Ok(self.cached.as_ref());
+        }
+        self.block_starting_in(..=offset)
+    }
+
+    /// The last block whose first event is before `end`.
+    pub(crate) fn block_before(&mut self, end: u64) -> Result<Option<&DecodedBlock>, ReadError> {
+        if self
+            .cached
+            .as_ref()
+            .is_some_and(|b| b.first_offset() < end && end <= b.end())
+        {
+            return Ok(self.cached.as_ref());
+        }
+        self.block_starting_in(..end)
+    }
+
+    fn block_starting_in(
+        &mut self,
+        range: impl std::ops::RangeBounds<u64>,
+    ) -> Result<Option<&DecodedBlock>, ReadError> {
+        let found = match self.starts.range(range)?.next_back() {
+            None => return Ok(None),
+            Some(entry) => {
+                let (start, number) = entry?;
+                (start.value(), number.value())
+            }
+        };
+        let (start, number) = found;
+        match self.block(number)? {
+            Some(block) if block.entries.first().is_some_and(|e| e.offset == start) => {
+                Ok(Some(block))
+            }
+            _ => Err(ReadError::Damaged(format!(
+                "the block said to start at offset {start} does not"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(ordinal: u64, offset: u64, seq: u64, flags: u8) -> Entry {
+        Entry {
+            ordinal,
+            offset,
+            row: EventRow {
+                len: 9,
+                seq,
+                time: Timestamp::from_micros(1_786_000_000_000_000 + ordinal as i64 * 7),
+                type_id: (ordinal % 3) as u32,
+                generation: 0,
+                flags,
+            },
+            tokens: if flags & flags::TOKEN != 0 {
+                [ordinal, 1, 2, 3]
+            } else {
+                [0; 4]
+            },
+        }
+    }
+
+    #[test]
+    fn a_block_decodes_to_what_was_encoded() {
+        let mut entries = Vec::new();
+        let mut offset = 40;
+        for i in 0..BLOCK_EVENTS {
+            let flags = match i % 5 {
+                0 => flags::TOKEN,
+                1 => flags::BOUNDARY | flags::EXPLICIT_SEQ,
+                _ => 0,
+            };
+            let mut e = entry(64 + i, offset, if i == 7 { 3 } else { 100 + i }, flags);
+            if i == 9 {
+                e.row.time = None;
+            }
+            offset = e.end() + (i % 2) * 11;
+            entries.push(e);
+        }
+        let boundaries_before = 4;
+        let mut generation = boundaries_before;
+        for e in &mut entries {
+            generation += u64::from(e.is_boundary());
+            e.row.generation = generation;
+        }
+        let totals = Totals {
+            input_tokens: 10,
+            api_calls: 2,
+            ..Totals::default()
+        };
+        let block = encode(&entries, totals, boundaries_before).unwrap();
+        let mut bytes = Vec::new();
+        schema::encode(&block, &mut bytes);
+        let decoded = decode(1, &bytes).unwrap();
+        assert_eq!(decoded.entries, entries);
+        let tokens: u64 = entries
+            .iter()
+            .filter(|e| e.is_token())
+            .map(|e| e.tokens[0])
+            .sum();
+        assert_eq!(decoded.totals_after().input_tokens, 10 + u128::from(tokens));
+        assert_eq!(decoded.totals_before(entries[0].offset), totals);
+        // The same bytes read as another block number give other ordinals.
+        assert_ne!(decode(2, &bytes).unwrap().entries, entries);
+    }
+
+    #[test]
+    fn contradictory_blocks_are_damaged() {
+        let good = encode(&[entry(0, 0, 0, flags::TOKEN)], Totals::default(), 0).unwrap();
+        let check = |block: &Block| {
+            let mut bytes = Vec::new();
+            schema::encode(block, &mut bytes);
+            decode(0, &bytes).is_some()
+        };
+        assert!(check(&good));
+        let mut bad = good.clone();
+        bad.entries[0].tokens = None;
+        assert!(!check(&bad), "a token event without counts");
+        let mut bad = good.clone();
+        bad.entries[0].flags = flags::TOKEN | flags::BOUNDARY;
+        assert!(!check(&bad), "both kinds");
+        let mut bad = good.clone();
+        bad.entries[0].flags |= 0x40;
+        assert!(!check(&bad), "an unknown flag");
+        let mut bad = good.clone();
+        bad.entries[0].gap = 1;
+        assert!(!check(&bad), "a first event away from the block's start");
+        let mut bad = good.clone();
+        bad.entries[0].time_delta = Some(i64::MAX);
+        assert!(!check(&bad), "a timestamp out of range");
+        let mut bad = good.clone();
+        bad.entries.clear();
+        assert!(!check(&bad), "an empty block");
+        let mut bad = good;
+        bad.entries = vec![bad.entries[0].clone(); 65];
+        assert!(!check(&bad), "too many events");
+    }
+}
