@@ -489,6 +489,48 @@ proptest! {
     }
 }
 
+/// A build whose runs of lines are large enough to be extracted on two threads (a few MB)
+/// folds them in file order: every row query agrees with the oracle, and every table equals
+/// a build on one thread, byte for byte. Invalid lines are sprinkled through the log so that
+/// both threads' parts of a run hold some.
+#[test]
+fn a_large_build_extracts_on_two_threads_and_stores_what_one_thread_does() {
+    let mut log = Vec::new();
+    let synthetic = common::synthetic(700, 11);
+    for (i, line) in synthetic.split_inclusive(|&b| b == b'\n').enumerate() {
+        log.extend_from_slice(line);
+        match i % 331 {
+            7 => log.extend_from_slice(b"{\"type\": \"llm_response\", \"input_tokens\": 3, torn\n"),
+            101 => log.extend_from_slice(b"   \n"),
+            _ => {}
+        }
+    }
+    // One run of more than 512 KiB (`TWO_THREAD_RUN`) is split.
+    assert!(
+        log.len() > 1 << 20,
+        "{} bytes: too small for two threads",
+        log.len()
+    );
+    let agent = Agent::with_log(&log);
+    let (index, warnings) = with_warnings(|| Index::open(&agent.paths, &IndexOptions::default()));
+    let index = index.expect("build");
+    assert!(warnings.is_empty(), "{warnings}");
+    assert_index_matches_oracle(&index, &log);
+    assert_rows_match_oracle(&index, &log);
+    drop(index);
+    let one_thread = IndexOptions {
+        two_threads: false,
+        ..IndexOptions::default()
+    };
+    let reopened = Index::open(&agent.paths, &one_thread).expect("reopen");
+    assert!(matches!(
+        reopened.outcome(),
+        agentlog::index::IndexOutcome::Fresh
+    ));
+    // The scratch rebuild it is compared with runs on one thread.
+    assert_identical_to_a_rebuild(&reopened);
+}
+
 /// Every table of `index`, byte for byte, is what a fresh build of its prefix of the log
 /// stores (`verify --deep`'s row check): whatever path wrote it, an index is one function of
 /// the log's bytes.

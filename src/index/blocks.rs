@@ -231,8 +231,11 @@ pub(crate) fn write(
     };
     let mut number = first.ordinal / BLOCK_EVENTS;
     let in_block = first.ordinal % BLOCK_EVENTS;
-    // The block being filled, and the totals and boundaries before it.
-    let (mut pending, mut totals, mut boundaries) = if in_block > 0 {
+    let mut type_rows = Vec::new();
+    let mut rest = entries;
+    // The totals and boundaries before block `number`.
+    let (mut totals, mut boundaries) = if in_block > 0 {
+        // The last stored block is not full: it is rewritten with the first new events.
         let stored = stored_block(&blocks, number)?;
         if stored.entries.len() as u64 != in_block {
             return Err(damaged(format!(
@@ -240,58 +243,45 @@ pub(crate) fn write(
                 stored.entries.len()
             )));
         }
-        (
-            stored.entries,
-            stored.totals_before,
-            stored.boundaries_before,
-        )
+        let room = usize::try_from(BLOCK_EVENTS - in_block).unwrap_or(usize::MAX);
+        let (head, tail) = rest.split_at(room.min(rest.len()));
+        let mut merged = stored.entries;
+        merged.extend_from_slice(head);
+        let before = (stored.totals_before, stored.boundaries_before);
+        store(
+            &mut blocks,
+            &mut starts,
+            &mut type_rows,
+            number,
+            &merged,
+            before,
+            scratch,
+        )?;
+        rest = tail;
+        number += 1;
+        advance(before, &merged)
     } else if number > 0 {
         let previous = stored_block(&blocks, number - 1)?;
         if previous.entries.len() as u64 != BLOCK_EVENTS {
             return Err(damaged(format!("block {} is not full", number - 1)));
         }
-        (
-            Vec::new(),
-            previous.totals_after(),
-            previous.boundaries_after(),
-        )
+        (previous.totals_after(), previous.boundaries_after())
     } else {
-        (Vec::new(), Totals::default(), 0)
+        (Totals::default(), 0)
     };
-    let mut type_rows = Vec::new();
-    for entry in entries {
-        if entry.ordinal != number * BLOCK_EVENTS + pending.len() as u64 {
-            return Err(damaged("events queued out of order"));
-        }
-        pending.push(entry.clone());
-        if pending.len() as u64 == BLOCK_EVENTS {
-            store(
-                &mut blocks,
-                &mut starts,
-                &mut type_rows,
-                &pending,
-                (totals, boundaries),
-                scratch,
-            )?;
-            for stored in &pending {
-                if stored.is_token() {
-                    totals.add_counts(&stored.tokens);
-                }
-            }
-            boundaries = pending.last().map_or(boundaries, |e| e.row.generation);
-            pending.clear();
-            number += 1;
-        }
-    }
-    if !pending.is_empty() {
+    for block in rest.chunks(BLOCK_EVENTS as usize) {
+        let before = (totals, boundaries);
         store(
             &mut blocks,
             &mut starts,
             &mut type_rows,
-            &pending,
-            (totals, boundaries),
+            number,
+            block,
+            before,
             scratch,
         )?;
+        (totals, boundaries) = advance(before, block);
+        number += 1;
     }
     // In key order: each type's rows go to the end of its range of the table.
     type_rows.sort_unstable_by_key(|&(key, _)| key);
@@ -301,11 +291,23 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// Stores one block and its start, and queues its type masks.
+/// The totals and boundaries after `entries`, given those before them.
+fn advance((mut totals, boundaries): (Totals, u64), entries: &[Entry]) -> (Totals, u64) {
+    for entry in entries.iter().filter(|e| e.is_token()) {
+        totals.add_counts(&entry.tokens);
+    }
+    (
+        totals,
+        entries.last().map_or(boundaries, |e| e.row.generation),
+    )
+}
+
+/// Stores `entries` as block `number` with its start, and queues its type masks.
 fn store(
     blocks: &mut Table<'_, u64, &'static [u8]>,
     starts: &mut Table<'_, u64, u64>,
     type_rows: &mut Vec<((u32, u64), u64)>,
+    number: u64,
     entries: &[Entry],
     (totals_before, boundaries_before): (Totals, u64),
     scratch: &mut Vec<u8>,
@@ -313,7 +315,13 @@ fn store(
     let Some(first) = entries.first() else {
         return Ok(());
     };
-    let number = first.ordinal / BLOCK_EVENTS;
+    let in_order = entries
+        .iter()
+        .zip(number * BLOCK_EVENTS..)
+        .all(|(entry, ordinal)| entry.ordinal == ordinal);
+    if !in_order {
+        return Err(damaged("events queued out of order"));
+    }
     let block = encode(entries, totals_before, boundaries_before)
         .ok_or_else(|| damaged("events queued out of file order"))?;
     schema::encode(&block, scratch);

@@ -31,7 +31,7 @@ use super::schema::{Meta, PARSER_VERSION, SeqState};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{FoldState, Folded, Folder, LineProblem};
-use crate::log::{Line, LineScanner, LogError, LogPaths, LogWriter, WindowSum};
+use crate::log::{LineScanner, LogError, LogPaths, LogWriter, Run, WindowSum};
 
 /// Progress of a long build: bytes done and bytes to do.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
@@ -481,9 +481,7 @@ impl WritableIndex {
             && self.catch_up_in_two_threads(log, limit, options, progress)?;
         if !two_threads {
             let log_path = self.log_path.clone();
-            let scanner =
-                LineScanner::new(log, start, limit, options.max_line, self.meta.running_crc);
-            let mut reader = ChunkReader::new(scanner, &self.meta, options, &log_path);
+            let mut reader = ChunkReader::new(log, start, limit, &self.meta, options, &log_path);
             let mut checked = (start, self.meta.running_crc);
             loop {
                 let finished = reader.fold_chunk(&mut self.buffer, &mut self.types)?;
@@ -584,8 +582,7 @@ impl WritableIndex {
             let Ok(writer) = spawned else {
                 return None;
             };
-            let scanner = LineScanner::new(log, start, limit, options.max_line, meta.running_crc);
-            let mut reader = ChunkReader::new(scanner, meta, options, log_path);
+            let mut reader = ChunkReader::new(log, start, limit, meta, options, log_path);
             let mut rows = std::mem::take(buffer);
             let read = loop {
                 let finished = match reader.fold_chunk(&mut rows, types) {
@@ -860,25 +857,54 @@ impl Drop for WritableIndex {
 }
 
 /// Reads log lines and folds them into rows, one commit's worth at a time.
+///
+/// Lines are read in runs of up to [`RUN_BYTES`]. Extraction, which is most of a build's
+/// reading half, is split over two threads for a large run: a scoped helper extracts the
+/// second part of the run while this thread extracts and folds the first, then this thread
+/// folds the second. The fold itself stays in file order on this thread.
 struct ChunkReader<'a> {
     folder: Folder,
     scanner: LineScanner<'a>,
     commit_bytes: u64,
+    /// Whether a run may be extracted on two threads (`IndexOptions::two_threads`).
+    two_threads: bool,
     log_path: &'a Path,
 }
 
+/// The most a run of lines holds: large enough that starting a helper thread for its second
+/// part (tens of microseconds) is small next to extracting it (a few milliseconds).
+const RUN_BYTES: usize = 4 << 20;
+
+/// Runs smaller than this are extracted on one thread.
+const TWO_THREAD_RUN: usize = 512 << 10;
+
+/// The share of a run's bytes this thread extracts itself when a helper takes the rest: this
+/// thread also folds every line, so the helper gets a little more.
+const OWN_SHARE_PERCENT: usize = 45;
+
 impl<'a> ChunkReader<'a> {
-    /// Continues from `meta`'s fold; `scanner` must start at its watermark.
+    /// Reads `[start, limit)` of `log`, continuing from `meta`'s fold, whose watermark must be
+    /// `start`.
     fn new(
-        scanner: LineScanner<'a>,
+        log: &'a File,
+        start: u64,
+        limit: u64,
         meta: &Meta,
         options: &IndexOptions,
         log_path: &'a Path,
     ) -> ChunkReader<'a> {
         ChunkReader {
             folder: Folder::new(options.extractor(), meta.fold.clone()),
-            scanner,
+            scanner: LineScanner::with_buffer(
+                log,
+                start,
+                limit,
+                options.max_line,
+                meta.running_crc,
+                RUN_BYTES,
+            ),
             commit_bytes: options.commit_bytes.max(1),
+            two_threads: options.two_threads,
             log_path,
         }
     }
@@ -891,26 +917,41 @@ impl<'a> ChunkReader<'a> {
         types: &mut TypeMap,
     ) -> Result<bool, IndexError> {
         let chunk_start = self.scanner.end();
-        while self.scanner.end() - chunk_start < self.commit_bytes {
-            let (offset, folded) = match self
+        loop {
+            let done = self.scanner.end() - chunk_start;
+            if done >= self.commit_bytes {
+                return Ok(false);
+            }
+            let budget = usize::try_from(self.commit_bytes - done)
+                .map_or(RUN_BYTES, |left| left.min(RUN_BYTES));
+            let run = self
                 .scanner
-                .next_line()
-                .map_err(|e| log_read(self.log_path, e))?
-            {
+                .next_run(budget)
+                .map_err(|e| log_read(self.log_path, e))?;
+            match run {
                 None => return Ok(true),
-                Some(Line::Complete { offset, bytes }) => {
-                    (offset, self.folder.fold_line(offset, bytes))
-                }
-                Some(Line::TooLong { offset, len }) => {
+                Some(Run::TooLong { offset, len }) => {
                     self.folder.fold_too_long(offset, len);
-                    (offset, Folded::Skipped(LineProblem::TooLong))
+                    let folded = Folded::Skipped(LineProblem::TooLong);
+                    if let Some(row) = Row::from_folded(&folded, offset, self.folder.state(), types)
+                    {
+                        rows.push(row);
+                    }
                 }
-            };
-            if let Some(row) = Row::from_folded(&folded, offset, self.folder.state(), types) {
-                rows.push(&row);
+                Some(Run::Lines {
+                    offset,
+                    bytes,
+                    ends,
+                }) => {
+                    let run = RunLines {
+                        offset,
+                        bytes,
+                        ends,
+                    };
+                    fold_run(&mut self.folder, run, self.two_threads, rows, types);
+                }
             }
         }
-        Ok(false)
     }
 
     /// Moves `meta`'s fold and running checksum to where the reader is (windows aside).
@@ -918,6 +959,93 @@ impl<'a> ChunkReader<'a> {
         meta.fold = self.folder.state().clone();
         meta.running_crc = self.scanner.crc();
     }
+}
+
+/// A [`Run::Lines`], with its lines' offsets and bytes.
+#[derive(Clone, Copy)]
+struct RunLines<'b> {
+    offset: u64,
+    bytes: &'b [u8],
+    ends: &'b [usize],
+}
+
+impl<'b> RunLines<'b> {
+    /// The lines `range` of the run: (offset, line without its `\n`).
+    fn lines(self, range: std::ops::Range<usize>) -> impl Iterator<Item = (u64, &'b [u8])> {
+        let first = range.start;
+        let start = first
+            .checked_sub(1)
+            .and_then(|i| self.ends.get(i))
+            .copied()
+            .unwrap_or(0);
+        let ends = self.ends.get(range).unwrap_or(&[]);
+        ends.iter().scan(start, move |start, &end| {
+            let line = (
+                self.offset + *start as u64,
+                self.bytes.get(*start..end - 1).unwrap_or(&[]),
+            );
+            *start = end;
+            Some(line)
+        })
+    }
+}
+
+/// Extracts and folds the lines of `run` into `rows`, in file order. A large run's second
+/// part is extracted on a scoped helper thread meanwhile (see [`ChunkReader`]); if the helper
+/// cannot start, this thread does it all.
+fn fold_run(
+    folder: &mut Folder,
+    run: RunLines<'_>,
+    two_threads: bool,
+    rows: &mut RowBuffer,
+    types: &mut TypeMap,
+) {
+    let count = run.ends.len();
+    let mut fold = |folder: &mut Folder, offset: u64, line: &[u8], extracted| {
+        let folded = folder.fold_extracted(offset, line, extracted);
+        if let Some(row) = Row::from_folded(&folded, offset, folder.state(), types) {
+            rows.push(row);
+        }
+    };
+    if !two_threads || run.bytes.len() < TWO_THREAD_RUN {
+        for (offset, line) in run.lines(0..count) {
+            let extracted = folder.extractor().extract(line);
+            fold(folder, offset, line, extracted);
+        }
+        return;
+    }
+    let own_bytes = run.bytes.len() / 100 * OWN_SHARE_PERCENT;
+    let split = run.ends.partition_point(|&end| end < own_bytes).min(count);
+    // The helper's own copy: this thread's folder is borrowed mutably meanwhile.
+    let extractor = folder.extractor().clone();
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("agentlog-extract".to_owned())
+            .spawn_scoped(scope, || {
+                run.lines(split..count)
+                    .map(|(_, line)| extractor.extract(line))
+                    .collect::<Vec<_>>()
+            });
+        for (offset, line) in run.lines(0..split) {
+            let extracted = folder.extractor().extract(line);
+            fold(folder, offset, line, extracted);
+        }
+        // A helper that cannot start (or, by a bug, panicked) leaves its part to this thread.
+        let extracted = helper.ok().and_then(|h| h.join().ok());
+        match extracted {
+            Some(extracted) => {
+                for ((offset, line), fields) in run.lines(split..count).zip(extracted) {
+                    fold(folder, offset, line, fields);
+                }
+            }
+            None => {
+                for (offset, line) in run.lines(split..count) {
+                    let extracted = folder.extractor().extract(line);
+                    fold(folder, offset, line, extracted);
+                }
+            }
+        }
+    });
 }
 
 /// One commit's worth of work for the writer thread.

@@ -110,9 +110,16 @@ pub(crate) fn problem_from_code(code: u8) -> Option<LineProblem> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TypeMap {
     ids: HashMap<String, u32>,
+    /// The first few names and their ids, compared before hashing: a log has a handful of
+    /// common types, and comparing a short name with each costs less than hashing it (the map
+    /// keeps SipHash: a log crafted to collide must not make a build quadratic).
+    first: Vec<(Box<str>, u32)>,
     /// Names given an id since the last commit, with their ids.
     pub(crate) unsaved: Vec<(u32, String)>,
 }
+
+/// How many names [`TypeMap::first`] holds.
+const FIRST_TYPES: usize = 8;
 
 impl TypeMap {
     pub(crate) fn load(txn: &redb::ReadTransaction) -> Result<TypeMap, redb::Error> {
@@ -124,9 +131,16 @@ impl TypeMap {
         };
         for entry in table.iter()? {
             let (id, name) = entry?;
-            map.ids.insert(name.value().to_owned(), id.value());
+            map.insert(name.value(), id.value());
         }
         Ok(map)
+    }
+
+    fn insert(&mut self, name: &str, id: u32) {
+        if self.first.len() < FIRST_TYPES {
+            self.first.push((name.into(), id));
+        }
+        self.ids.insert(name.to_owned(), id);
     }
 
     /// The id of a type name, assigning one if new.
@@ -134,6 +148,9 @@ impl TypeMap {
         let Some(name) = name else {
             return OTHER_TYPE;
         };
+        if let Some((_, id)) = self.first.iter().find(|(known, _)| **known == *name) {
+            return *id;
+        }
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
@@ -141,7 +158,7 @@ impl TypeMap {
         if next >= MAX_TYPES {
             return OTHER_TYPE;
         }
-        self.ids.insert(name.to_owned(), next);
+        self.insert(name, next);
         self.unsaved.push((next, name.to_owned()));
         next
     }
@@ -174,16 +191,13 @@ pub(crate) struct RowBuffer {
 
 impl RowBuffer {
     /// Queues one row.
-    pub(crate) fn push(&mut self, row: &Row) {
+    pub(crate) fn push(&mut self, row: Row) {
         match row {
-            Row::Invalid { offset, problem } => {
-                self.invalid.push((*offset, problem_code(*problem)))
-            }
+            Row::Invalid { offset, problem } => self.invalid.push((offset, problem_code(problem))),
             Row::Event { entry, boundary } => {
-                self.events.push(entry.clone());
+                self.events.push(entry);
                 if let Some(start) = boundary {
-                    self.boundaries
-                        .push((start.ordinal, start.as_ref().clone()));
+                    self.boundaries.push((start.ordinal, *start));
                 }
             }
         }

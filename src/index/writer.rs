@@ -278,7 +278,7 @@ impl Writer {
         if let Some(row) =
             Row::from_folded(folded, offset, self.folder.state(), &mut self.index.types)
         {
-            self.index.buffer.push(&row);
+            self.index.buffer.push(row);
             self.pending_since.get_or_insert_with(Instant::now);
         }
     }
@@ -303,7 +303,7 @@ impl Writer {
             if let Some(row) =
                 Row::from_folded(&folded, offset, self.folder.state(), &mut self.index.types)
             {
-                self.index.buffer.push(&row);
+                self.index.buffer.push(row);
             }
         }
         self.crc = crc32fast::Hasher::new_with_initial(scanner.crc());

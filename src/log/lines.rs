@@ -37,6 +37,27 @@ pub enum Line<'b> {
     },
 }
 
+/// Complete lines found by [`LineScanner::next_run`], many at a time.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Run<'b> {
+    /// Consecutive complete lines, each within the maximum line size.
+    Lines {
+        /// Byte offset of the first line.
+        offset: u64,
+        /// The lines back to back, each with its `\n`.
+        bytes: &'b [u8],
+        /// For each line, the position in `bytes` just after its `\n`.
+        ends: &'b [usize],
+    },
+    /// A complete line longer than the maximum line size; its bytes were not kept.
+    TooLong {
+        /// Byte offset of the line's first byte.
+        offset: u64,
+        /// Length without the `\n`.
+        len: u64,
+    },
+}
+
 /// Reads complete lines of a file from `start` up to `limit`, keeping a crc32 of the bytes of
 /// the complete lines it returned (including their `\n`).
 pub struct LineScanner<'f> {
@@ -54,6 +75,8 @@ pub struct LineScanner<'f> {
     crc: crc32fast::Hasher,
     /// After a too-long torn tail nothing more can be returned.
     exhausted: bool,
+    /// Line ends of the last [`Run::Lines`].
+    ends: Vec<usize>,
 }
 
 impl<'f> LineScanner<'f> {
@@ -66,10 +89,23 @@ impl<'f> LineScanner<'f> {
         max_line: usize,
         crc_so_far: u32,
     ) -> LineScanner<'f> {
+        LineScanner::with_buffer(file, start, limit, max_line, crc_so_far, CHUNK)
+    }
+
+    /// [`LineScanner::new`] reading up to `buffer` bytes at a time (more for a longer line):
+    /// a build reads in large runs ([`LineScanner::next_run`]) to hand to two threads.
+    pub fn with_buffer(
+        file: &'f File,
+        start: u64,
+        limit: u64,
+        max_line: usize,
+        crc_so_far: u32,
+        buffer: usize,
+    ) -> LineScanner<'f> {
         // No bigger than the bytes to scan: a reader folding a tail of a few lines should not
         // pay for a 256 KiB buffer (a fresh mapping, zeroed page by page). Long lines grow it.
         let span = usize::try_from(limit.saturating_sub(start)).unwrap_or(usize::MAX);
-        let len = CHUNK
+        let len = buffer
             .min(max_line.saturating_add(1))
             .min(span.saturating_add(1))
             .max(4096);
@@ -84,6 +120,7 @@ impl<'f> LineScanner<'f> {
             max_line: max_line.max(1),
             crc: crc32fast::Hasher::new_with_initial(crc_so_far),
             exhausted: false,
+            ends: Vec::new(),
         }
     }
 
@@ -122,7 +159,59 @@ impl<'f> LineScanner<'f> {
                 }));
             }
             if pending.len() > self.max_line {
-                return self.skip_too_long();
+                let skipped = self.skip_too_long()?;
+                return Ok(skipped.map(|(offset, len)| Line::TooLong { offset, len }));
+            }
+            if !self.refill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The complete lines buffered now, as one run, reading more first if none is: lines
+    /// until one ends at or past `max_bytes` bytes into the run (at least one line). A line
+    /// longer than the maximum line size is returned on its own, as by
+    /// [`LineScanner::next_line`]. `None` at the limit, at the end of the file, or before a
+    /// torn tail.
+    pub fn next_run(&mut self, max_bytes: usize) -> io::Result<Option<Run<'_>>> {
+        if self.exhausted {
+            return Ok(None);
+        }
+        let max_bytes = max_bytes.max(1);
+        loop {
+            self.ends.clear();
+            let start = self.cursor;
+            let mut at = start;
+            let mut too_long = None;
+            while at - start < max_bytes {
+                let Some(i) = memchr::memchr(b'\n', &self.buf[at..self.filled]) else {
+                    break;
+                };
+                if i > self.max_line {
+                    too_long = Some(i);
+                    break;
+                }
+                at += i + 1;
+                self.ends.push(at - start);
+            }
+            if at > start {
+                self.cursor = at;
+                return Ok(Some(Run::Lines {
+                    offset: self.buf_start + start as u64,
+                    bytes: &self.buf[start..at],
+                    ends: &self.ends,
+                }));
+            }
+            if let Some(len) = too_long {
+                self.cursor += len + 1;
+                return Ok(Some(Run::TooLong {
+                    offset: self.buf_start + start as u64,
+                    len: len as u64,
+                }));
+            }
+            if self.filled - self.cursor > self.max_line {
+                let skipped = self.skip_too_long()?;
+                return Ok(skipped.map(|(offset, len)| Run::TooLong { offset, len }));
             }
             if !self.refill()? {
                 return Ok(None);
@@ -178,7 +267,8 @@ impl<'f> LineScanner<'f> {
 
     /// Skips the too-long line starting at `cursor`, hashing it only once its `\n` is seen,
     /// so a torn too-long tail leaves `end` and the checksum at the last complete line.
-    fn skip_too_long(&mut self) -> io::Result<Option<Line<'_>>> {
+    /// Returns the line's offset and length (without the `\n`).
+    fn skip_too_long(&mut self) -> io::Result<Option<(u64, u64)>> {
         self.hash_consumed();
         let offset = self.buf_start + self.cursor as u64;
         let mut line_crc = self.crc.clone();
@@ -190,7 +280,7 @@ impl<'f> LineScanner<'f> {
                 self.cursor += i + 1;
                 self.hashed = self.cursor;
                 let len = self.buf_start + self.cursor as u64 - 1 - offset;
-                return Ok(Some(Line::TooLong { offset, len }));
+                return Ok(Some((offset, len)));
             }
             line_crc.update(pending);
             // Drop the bytes but remember where they were.
@@ -316,6 +406,66 @@ mod tests {
         assert_eq!(lines, vec![(0, Some(b"ok".to_vec()))]);
         assert_eq!(end, 3);
         assert_eq!(crc, crc32fast::hash(b"ok\n"));
+    }
+
+    /// What [`collect`] gives, read run by run with at most `max_bytes` per run.
+    fn collect_runs(file: &File, max_line: usize, buffer: usize, max_bytes: usize) -> Scanned {
+        let mut scanner = LineScanner::with_buffer(file, 0, u64::MAX, max_line, 0, buffer);
+        let mut out = Vec::new();
+        while let Some(run) = scanner.next_run(max_bytes).unwrap() {
+            match run {
+                Run::Lines {
+                    offset,
+                    bytes,
+                    ends,
+                } => {
+                    assert!(!ends.is_empty());
+                    assert_eq!(ends.last(), Some(&bytes.len()));
+                    let mut start = 0;
+                    for &end in ends {
+                        assert_eq!(bytes[end - 1], b'\n');
+                        // A run stops at the first line that reaches `max_bytes`.
+                        assert!(start < max_bytes.max(1));
+                        out.push((offset + start as u64, Some(bytes[start..end - 1].to_vec())));
+                        start = end;
+                    }
+                }
+                Run::TooLong { offset, .. } => out.push((offset, None)),
+            }
+        }
+        let end = scanner.end();
+        (out, end, scanner.crc())
+    }
+
+    #[test]
+    fn runs_hold_the_same_lines_as_next_line() {
+        let mut bytes = Vec::new();
+        for i in 0..500 {
+            bytes.extend(vec![b'a' + (i % 26) as u8; (i * 37) % 300]);
+            bytes.push(b'\n');
+            if i % 97 == 0 {
+                bytes.extend(vec![b'y'; 5000]);
+                bytes.push(b'\n');
+            }
+        }
+        bytes.extend_from_slice(b"torn");
+        let f = file_with(&bytes);
+        for max_line in [100, 400, 10_000] {
+            let expected = collect(&f, max_line);
+            for (buffer, max_bytes) in [(4096, 1), (4096, 700), (8192, usize::MAX), (1 << 20, 5000)]
+            {
+                assert_eq!(
+                    collect_runs(&f, max_line, buffer, max_bytes),
+                    expected,
+                    "max_line {max_line}, buffer {buffer}, max_bytes {max_bytes}"
+                );
+            }
+        }
+        // A torn too-long tail after the runs.
+        let mut torn = b"ok\n".to_vec();
+        torn.extend(vec![b'y'; 600_000]);
+        let f = file_with(&torn);
+        assert_eq!(collect_runs(&f, 100, 4096, 10), collect(&f, 100));
     }
 
     #[test]
