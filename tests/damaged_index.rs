@@ -549,6 +549,66 @@ fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
     assert_index_matches_oracle(&healed, &agent.log());
 }
 
+/// Keys and values read back from a damaged index are arithmetic operands too: a block moved
+/// under the largest key, a seq run pointing past the last event ordinal, or block totals at
+/// the top of their range must make the index inconsistent or damaged, never overflow (the
+/// `index_file` fuzzer found a block number that made the open's structure check overflow,
+/// FUZZING.md F17). Debug builds check overflow, so each would panic here.
+#[test]
+fn extreme_keys_and_values_in_the_index_are_damage_not_an_overflow() {
+    use agentlog::index::schema::{BLOCKS, SEQ_RUNS};
+    use redb::ReadableTable;
+    let log = common::synthetic(60, 3);
+    // A block moved under the largest key: the structure check rebuilds.
+    let agent = Agent::with_log(&log);
+    drop(agent.open_index());
+    edit_index(&agent, |txn| {
+        let mut blocks = txn.open_table(BLOCKS).unwrap();
+        let (key, value) = {
+            let (k, v) = blocks.last().unwrap().unwrap();
+            (k.value(), v.value().to_vec())
+        };
+        blocks.remove(key).unwrap();
+        blocks.insert(u64::MAX, value.as_slice()).unwrap();
+    });
+    let index = agent.open_index_committing();
+    assert!(
+        matches!(
+            index.outcome(),
+            IndexOutcome::Rebuilt {
+                reason: agentlog::index::StaleReason::Inconsistent { .. },
+                ..
+            }
+        ),
+        "{:?}",
+        index.outcome()
+    );
+    assert_index_matches_oracle(&index, &log);
+    drop(index);
+    // A seq run whose event ordinal is the largest there is: a read through it is damage.
+    edit_index(&agent, |txn| {
+        let mut runs = txn.open_table(SEQ_RUNS).unwrap();
+        let (start, len) = {
+            let (k, v) = runs.first().unwrap().unwrap();
+            (k.value(), v.value().1)
+        };
+        runs.insert(start, (u64::MAX, len)).unwrap();
+    });
+    let options = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    let reader = Index::open(&agent.paths, &options).unwrap();
+    assert!(matches!(
+        reader.seq_offsets(0, u64::MAX),
+        Err(IndexError::Damaged { .. })
+    ));
+    assert!(matches!(
+        reader.lines_for_seqs(1, 3),
+        Err(IndexError::Damaged { .. })
+    ));
+}
+
 /// A file whose meta table is gone while the other tables remain (what a damaged table
 /// directory can leave) is rebuilt from an empty file, not built on top of the leftover rows:
 /// the fuzzer found a build that kept them and counted every seq it wrote as a duplicate.

@@ -40,14 +40,15 @@ impl Totals {
     }
 
     /// Adds one token event's coerced counts (input, output, cached, thinking) and counts one
-    /// call.
+    /// call. Saturates: no log can reach the limits, but totals read back from a damaged index
+    /// must not make an addition panic.
     pub fn add_counts(&mut self, counts: &[u64; 4]) {
         let [input, output, cached, thinking] = counts.map(u128::from);
-        self.input_tokens += input;
-        self.output_tokens += output;
-        self.cached_tokens += cached;
-        self.thinking_tokens += thinking;
-        self.api_calls += 1;
+        self.input_tokens = self.input_tokens.saturating_add(input);
+        self.output_tokens = self.output_tokens.saturating_add(output);
+        self.cached_tokens = self.cached_tokens.saturating_add(cached);
+        self.thinking_tokens = self.thinking_tokens.saturating_add(thinking);
+        self.api_calls = self.api_calls.saturating_add(1);
     }
 
     /// `self - earlier`, where `earlier` is a prefix of `self` (so nothing goes negative; a

@@ -159,6 +159,9 @@ pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
     let mut previous_seq = u64::MAX;
     let mut previous_time = 0i64;
     let mut generation = block.boundaries_before;
+    // The totals after every event must be representable, so sums over a decoded block never
+    // overflow (each count is at most 2^53, but `totals_before` is as stored).
+    let mut totals = block.totals_before;
     let mut entries = Vec::with_capacity(block.entries.len());
     for (i, stored) in block.entries.iter().enumerate() {
         let token = stored.flags & flags::TOKEN != 0;
@@ -185,7 +188,10 @@ pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
             }
             None => None,
         };
-        generation += u64::from(boundary);
+        generation = generation.checked_add(u64::from(boundary))?;
+        if token {
+            totals = checked_plus(&totals, &tokens)?;
+        }
         let entry = Entry {
             ordinal: first_ordinal.checked_add(i as u64)?,
             offset,
@@ -207,6 +213,18 @@ pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
         totals_before: block.totals_before,
         boundaries_before: block.boundaries_before,
         entries,
+    })
+}
+
+/// `totals` plus one token event's `counts`, if nothing overflows.
+fn checked_plus(totals: &Totals, counts: &[u64; 4]) -> Option<Totals> {
+    let [input, output, cached, thinking] = counts.map(u128::from);
+    Some(Totals {
+        input_tokens: totals.input_tokens.checked_add(input)?,
+        output_tokens: totals.output_tokens.checked_add(output)?,
+        cached_tokens: totals.cached_tokens.checked_add(cached)?,
+        thinking_tokens: totals.thinking_tokens.checked_add(thinking)?,
+        api_calls: totals.api_calls.checked_add(1)?,
     })
 }
 
@@ -315,10 +333,10 @@ fn store(
     let Some(first) = entries.first() else {
         return Ok(());
     };
-    let in_order = entries
-        .iter()
-        .zip(number * BLOCK_EVENTS..)
-        .all(|(entry, ordinal)| entry.ordinal == ordinal);
+    let first_ordinal = number.checked_mul(BLOCK_EVENTS);
+    let in_order = entries.iter().enumerate().all(|(i, entry)| {
+        first_ordinal.and_then(|f| f.checked_add(i as u64)) == Some(entry.ordinal)
+    });
     if !in_order {
         return Err(damaged("events queued out of order"));
     }

@@ -26,7 +26,7 @@ pub(crate) fn write(
         // A seq above every earlier one cannot be held by a run: the usual case, no lookup.
         let maybe_held = state.max.is_some_and(|max| seq <= max);
         if maybe_held && held(table, state.open, seq)? {
-            state.duplicates += 1;
+            state.duplicates = state.duplicates.saturating_add(1);
             if let Some(run) = state.open.take() {
                 store(table, run)?;
             }
@@ -87,7 +87,8 @@ fn held(
     })
 }
 
-/// The runs holding any seq in `from..=to`, in seq order, each cut to that range.
+/// The runs holding any seq in `from..=to`, in seq order, each cut to that range. A stored
+/// run that is empty or reaches past the largest seq or event ordinal is damage.
 pub(crate) fn runs_within(
     table: &ReadOnlyTable<u64, (u64, u64)>,
     from: u64,
@@ -108,6 +109,17 @@ pub(crate) fn runs_within(
             event,
             len,
         };
+        // A run holds at least one seq, and its seqs and events stay within u64.
+        let last = len.checked_sub(1);
+        let whole = last.is_some_and(|last| {
+            run.start.checked_add(last).is_some() && run.event.checked_add(last).is_some()
+        });
+        if !whole {
+            return Err(redb::Error::Corrupted(format!(
+                "the seq run at {} is out of range",
+                run.start
+            )));
+        }
         if let Some(cut) = cut(run, from, to) {
             out.push(cut);
         }
@@ -119,9 +131,12 @@ pub(crate) fn runs_within(
 fn cut(run: SeqRun, from: u64, to: u64) -> Option<SeqRun> {
     let last = run.start.checked_add(run.len.checked_sub(1)?)?;
     let (first, last) = (run.start.max(from), last.min(to));
-    (first <= last).then(|| SeqRun {
+    if first > last {
+        return None;
+    }
+    Some(SeqRun {
         start: first,
-        event: run.event + (first - run.start),
+        event: run.event.checked_add(first - run.start)?,
         len: last - first + 1,
     })
 }

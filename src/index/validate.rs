@@ -164,7 +164,7 @@ fn check_structure(txn: &ReadTransaction, meta: &Meta) -> Result<Option<StaleRea
         None => (Totals::default(), 0),
         Some((number, value)) => {
             let number = number.value();
-            if number + 1 != expected_blocks {
+            if number.checked_add(1) != Some(expected_blocks) {
                 return inconsistent(format!(
                     "the last block is block {number}, meta says {expected_blocks} blocks"
                 ));
@@ -173,7 +173,10 @@ fn check_structure(txn: &ReadTransaction, meta: &Meta) -> Result<Option<StaleRea
                 return inconsistent("the last block is damaged".to_owned());
             };
             let events = last.entries.len() as u64;
-            if number * BLOCK_EVENTS + events != fold.events {
+            let held = number
+                .checked_mul(BLOCK_EVENTS)
+                .and_then(|before| before.checked_add(events));
+            if held != Some(fold.events) {
                 return inconsistent(format!(
                     "the last block holds {events} events, meta says {} in all",
                     fold.events
