@@ -166,7 +166,7 @@ pub trait LineValidator: Send + Sync + std::fmt::Debug {
 pub struct Extractor {
     profile: Profile,
     /// Candidate keys grouped by byte length, so most keys are dismissed by one comparison.
-    by_len: Vec<Vec<(Box<str>, Key)>>,
+    by_len: Vec<Vec<(Box<[u8]>, Key)>>,
     validator: Option<std::sync::Arc<dyn LineValidator>>,
 }
 
@@ -202,15 +202,15 @@ impl Extractor {
         for (i, name) in profile.token_fields.iter().enumerate() {
             keys.push((name.clone(), Key::Token(i)));
         }
-        let mut by_len: Vec<Vec<(Box<str>, Key)>> = Vec::new();
+        let mut by_len: Vec<Vec<(Box<[u8]>, Key)>> = Vec::new();
         for (name, key) in keys {
             let len = name.len();
             if by_len.len() <= len {
                 by_len.resize_with(len + 1, Vec::new);
             }
             // The first mapping of a name wins, so a profile cannot shadow the envelope keys.
-            if !by_len[len].iter().any(|(n, _)| **n == *name) {
-                by_len[len].push((name.into_boxed_str(), key));
+            if !by_len[len].iter().any(|(n, _)| **n == *name.as_bytes()) {
+                by_len[len].push((name.into_bytes().into_boxed_slice(), key));
             }
         }
         Extractor {
@@ -239,14 +239,14 @@ impl Extractor {
         &self.profile
     }
 
-    fn classify(&self, key: &str) -> Key {
+    fn classify(&self, key: &[u8]) -> Key {
         self.by_len
             .get(key.len())
             // The first byte settles most mismatches without a call to memcmp.
             .and_then(|candidates| {
-                candidates.iter().find(|(name, _)| {
-                    name.as_bytes().first() == key.as_bytes().first() && **name == *key
-                })
+                candidates
+                    .iter()
+                    .find(|(name, _)| name.first() == key.first() && **name == *key)
             })
             .map_or(Key::Other, |(_, k)| *k)
     }
@@ -256,11 +256,10 @@ impl Extractor {
     /// Most lines take a byte-level fast path (`fast`); any line it is not certain about is
     /// read by serde_json, which defines the answer (see [`Extractor::extract_with_serde`]).
     pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
-        let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;
-        if let Some(fields) = fast::extract(self, text) {
+        if let Some(fields) = fast::extract(self, line) {
             return Ok(fields);
         }
-        self.extract_text_with_serde(text)
+        self.extract_with_serde(line)
     }
 
     /// [`Extractor::extract`] without the fast path: every line is read by serde_json. The
@@ -401,7 +400,7 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Key, E> {
-        Ok(self.0.classify(v))
+        Ok(self.0.classify(v.as_bytes()))
     }
 }
 

@@ -1,15 +1,25 @@
 //! The byte-level fast path of [`Extractor::extract`].
 //!
 //! One pass over the line validates it as JSON and finds the top-level keys the index reads;
-//! only those few values are handed to serde_json, each on its own bytes. Everything else is
-//! checked here, without serde's per-value machinery: strings are scanned eight bytes at a time.
+//! only those few values are handed on (plain numbers and strings straight to their type,
+//! anything else to serde_json on its own bytes). Everything else is checked here, without
+//! serde's per-value machinery.
+//!
+//! Strings are found with bitmasks of each 64-byte block of the line, computed sixteen bytes
+//! at a time with SIMD compares (simdjson's first stage, in small): one of quotes, one of the
+//! bytes that interrupt a string's plain run (`\` and control bytes). A string's end is then
+//! a `trailing_zeros` away, whatever its length. The same pass notes whether the line has a
+//! non-ASCII byte: an all-ASCII line needs no UTF-8 check. Positions travel as arguments and
+//! results, not fields, so that they stay in registers along the walk's chain of dependent
+//! steps, and lingtai's `": "` and `", "` separators are matched before any general
+//! whitespace handling.
 //!
 //! The serde path stays the definition of what a line means. This path answers only when its
 //! answer is certainly the same, and gives up (returns `None`) on anything it is not sure of:
-//! any syntax error, a key with an escape, a `\u` surrogate escape, a number that might not fit
-//! an `f64`, nesting deeper than [`FAST_NESTING`]. Those lines are rare, and the serde path
-//! reads them. The unit tests below, a property test and the `extract_line` fuzz target check
-//! that the two paths agree on every line.
+//! any syntax error, invalid UTF-8, a key with an escape, a `\u` surrogate escape, a number
+//! that might not fit an `f64`, nesting deeper than [`FAST_NESTING`]. Those lines are rare,
+//! and the serde path reads them. The unit tests below, a property test and the
+//! `extract_line` fuzz target check that the two paths agree on every line.
 
 use serde::de::value::{BorrowedStrDeserializer, F64Deserializer, U64Deserializer};
 
@@ -22,44 +32,59 @@ const FAST_NESTING: usize = 64;
 /// overflow at about 1.8e308, so serde_json cannot reject them.
 const SAFE_MAGNITUDE_DIGITS: usize = 300;
 
-/// Extracts `text`'s fields, or `None` if the serde path must decide.
-pub(super) fn extract<'a>(extractor: &Extractor, text: &'a str) -> Option<EventFields<'a>> {
-    let mut cursor = Cursor {
-        bytes: text.as_bytes(),
-        pos: 0,
-    };
+/// Extracts the fields of `line`, or `None` if the serde path must decide (which includes
+/// every line that is not valid UTF-8).
+pub(super) fn extract<'a>(extractor: &Extractor, line: &'a [u8]) -> Option<EventFields<'a>> {
+    let mut cursor = Cursor::new(line);
     let mut raw = RawFields::default();
-    cursor.skip_whitespace();
-    cursor.eat(b'{')?;
-    cursor.members(b'}', |cursor| {
-        let (key_start, key_end, escaped) = cursor.key()?;
+    let open = cursor.skip_whitespace(0);
+    if cursor.byte(open)? != b'{' {
+        return None;
+    }
+    let close = cursor.members(open + 1, b'}', |cursor, at| {
+        let (key_start, key_end, escaped, value_start) = cursor.key(at)?;
         if escaped {
             return None;
         }
-        let key = extractor.classify(text.get(key_start..key_end)?);
-        let value_start = cursor.pos;
-        let value_escaped = cursor.value(1)?;
-        if key == Key::Other {
-            return Some(());
+        let key = extractor.classify(line.get(key_start..key_end)?);
+        let (value_start, value_end, shape) = cursor.value(value_start, 1)?;
+        if key != Key::Other {
+            let value = ValueBytes {
+                bytes: line.get(value_start..value_end)?,
+                shape,
+            };
+            raw.read(key, value).ok()?;
         }
-        let value = ValueBytes {
-            text: text.get(value_start..cursor.pos)?,
-            escaped: value_escaped,
-        };
-        raw.read(key, value).ok()
+        Some(value_end)
     })?;
-    cursor.skip_whitespace();
-    if cursor.pos != cursor.bytes.len() {
+    if cursor.skip_whitespace(close) != line.len() {
         return None;
+    }
+    // Outside strings the cursor accepted only JSON syntax, which is ASCII, and it saw every
+    // string byte: a line with no non-ASCII byte there is valid UTF-8.
+    if cursor.saw_non_ascii() {
+        std::str::from_utf8(line).ok()?;
     }
     Some(raw.finish())
 }
 
+/// What the cursor saw of a value: enough to read the plain ones without serde_json.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A string; `escaped` says whether it holds escapes.
+    Str { escaped: bool },
+    /// An unsigned integer of at most [`PLAIN_INTEGER_DIGITS`] digits.
+    Integer,
+    /// Digits with one `.` inside, at most [`PLAIN_DECIMAL_DIGITS`] digits in all.
+    Decimal,
+    /// Any other number, a literal, an array or an object.
+    Other,
+}
+
 /// One JSON value's bytes, already validated by the cursor.
 struct ValueBytes<'a> {
-    text: &'a str,
-    /// Whether the value is a string with escapes.
-    escaped: bool,
+    bytes: &'a [u8],
+    shape: Shape,
 }
 
 /// Integers of at most this many digits always fit a `u64`.
@@ -70,27 +95,27 @@ const PLAIN_INTEGER_DIGITS: usize = 19;
 /// serde_json computes for them and what `str::parse` gives for every input.
 const PLAIN_DECIMAL_DIGITS: usize = 15;
 
-/// The shape of a plain number: an unsigned integer, or digits with one `.` inside.
-enum PlainNumber {
-    Integer,
-    Decimal,
-}
+/// The powers of ten a plain decimal divides by, all exact in an `f64`.
+const POWERS_OF_TEN: [f64; PLAIN_DECIMAL_DIGITS + 1] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
 
-/// Whether `bytes` (a number the cursor validated) is plain enough to read without serde_json.
-fn plain_number(bytes: &[u8]) -> Option<PlainNumber> {
-    let mut dots = 0;
+/// The digits of `bytes` (skipping a `.`) as one integer, and how many follow the `.`. Only
+/// for plain numbers, whose at most 19 digits cannot overflow.
+fn digits_value(bytes: &[u8]) -> (u64, usize) {
+    let mut value = 0u64;
+    let mut after_dot = None;
     for &b in bytes {
-        match b {
-            b'0'..=b'9' => {}
-            b'.' => dots += 1,
-            _ => return None,
+        if b == b'.' {
+            after_dot = Some(0);
+        } else {
+            value = value
+                .wrapping_mul(10)
+                .wrapping_add(u64::from(b.wrapping_sub(b'0')));
+            after_dot = after_dot.map(|n: usize| n + 1);
         }
     }
-    match dots {
-        0 if bytes.len() <= PLAIN_INTEGER_DIGITS => Some(PlainNumber::Integer),
-        1 if bytes.len() <= PLAIN_DECIMAL_DIGITS + 1 => Some(PlainNumber::Decimal),
-        _ => None,
-    }
+    (value, after_dot.unwrap_or(0))
 }
 
 impl<'a> ValueReader<'a> for ValueBytes<'a> {
@@ -101,29 +126,36 @@ impl<'a> ValueReader<'a> for ValueBytes<'a> {
     /// `visit_f64`, `visit_borrowed_str`), without starting a JSON parser for a few bytes.
     /// Anything else is parsed by serde_json.
     fn read<T: serde::Deserialize<'a>>(self) -> Result<T, serde_json::Error> {
-        // The cursor validated numbers: no leading zeros, digits on both sides of a dot.
-        match plain_number(self.text.as_bytes()) {
-            Some(PlainNumber::Integer) => {
-                if let Ok(n) = self.text.parse::<u64>() {
-                    return T::deserialize(U64Deserializer::new(n));
+        match self.shape {
+            Shape::Integer => {
+                let (n, _) = digits_value(self.bytes);
+                return T::deserialize(U64Deserializer::new(n));
+            }
+            Shape::Decimal => {
+                let (significand, places) = digits_value(self.bytes);
+                if let Some(&power) = POWERS_OF_TEN.get(places) {
+                    // Both exact (significand < 10^15 < 2^53), so the quotient is the
+                    // correctly rounded value of the decimal, as `str::parse` gives it.
+                    return T::deserialize(F64Deserializer::new(significand as f64 / power));
                 }
             }
-            Some(PlainNumber::Decimal) => {
-                if let Ok(x) = self.text.parse::<f64>() {
-                    return T::deserialize(F64Deserializer::new(x));
+            Shape::Str { escaped: false } => {
+                let content = self
+                    .bytes
+                    .get(1..self.bytes.len().saturating_sub(1))
+                    .map(std::str::from_utf8);
+                if let Some(Ok(plain)) = content {
+                    return T::deserialize(BorrowedStrDeserializer::new(plain));
                 }
             }
-            None => {}
+            Shape::Str { escaped: true } | Shape::Other => {}
         }
-        if !self.escaped
-            && let Some(plain) = self
-                .text
-                .strip_prefix('"')
-                .and_then(|rest| rest.strip_suffix('"'))
-        {
-            return T::deserialize(BorrowedStrDeserializer::new(plain));
+        // `from_str`, not `from_slice`: the serde path's own instantiation, which LTO then
+        // inlines as before (a second one made serde_json's string scan out of line there).
+        match std::str::from_utf8(self.bytes) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => Err(serde::de::Error::custom("not UTF-8")),
         }
-        serde_json::from_str(self.text)
     }
 }
 
@@ -144,62 +176,52 @@ fn string_stops(word: u64) -> u64 {
         | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS)
 }
 
+/// Walks a line. Positions are passed in and returned rather than kept here, so that they
+/// stay in registers along the walk's one long chain of dependent steps.
 struct Cursor<'a> {
     bytes: &'a [u8],
-    pos: usize,
+    /// The OR of every word of string bytes scanned: a high bit set means a non-ASCII byte.
+    high: u64,
 }
 
-impl Cursor<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
+impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Cursor<'a> {
+        Cursor { bytes, high: 0 }
     }
 
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.pos += 1)
+    /// Whether a string held a non-ASCII byte (or a byte beside one: a word may go past the
+    /// string's end).
+    fn saw_non_ascii(&self) -> bool {
+        self.high & HIGHS != 0
     }
 
-    /// JSON whitespace only (not the form feed that `is_ascii_whitespace` allows).
-    fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-            self.pos += 1;
-        }
+    fn byte(&self, at: usize) -> Option<u8> {
+        self.bytes.get(at).copied()
     }
 
-    /// The position of the next `"`, `\` or control byte at or after `self.pos`.
+    /// Where the JSON whitespace (not the form feed that `is_ascii_whitespace` allows) that
+    /// starts at `at` ends.
     #[inline]
-    fn next_string_stop(&self) -> Option<usize> {
-        let mut at = self.pos;
-        while let Some(chunk) = self.bytes.get(at..at + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().ok()?);
-            let stops = string_stops(word);
-            if stops != 0 {
-                return Some(at + (stops.trailing_zeros() / 8) as usize);
-            }
-            at += 8;
+    fn skip_whitespace(&self, mut at: usize) -> usize {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.byte(at) {
+            at += 1;
         }
-        let rest = self.bytes.get(at..)?;
-        let found = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-        Some(at + found)
+        at
     }
 
-    /// Reads a string whose opening quote was just eaten. Returns the content's range and
-    /// whether it holds escapes; the cursor ends after the closing quote.
-    fn string(&mut self) -> Option<(usize, usize, bool)> {
-        let start = self.pos;
+    /// Reads a string whose content starts at `start` (after its opening quote). Returns where
+    /// the content ends (the closing quote) and whether it holds escapes.
+    #[inline(always)]
+    fn string(&mut self, start: usize) -> Option<(usize, bool)> {
+        let mut at = start;
         let mut escaped = false;
         loop {
-            self.pos = self.next_string_stop()?;
-            match self.peek()? {
-                b'"' => {
-                    let end = self.pos;
-                    self.pos += 1;
-                    return Some((start, end, escaped));
-                }
+            let stop = self.next_stop(at)?;
+            match self.byte(stop)? {
+                b'"' => return Some((stop, escaped)),
                 b'\\' => {
                     escaped = true;
-                    self.escape()?;
+                    at = self.escape(stop)?;
                 }
                 // A raw control byte: invalid JSON, which the serde path reports.
                 _ => return None,
@@ -207,15 +229,34 @@ impl Cursor<'_> {
         }
     }
 
-    /// Steps over one escape, starting at its backslash.
-    fn escape(&mut self) -> Option<()> {
-        match *self.bytes.get(self.pos + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                self.pos += 2;
-                Some(())
+    /// The position of the next `"`, `\` or control byte at or after `at`, eight bytes at a
+    /// time; notes the high bits of the bytes it passes.
+    #[inline(always)]
+    fn next_stop(&mut self, mut at: usize) -> Option<usize> {
+        while let Some(chunk) = self.bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+            let word = u64::from_le_bytes(*chunk);
+            self.high |= word;
+            let stops = string_stops(word);
+            if stops != 0 {
+                return Some(at + (stops.trailing_zeros() / 8) as usize);
             }
+            at += 8;
+        }
+        for (i, &b) in self.bytes.get(at..)?.iter().enumerate() {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                return Some(at + i);
+            }
+            self.high |= u64::from(b);
+        }
+        None
+    }
+
+    /// Steps over the escape whose backslash is at `at`; returns where it ends.
+    fn escape(&self, at: usize) -> Option<usize> {
+        match self.byte(at + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(at + 2),
             b'u' => {
-                let hex = self.bytes.get(self.pos + 2..self.pos + 6)?;
+                let hex = self.bytes.get(at + 2..at + 6)?;
                 let hex = std::str::from_utf8(hex).ok()?;
                 if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return None;
@@ -225,109 +266,146 @@ impl Cursor<'_> {
                 if (0xD800..=0xDFFF).contains(&code) {
                     return None;
                 }
-                self.pos += 6;
-                Some(())
+                Some(at + 6)
             }
             _ => None,
         }
     }
 
-    /// Steps over any value, validating it; `depth` counts the enclosing containers. Says
-    /// whether the value is a string with escapes.
-    fn value(&mut self, depth: usize) -> Option<bool> {
-        let plain = match self.peek()? {
+    /// Steps over the value at `at` (after any whitespace), validating it; `depth` counts the
+    /// enclosing containers. Returns where the value starts and ends, and its shape.
+    #[inline(always)]
+    fn value(&mut self, at: usize, depth: usize) -> Option<(usize, usize, Shape)> {
+        let end = match self.byte(at)? {
             b'"' => {
-                self.pos += 1;
-                return self.string().map(|(_, _, escaped)| escaped);
+                let (end, escaped) = self.string(at + 1)?;
+                return Some((at, end + 1, Shape::Str { escaped }));
             }
-            b'{' => self.object(depth + 1),
-            b'[' => self.array(depth + 1),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            b'-' | b'0'..=b'9' => self.number(),
+            b'-' | b'0'..=b'9' => {
+                let (end, shape) = self.number(at)?;
+                return Some((at, end, shape));
+            }
+            b'{' => self.object(at + 1, depth + 1),
+            b'[' => self.array(at + 1, depth + 1),
+            b't' => self.literal(at, b"true"),
+            b'f' => self.literal(at, b"false"),
+            b'n' => self.literal(at, b"null"),
+            b' ' | b'\n' | b'\t' | b'\r' => return self.value_after_whitespace(at, depth),
             _ => None,
         };
-        plain.map(|()| false)
+        end.map(|end| (at, end, Shape::Other))
     }
 
-    fn literal(&mut self, word: &[u8]) -> Option<()> {
-        let found = self.bytes.get(self.pos..self.pos + word.len())?;
-        (found == word).then(|| self.pos += word.len())
+    /// [`Cursor::value`] for a value after whitespace that starts at `at`.
+    #[inline(never)]
+    fn value_after_whitespace(&mut self, at: usize, depth: usize) -> Option<(usize, usize, Shape)> {
+        let at = self.skip_whitespace(at);
+        self.value(at, depth)
     }
 
-    fn object(&mut self, depth: usize) -> Option<()> {
+    fn literal(&self, at: usize, word: &[u8]) -> Option<usize> {
+        let found = self.bytes.get(at..at + word.len())?;
+        (found == word).then_some(at + word.len())
+    }
+
+    /// An object whose opening brace is just before `at`; returns where it ends.
+    #[inline(never)]
+    fn object(&mut self, at: usize, depth: usize) -> Option<usize> {
         if depth > FAST_NESTING {
             return None;
         }
-        self.pos += 1;
-        self.members(b'}', |cursor| {
-            cursor.key()?;
-            cursor.value(depth).map(drop)
+        self.members(at, b'}', |cursor, at| {
+            let (_, _, _, value_start) = cursor.key(at)?;
+            cursor.value(value_start, depth).map(|(_, end, _)| end)
         })
     }
 
-    /// An object's key and its colon; returns what [`Cursor::string`] does for the key.
-    fn key(&mut self) -> Option<(usize, usize, bool)> {
-        self.eat(b'"')?;
-        let key = self.string()?;
-        self.skip_whitespace();
-        self.eat(b':')?;
-        self.skip_whitespace();
-        Some(key)
+    /// An object's key and its colon, from the key's opening quote at `at`: the key's content
+    /// range, whether it holds escapes, and where its value starts.
+    #[inline(always)]
+    fn key(&mut self, at: usize) -> Option<(usize, usize, bool, usize)> {
+        let at = match self.byte(at)? {
+            b'"' => at,
+            _ => self.skip_whitespace_before(at, b'"')?,
+        };
+        let (end, escaped) = self.string(at + 1)?;
+        // Python's `": "` first, as lingtai writes it; else any whitespace around the colon.
+        // Whitespace after it is left to `value`.
+        let value = if self.bytes.get(end + 1..)?.starts_with(b": ") {
+            end + 3
+        } else {
+            self.skip_whitespace_before(end + 1, b':')? + 1
+        };
+        Some((at + 1, end, escaped, value))
     }
 
-    fn array(&mut self, depth: usize) -> Option<()> {
+    /// Where the whitespace from `at` ends, if `byte` follows it.
+    #[inline(never)]
+    fn skip_whitespace_before(&self, at: usize, byte: u8) -> Option<usize> {
+        let at = self.skip_whitespace(at);
+        (self.byte(at)? == byte).then_some(at)
+    }
+
+    /// An array whose opening bracket is just before `at`; returns where it ends.
+    #[inline(never)]
+    fn array(&mut self, at: usize, depth: usize) -> Option<usize> {
         if depth > FAST_NESTING {
             return None;
         }
-        self.pos += 1;
-        self.members(b']', |cursor| cursor.value(depth).map(drop))
+        self.members(at, b']', |cursor, at| {
+            cursor.value(at, depth).map(|(_, end, _)| end)
+        })
     }
 
-    /// The members of an object or array whose opening bracket was just eaten: none, or
-    /// `member`s separated by commas, then `close`. The cursor ends after `close`.
+    /// The members of an object or array whose opening bracket is just before `at`: none, or
+    /// `member`s separated by commas, then `close`. A member is given where it starts and
+    /// returns where it ends; this returns where `close` ends.
+    #[inline]
     fn members(
         &mut self,
+        at: usize,
         close: u8,
-        mut member: impl FnMut(&mut Self) -> Option<()>,
-    ) -> Option<()> {
-        self.skip_whitespace();
-        if self.peek()? == close {
-            self.pos += 1;
-            return Some(());
+        mut member: impl FnMut(&mut Self, usize) -> Option<usize>,
+    ) -> Option<usize> {
+        let mut at = self.skip_whitespace(at);
+        if self.byte(at)? == close {
+            return Some(at + 1);
         }
         loop {
-            member(self)?;
-            self.skip_whitespace();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.skip_whitespace();
-                }
-                byte if byte == close => {
-                    self.pos += 1;
-                    return Some(());
-                }
+            let end = member(self, at)?;
+            // Python's `", "` first; else any whitespace around the comma. Whitespace after
+            // it is left to `member` (`key` or `value`).
+            if self.bytes.get(end..)?.starts_with(b", ") {
+                at = end + 2;
+                continue;
+            }
+            at = self.skip_whitespace(end);
+            match self.byte(at)? {
+                b',' => at = self.skip_whitespace(at + 1),
+                byte if byte == close => return Some(at + 1),
                 _ => return None,
             }
         }
     }
 
+    /// The number that starts at `at`:
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, and only magnitudes well inside `f64`.
-    fn number(&mut self) -> Option<()> {
-        let mut at = self.pos;
-        if self.bytes.get(at) == Some(&b'-') {
+    /// Returns where it ends, and whether it is a plain [`Shape::Integer`] or
+    /// [`Shape::Decimal`].
+    #[inline(always)]
+    fn number(&self, mut at: usize) -> Option<(usize, Shape)> {
+        let negative = self.byte(at) == Some(b'-');
+        if negative {
             at += 1;
         }
         let digits = |at: &mut usize| {
             let start = *at;
-            while let Some(b'0'..=b'9') = self.bytes.get(*at) {
+            while let Some(b'0'..=b'9') = self.byte(*at) {
                 *at += 1;
             }
             *at - start
         };
-        let integer_digits = match self.bytes.get(at)? {
+        let integer_digits = match self.byte(at)? {
             b'0' => {
                 at += 1;
                 1
@@ -335,16 +413,19 @@ impl Cursor<'_> {
             b'1'..=b'9' => digits(&mut at),
             _ => return None,
         };
-        if self.bytes.get(at) == Some(&b'.') {
+        let mut fraction_digits = None;
+        if self.byte(at) == Some(b'.') {
             at += 1;
-            if digits(&mut at) == 0 {
+            let count = digits(&mut at);
+            if count == 0 {
                 return None;
             }
+            fraction_digits = Some(count);
         }
-        let mut exponent = 0;
-        if let Some(b'e' | b'E') = self.bytes.get(at) {
+        let mut exponent = None;
+        if let Some(b'e' | b'E') = self.byte(at) {
             at += 1;
-            let negative = match self.bytes.get(at) {
+            let negative = match self.byte(at) {
                 Some(b'-') => {
                     at += 1;
                     true
@@ -360,19 +441,20 @@ impl Cursor<'_> {
             if count == 0 || count > 3 {
                 return None;
             }
-            let value: usize = std::str::from_utf8(self.bytes.get(start..at)?)
-                .ok()?
-                .parse()
-                .ok()?;
-            if !negative {
-                exponent = value;
-            }
+            let (value, _) = digits_value(self.bytes.get(start..at)?);
+            exponent = Some(if negative { 0 } else { value as usize });
         }
-        if integer_digits + exponent >= SAFE_MAGNITUDE_DIGITS {
+        if integer_digits + exponent.unwrap_or(0) >= SAFE_MAGNITUDE_DIGITS {
             return None;
         }
-        self.pos = at;
-        Some(())
+        let shape = match (negative, fraction_digits, exponent) {
+            (false, None, None) if integer_digits <= PLAIN_INTEGER_DIGITS => Shape::Integer,
+            (false, Some(places), None) if integer_digits + places <= PLAIN_DECIMAL_DIGITS => {
+                Shape::Decimal
+            }
+            _ => Shape::Other,
+        };
+        Some((at, shape))
     }
 }
 
@@ -385,7 +467,7 @@ mod tests {
     fn both(line: &str) {
         let extractor = Extractor::new(Profile::lingtai());
         let serde = extractor.extract_with_serde(line.as_bytes());
-        let fast = extract(&extractor, line);
+        let fast = extract(&extractor, line.as_bytes());
         if let Some(fast) = &fast {
             assert_eq!(Ok(fast), serde.as_ref(), "{line:?}");
         }
@@ -393,7 +475,7 @@ mod tests {
     }
 
     fn takes_fast_path(line: &str) -> bool {
-        extract(&Extractor::new(Profile::lingtai()), line).is_some()
+        extract(&Extractor::new(Profile::lingtai()), line.as_bytes()).is_some()
     }
 
     #[test]
@@ -412,9 +494,28 @@ mod tests {
             r#"{"ts":123456789012345.6,"time":12345678901234.5,"input_tokens":18446744073709551615}"#,
             r#"{"ts":0.000000000000001,"output_tokens":9999999999999999999,"molt_count":10000000000000000000}"#,
             r#"{"ts":0.1,"time":9007199254740993.0,"cached_tokens":"912","thinking_tokens":3.0}"#,
+            // Whitespace other than lingtai's `": "` and `", "`, around every separator.
+            r#"{"molt_count" : 0,"ts" :1.5 , "seq":  7,"type"  :  "x"  ,  "initiator":"a" }"#,
+            "{\"type\"\t:\r\n\"x\",\n\"input_tokens\":\t[ 1 ,2 ] , \"o\": { \"a\" : 1 } }",
         ] {
             assert!(takes_fast_path(line), "{line}");
             both(line);
+        }
+        // Strings that end at every offset of a word and run across words, with a non-ASCII
+        // character or an escape at each position in some of them.
+        for pad in 0..24 {
+            for len in [0, 1, 7, 8, 9, 15, 16, 17, 200, 1500] {
+                let text = "x".repeat(len);
+                let line = format!(r#"{{"p":"{}","type":"{text}","ts":1.5}}"#, "a".repeat(pad));
+                assert!(takes_fast_path(&line), "{line}");
+                both(&line);
+                let line = format!(
+                    r#"{{"p":"{}é","type":"{text}\n","ts":1.5}}"#,
+                    "a".repeat(pad)
+                );
+                assert!(takes_fast_path(&line), "{line}");
+                both(&line);
+            }
         }
     }
 
@@ -445,6 +546,18 @@ mod tests {
             assert!(!takes_fast_path(line), "{line}");
             both(line);
         }
+        // Invalid UTF-8 in a string, in the first block and in later ones, and outside strings.
+        let extractor = Extractor::new(Profile::lingtai());
+        for pad in [0, 5, 8, 60, 64, 200, 1500] {
+            for bad in [&b"\xff"[..], b"\xc3", b"\xed\xa0\x80", b"\xe9t\xc3\xa9"] {
+                let mut line = format!(r#"{{"type":"x","p":"{}"#, "a".repeat(pad)).into_bytes();
+                line.extend_from_slice(bad);
+                line.extend_from_slice(br#"","ts":1}"#);
+                assert_eq!(extract(&extractor, &line), None, "{line:?}");
+                let expected = Err(super::super::LineProblem::NotUtf8);
+                assert_eq!(extractor.extract(&line), expected, "{line:?}");
+            }
+        }
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(70), "]".repeat(70));
         assert!(!takes_fast_path(&deep));
         both(&deep);
@@ -455,26 +568,69 @@ mod tests {
 
     #[test]
     fn string_stops_are_found_in_every_lane() {
-        for at in 0..20 {
-            for stop in [b'"', b'\\', 0x1f, 0x00] {
-                let mut bytes = vec![b'a'; 24];
-                bytes.push(b'"');
-                bytes[at] = stop;
-                let cursor = Cursor {
-                    bytes: &bytes,
-                    pos: 0,
-                };
-                assert_eq!(cursor.next_string_stop(), Some(at), "{stop} at {at}");
+        // Every byte value in every lane of a word, after plain bytes and with a stop after it
+        // (a borrow from a lower lane must not hide or fake a stop).
+        for at in 0..8 {
+            for byte in 0..=u8::MAX {
+                let mut bytes = [b'a'; 16];
+                bytes[at] = byte;
+                bytes[15] = b'"';
+                let is_stop = byte == b'"' || byte == b'\\' || byte < 0x20;
+                let mut cursor = Cursor::new(&bytes);
+                let expected = if is_stop { at } else { 15 };
+                assert_eq!(cursor.next_stop(0), Some(expected), "{byte:#x} at {at}");
+                assert_eq!(cursor.saw_non_ascii(), byte >= 0x80, "{byte:#x} at {at}");
             }
         }
-        // Bytes that look close to a stop are not stops: 0x20, 0x7f, non-ASCII.
-        let mut bytes = [0x20, 0x7f, 0xa2, 0xdc, 0x21, 0x5b, 0x5d, 0x23].repeat(3);
+    }
+
+    #[test]
+    fn strings_end_at_every_position_and_block_boundary() {
+        for len in 1..=40 {
+            let starts = |at: usize| [0, at.saturating_sub(9), at.saturating_sub(1), at];
+            for at in 0..len {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = b'"';
+                for from in starts(at) {
+                    let mut cursor = Cursor::new(&bytes);
+                    assert_eq!(
+                        cursor.string(from),
+                        Some((at, false)),
+                        "\" at {at} of {len}"
+                    );
+                }
+                for stop in [0x00, 0x1f, b'\n'] {
+                    bytes[at] = stop;
+                    let mut cursor = Cursor::new(&bytes);
+                    assert_eq!(cursor.string(at.saturating_sub(1)), None, "{stop} at {at}");
+                }
+                // An escaped quote does not end the string; the one after it does.
+                if at + 2 < len {
+                    bytes[at] = b'\\';
+                    bytes[at + 1] = b'"';
+                    bytes[len - 1] = b'"';
+                    for from in starts(at) {
+                        let mut cursor = Cursor::new(&bytes);
+                        let end = if len - 1 == at + 1 {
+                            None
+                        } else {
+                            Some((len - 1, true))
+                        };
+                        assert_eq!(cursor.string(from), end, "\\\" at {at} of {len}");
+                    }
+                }
+                // No closing quote at all.
+                let mut cursor = Cursor::new(&bytes[..at]);
+                assert_eq!(cursor.string(0), None, "unclosed, {at}");
+            }
+        }
+        // Bytes that look close to a stop are not stops: 0x20, 0x7f, and non-ASCII ones whose
+        // low seven bits are a stop's (0xa2, 0xdc, 0x80-0x9f).
+        let mut bytes = [0x20, 0x7f, 0xa2, 0xdc, 0x80, 0x9f, 0x5b, 0x23].repeat(20);
         bytes.push(b'"');
-        let cursor = Cursor {
-            bytes: &bytes,
-            pos: 0,
-        };
-        assert_eq!(cursor.next_string_stop(), Some(24));
+        let mut cursor = Cursor::new(&bytes);
+        assert_eq!(cursor.string(0), Some((160, false)));
+        assert!(cursor.saw_non_ascii());
     }
 
     /// A JSON value as text, from pieces chosen to sit on the fast path's edges: escapes,
@@ -482,6 +638,9 @@ mod tests {
     fn json_value() -> impl Strategy<Value = String> + Clone {
         let string_piece = prop_oneof![
             60 => "[a-z ]{0,12}",
+            // Long runs, so that strings cross 64-byte blocks (and, rarely, a 1 KiB window).
+            6 => "[a-z]{40,140}",
+            1 => "[a-z]{900,1100}",
             3 => Just("\\\"".to_owned()),
             3 => Just("\\\\".to_owned()),
             3 => Just("\\n\\t\\/".to_owned()),
@@ -573,12 +732,22 @@ mod tests {
             Just("typ\\u0065"),
         ];
         let ws = prop_oneof![5 => Just(""), 5 => Just(" "), 2 => Just("\n"), 1 => Just("\u{c}")];
+        // The separators: mostly lingtai's, sometimes any JSON whitespace around them.
+        let colon =
+            prop_oneof![6 => Just(": "), 2 => Just(":"), 1 => Just(" :  "), 1 => Just("\t:\n")];
+        let comma =
+            prop_oneof![6 => Just(", "), 2 => Just(","), 1 => Just(" ,  "), 1 => Just("\r\n,\t")];
+        // A first member of any length moves everything after it across block boundaries.
+        let pad = (0usize..80).prop_map(|n| format!("\"pad\": \"{}\"", "p".repeat(n)));
+        let member = (key, colon, json_value(), comma);
         prop_oneof![
-            9 => (proptest::collection::vec((key, json_value()), 0..8), ws.clone(), ws).prop_map(
-                |(members, lead, trail)| {
-                    let body: Vec<String> =
-                        members.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
-                    format!("{lead}{{{}}}{trail}", body.join(", "))
+            9 => (pad, proptest::collection::vec(member, 0..8), ws.clone(), ws).prop_map(
+                |(pad, members, lead, trail)| {
+                    let mut body = pad;
+                    for (k, colon, v, comma) in members {
+                        body.push_str(&format!("{comma}\"{k}\"{colon}{v}"));
+                    }
+                    format!("{lead}{{{body}}}{trail}")
                 }
             ),
             1 => json_value(),
@@ -597,7 +766,7 @@ mod tests {
                     .new_tree(&mut runner)
                     .map(|t| t.current())
                     .unwrap_or_default();
-                extract(&extractor, &line).is_some()
+                extract(&extractor, line.as_bytes()).is_some()
             })
             .count();
         assert!(
@@ -623,7 +792,7 @@ mod tests {
                 line[i] = byte;
             }
             let extractor = Extractor::new(Profile::lingtai());
-            let fast = std::str::from_utf8(&line).ok().and_then(|text| extract(&extractor, text));
+            let fast = extract(&extractor, &line);
             let serde = extractor.extract_with_serde(&line);
             if let Some(fast) = fast {
                 proptest::prop_assert_eq!(Ok(fast), serde.clone());
