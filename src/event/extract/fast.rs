@@ -775,6 +775,63 @@ mod tests {
         );
     }
 
+    #[test]
+    fn decimals_past_the_plain_limit_are_left_to_serde_json() {
+        // 16 and 17 digits: a division of their digits by a power of ten is not the correctly
+        // rounded value (found by search), so they must not be read as plain decimals.
+        for text in [
+            "3867241079.1262988",
+            "38672410791262.988",
+            "8278021336265740.2",
+        ] {
+            let (end, shape) = Cursor::new(text.as_bytes()).number(0).expect("a number");
+            assert_eq!((end, shape), (text.len(), Shape::Other), "{text}");
+            let value = ValueBytes {
+                bytes: text.as_bytes(),
+                shape,
+            };
+            let ours = value.read::<f64>().map(f64::to_bits).ok();
+            let theirs = serde_json::from_str::<f64>(text).map(f64::to_bits).ok();
+            assert_eq!(ours, theirs, "{text}");
+            let line = format!(r#"{{"type":"x","ts":{text}}}"#);
+            both(&line);
+        }
+    }
+
+    proptest::proptest! {
+        /// A number the cursor scans reads, bit for bit, as serde_json reads it: the plain
+        /// shapes' own reading (an exact division for decimals) included, on both sides of
+        /// their digit limits. (The fields themselves round or truncate, which could hide an
+        /// error of one ulp.)
+        #[test]
+        fn numbers_read_exactly_as_serde_json_reads_them(
+            digits in any::<u64>(),
+            whole in 1usize..20,
+            places in 0usize..20,
+            negative in any::<bool>(),
+        ) {
+            let digits = format!("{digits:020}");
+            let int = digits[..whole].trim_start_matches('0');
+            let int = if int.is_empty() { "0" } else { int };
+            let mut text = format!("{}{int}", if negative { "-" } else { "" });
+            if places > 0 {
+                text = format!("{text}.{}", &digits[20 - places..]);
+            }
+            let cursor = Cursor::new(text.as_bytes());
+            let (end, shape) = cursor.number(0).expect("a valid number");
+            proptest::prop_assert_eq!(end, text.len());
+            let value = ValueBytes { bytes: text.as_bytes(), shape };
+            let ours = value.read::<f64>().map(f64::to_bits).ok();
+            let theirs = serde_json::from_str::<f64>(&text).map(f64::to_bits).ok();
+            proptest::prop_assert_eq!(ours, theirs, "{} ({:?})", text, shape);
+            if let Shape::Integer = shape {
+                let value = ValueBytes { bytes: text.as_bytes(), shape };
+                let ours = value.read::<u64>().ok();
+                proptest::prop_assert_eq!(ours, serde_json::from_str::<u64>(&text).ok());
+            }
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
 
