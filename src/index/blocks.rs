@@ -11,9 +11,10 @@ use std::ops::Bound;
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, Table, WriteTransaction};
 
+#[cfg(test)]
+use super::schema::BlockEntry;
 use super::schema::{
-    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, Block, BlockEntry, EventRow, OTHER_TYPE, TYPE_BLOCKS,
-    flags,
+    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, Block, EventRow, OTHER_TYPE, TYPE_BLOCKS, flags,
 };
 use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
 
@@ -105,10 +106,12 @@ impl DecodedBlock {
     }
 }
 
-/// Encodes the events `entries` (ascending, consecutive ordinals, all in one block) as block
-/// values, given the totals and boundaries before the first one. `None` if they are not in
+/// Builds the [`Block`] of the events `entries` (ascending, consecutive ordinals, all in one
+/// block), given the totals and boundaries before the first one: the definition that
+/// [`encode_into`] writes without building it, kept to test that the two agree. `None` if they are not in
 /// file order or their generations do not follow the boundaries (a bug upstream: never
 /// stored).
+#[cfg(test)]
 fn encode(entries: &[Entry], totals_before: Totals, boundaries_before: u64) -> Option<Block> {
     let first = entries.first()?;
     let mut previous_end = first.offset;
@@ -332,8 +335,10 @@ fn advance((mut totals, boundaries): (Totals, u64), entries: &[Entry]) -> (Total
     )
 }
 
-/// Encodes `entries` as block `number` into `scratch` (postcard plus crc), checking that they
-/// are that block's events.
+/// Encodes `entries` as block `number` into `scratch`: the postcard bytes of the [`Block`]
+/// that [`encode`] would build, then their crc, as [`schema::encode`] stores every value.
+/// Written field by field, without building the block first (a build encodes one block per 64
+/// lines; serde's way cost about as much again). Checks that the events are that block's.
 fn encode_into(
     number: u64,
     entries: &[Entry],
@@ -344,13 +349,91 @@ fn encode_into(
     let in_order = entries.iter().enumerate().all(|(i, entry)| {
         first_ordinal.and_then(|f| f.checked_add(i as u64)) == Some(entry.ordinal)
     });
-    if !in_order {
+    let Some(first) = entries.first().filter(|_| in_order) else {
         return Err(damaged("events queued out of order"));
+    };
+    let out = scratch;
+    out.clear();
+    varint(out, first.offset);
+    varint(out, boundaries_before);
+    let totals = &totals_before;
+    for sum in [
+        totals.input_tokens,
+        totals.output_tokens,
+        totals.cached_tokens,
+        totals.thinking_tokens,
+    ] {
+        varint_u128(out, sum);
     }
-    let block = encode(entries, totals_before, boundaries_before)
-        .ok_or_else(|| damaged("events queued out of file order"))?;
-    schema::encode(&block, scratch);
+    varint(out, totals.api_calls);
+    varint(out, entries.len() as u64);
+    let mut previous_end = first.offset;
+    let mut previous_seq = u64::MAX;
+    let mut previous_time = 0i64;
+    let mut generation = boundaries_before;
+    for entry in entries {
+        let next = generation.checked_add(u64::from(entry.is_boundary()));
+        let gap = entry.offset.checked_sub(previous_end);
+        let (Some(gap), Some(next)) = (gap, next) else {
+            return Err(damaged("events queued out of file order"));
+        };
+        generation = next;
+        if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
+            return Err(damaged("events queued out of file order"));
+        };
+        previous_end = entry.end();
+        varint(out, gap);
+        varint(out, entry.row.len);
+        let seq_delta = entry.row.seq.wrapping_sub(previous_seq.wrapping_add(1)) as i64;
+        previous_seq = entry.row.seq;
+        varint(out, zigzag(seq_delta));
+        match entry.row.time {
+            Some(time) => {
+                let delta = time.micros().wrapping_sub(previous_time);
+                previous_time = time.micros();
+                out.push(1);
+                varint(out, zigzag(delta));
+            }
+            None => out.push(0),
+        }
+        varint(out, u64::from(entry.row.type_id));
+        out.push(entry.row.flags);
+        if entry.is_token() {
+            out.push(1);
+            for count in entry.tokens {
+                varint(out, count);
+            }
+        } else {
+            out.push(0);
+        }
+    }
+    let crc = crc32fast::hash(out);
+    out.extend_from_slice(&crc.to_le_bytes());
     Ok(())
+}
+
+/// Appends `value` as postcard does: 7 bits a byte, low bits first, the top bit set on all
+/// but the last byte.
+fn varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// [`varint`] for a `u128`.
+fn varint_u128(out: &mut Vec<u8>, mut value: u128) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// A signed value as postcard stores it before its varint: 0, -1, 1, -2, ... as 0, 1, 2, 3.
+fn zigzag(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
 }
 
 /// Queues block `number`'s type masks: one per type among its events.
@@ -586,6 +669,58 @@ mod tests {
         assert_eq!(decoded.totals_before(entries[0].offset), totals);
         // The same bytes read as another block number give other ordinals.
         assert_ne!(decode(2, &bytes).unwrap().entries, entries);
+    }
+
+    #[test]
+    fn blocks_are_written_as_postcard_writes_them() {
+        let mut offset = 0;
+        let mut entries = Vec::new();
+        for i in 0..BLOCK_EVENTS {
+            let flags = [flags::TOKEN, 0, flags::EXPLICIT_SEQ][i as usize % 3];
+            // Seqs far apart (wrapping deltas), times before the epoch, and large counts.
+            let seq = if i % 7 == 3 { u64::MAX - i } else { i * 1000 };
+            let mut e = entry(128 + i, offset, seq, flags);
+            e.row.time = match i % 4 {
+                0 => None,
+                1 => Timestamp::from_micros(-62_135_596_800_000_000 + i as i64),
+                _ => Timestamp::from_micros(253_402_300_799_000_000 - i as i64 * 999_999),
+            };
+            e.row.type_id = [0, 127, 128, 16_383, 16_384, u32::MAX][i as usize % 6];
+            if e.is_token() {
+                e.tokens = [0, 127, 1 << 53, i];
+            }
+            e.row.len = [0, 127, 128, 1 << 40][i as usize % 4];
+            offset = e.end() + i * i;
+            entries.push(e);
+        }
+        for (count, totals) in [
+            (1, Totals::default()),
+            (
+                BLOCK_EVENTS as usize,
+                Totals {
+                    input_tokens: u128::MAX >> 1,
+                    output_tokens: 1 << 70,
+                    cached_tokens: 300,
+                    thinking_tokens: 0,
+                    api_calls: u64::MAX / 3,
+                },
+            ),
+        ] {
+            let part = &entries[..count];
+            let mut expected = Vec::new();
+            schema::encode(&encode(part, totals, 0).unwrap(), &mut expected);
+            let mut written = Vec::new();
+            encode_into(2, part, (totals, 0), &mut written).unwrap();
+            assert_eq!(written, expected, "{count} events");
+            assert_eq!(decode(2, &written).unwrap().entries, part);
+        }
+        // Not that block's events, or out of file order: refused.
+        let mut written = Vec::new();
+        assert!(encode_into(1, &entries, (Totals::default(), 0), &mut written).is_err());
+        let mut swapped = entries[..2].to_vec();
+        swapped.swap(0, 1);
+        (swapped[0].ordinal, swapped[1].ordinal) = (128, 129);
+        assert!(encode_into(2, &swapped, (Totals::default(), 0), &mut written).is_err());
     }
 
     #[test]

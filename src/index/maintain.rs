@@ -30,7 +30,7 @@ use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION, SeqState};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
-use crate::event::{FoldState, Folded, Folder, LineProblem};
+use crate::event::{EventFields, FoldState, Folded, Folder, LineProblem};
 use crate::log::{LineScanner, LogError, LogPaths, LogWriter, Run, WindowSum};
 
 /// Progress of a long build: bytes done and bytes to do.
@@ -859,9 +859,8 @@ impl Drop for WritableIndex {
 /// Reads log lines and folds them into rows, one commit's worth at a time.
 ///
 /// Lines are read in runs of up to [`RUN_BYTES`]. Extraction, which is most of a build's
-/// reading half, is split over two threads for a large run: a scoped helper extracts the
-/// second part of the run while this thread extracts and folds the first, then this thread
-/// folds the second. The fold itself stays in file order on this thread.
+/// reading half, is split over two threads for a large run (see [`fold_run`]); the fold itself
+/// stays in file order on this thread.
 struct ChunkReader<'a> {
     folder: Folder,
     scanner: LineScanner<'a>,
@@ -877,10 +876,6 @@ const RUN_BYTES: usize = 4 << 20;
 
 /// Runs smaller than this are extracted on one thread.
 const TWO_THREAD_RUN: usize = 512 << 10;
-
-/// The share of a run's bytes this thread extracts itself when a helper takes the rest: this
-/// thread also folds every line, so the helper gets a little more.
-const OWN_SHARE_PERCENT: usize = 45;
 
 impl<'a> ChunkReader<'a> {
     /// Reads `[start, limit)` of `log`, continuing from `meta`'s fold, whose watermark must be
@@ -970,6 +965,26 @@ struct RunLines<'b> {
 }
 
 impl<'b> RunLines<'b> {
+    /// The run's lines cut into at most `count` ranges of about equal bytes, in order.
+    fn pieces(self, count: usize) -> Vec<std::ops::Range<usize>> {
+        let total = self.bytes.len().max(1);
+        let mut pieces = Vec::with_capacity(count);
+        let mut start = 0;
+        for k in 1..=count {
+            let bytes = total / count * k;
+            let end = if k == count {
+                self.ends.len()
+            } else {
+                self.ends.partition_point(|&e| e <= bytes).max(start)
+            };
+            if end > start {
+                pieces.push(start..end);
+                start = end;
+            }
+        }
+        pieces
+    }
+
     /// The lines `range` of the run: (offset, line without its `\n`).
     fn lines(self, range: std::ops::Range<usize>) -> impl Iterator<Item = (u64, &'b [u8])> {
         let first = range.start;
@@ -990,9 +1005,11 @@ impl<'b> RunLines<'b> {
     }
 }
 
-/// Extracts and folds the lines of `run` into `rows`, in file order. A large run's second
-/// part is extracted on a scoped helper thread meanwhile (see [`ChunkReader`]); if the helper
-/// cannot start, this thread does it all.
+/// Extracts and folds the lines of `run` into `rows`, in file order. A large run is cut into
+/// [`RUN_PIECES`] pieces: this thread takes pieces from the front, extracting and folding each,
+/// while a scoped helper extracts pieces from the back (see [`Pieces`]); they meet wherever the
+/// load puts them, so neither waits on a split fixed in advance (the index writer shares the
+/// second core). If the helper cannot start, this thread does it all.
 fn fold_run(
     folder: &mut Folder,
     run: RunLines<'_>,
@@ -1000,13 +1017,13 @@ fn fold_run(
     rows: &mut RowBuffer,
     types: &mut TypeMap,
 ) {
-    let count = run.ends.len();
     let mut fold = |folder: &mut Folder, offset: u64, line: &[u8], extracted| {
         let folded = folder.fold_extracted(offset, line, extracted);
         if let Some(row) = Row::from_folded(&folded, offset, folder.state(), types) {
             rows.push(row);
         }
     };
+    let count = run.ends.len();
     if !two_threads || run.bytes.len() < TWO_THREAD_RUN {
         for (offset, line) in run.lines(0..count) {
             let extracted = folder.extractor().extract(line);
@@ -1014,38 +1031,164 @@ fn fold_run(
         }
         return;
     }
-    let own_bytes = run.bytes.len() / 100 * OWN_SHARE_PERCENT;
-    let split = run.ends.partition_point(|&end| end < own_bytes).min(count);
+    let pieces = run.pieces(RUN_PIECES);
+    let shared = Pieces::new(pieces.len());
     // The helper's own copy: this thread's folder is borrowed mutably meanwhile.
     let extractor = folder.extractor().clone();
     std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new()
+        let started = std::thread::Builder::new()
             .name("agentlog-extract".to_owned())
             .spawn_scoped(scope, || {
-                run.lines(split..count)
-                    .map(|(_, line)| extractor.extract(line))
-                    .collect::<Vec<_>>()
+                let _gone = shared.helper_guard();
+                while let Some(i) = shared.claim_back() {
+                    let lines = pieces.get(i).cloned().unwrap_or(0..0);
+                    let extracted = run.lines(lines).map(|(_, l)| extractor.extract(l));
+                    shared.fill(i, extracted.collect());
+                }
             });
-        for (offset, line) in run.lines(0..split) {
-            let extracted = folder.extractor().extract(line);
-            fold(folder, offset, line, extracted);
+        if started.is_err() {
+            shared.helper_gone();
         }
-        // A helper that cannot start (or, by a bug, panicked) leaves its part to this thread.
-        let extracted = helper.ok().and_then(|h| h.join().ok());
-        match extracted {
-            Some(extracted) => {
-                for ((offset, line), fields) in run.lines(split..count).zip(extracted) {
-                    fold(folder, offset, line, fields);
+        let helper = started.ok();
+        for (i, lines) in pieces.iter().enumerate() {
+            // The helper's result, or `None`: this thread extracts the piece.
+            let theirs = if shared.claim_front(i) {
+                None
+            } else {
+                shared.wait(i)
+            };
+            match theirs {
+                Some(extracted) => {
+                    for ((offset, line), fields) in run.lines(lines.clone()).zip(extracted) {
+                        fold(folder, offset, line, fields);
+                    }
+                }
+                None => {
+                    for (offset, line) in run.lines(lines.clone()) {
+                        let extracted = folder.extractor().extract(line);
+                        fold(folder, offset, line, extracted);
+                    }
                 }
             }
-            None => {
-                for (offset, line) in run.lines(split..count) {
-                    let extracted = folder.extractor().extract(line);
-                    fold(folder, offset, line, extracted);
-                }
-            }
+        }
+        // Joined here, so that a helper that panicked (a bug) does not make the scope panic:
+        // its pieces were extracted on this thread instead.
+        if let Some(helper) = helper {
+            let _ = helper.join();
         }
     });
+}
+
+/// How many pieces a run extracted on two threads is cut into: enough that the two threads
+/// meet within a piece or two of the balanced point, few enough that claiming one is rare.
+const RUN_PIECES: usize = 16;
+
+/// The extracted lines of one piece of a run.
+type Extracted<'b> = Vec<Result<EventFields<'b>, LineProblem>>;
+
+/// Pieces of a run shared by this thread, which claims them from the front, and the helper,
+/// which claims them from the back and leaves its results in their slots.
+struct Pieces<'b> {
+    /// (front, back): the pieces `front..back` are not claimed yet.
+    claims: std::sync::Mutex<(usize, usize, bool)>,
+    slots: Vec<std::sync::Mutex<Option<Extracted<'b>>>>,
+    filled: std::sync::Condvar,
+}
+
+/// Marks the helper gone when dropped, also while unwinding from a panic, so that this thread
+/// never waits for a piece that will not come.
+struct HelperGuard<'p, 'b>(&'p Pieces<'b>);
+
+impl Drop for HelperGuard<'_, '_> {
+    fn drop(&mut self) {
+        self.0.helper_gone();
+    }
+}
+
+impl<'b> Pieces<'b> {
+    fn new(count: usize) -> Pieces<'b> {
+        Pieces {
+            claims: std::sync::Mutex::new((0, count, false)),
+            slots: (0..count).map(|_| std::sync::Mutex::new(None)).collect(),
+            filled: std::sync::Condvar::new(),
+        }
+    }
+
+    fn lock_claims(&self) -> std::sync::MutexGuard<'_, (usize, usize, bool)> {
+        // The counters are whole after any panic: each is one assignment.
+        self.claims
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Claims piece `i` for this thread if the helper has not: pieces are claimed from the
+    /// front in order, so `i` is the front.
+    fn claim_front(&self, i: usize) -> bool {
+        let mut claims = self.lock_claims();
+        let (front, back, _) = &mut *claims;
+        if i == *front && *front < *back {
+            *front += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The last unclaimed piece, for the helper.
+    fn claim_back(&self) -> Option<usize> {
+        let mut claims = self.lock_claims();
+        let (front, back, _) = &mut *claims;
+        (*front < *back).then(|| {
+            *back -= 1;
+            *back
+        })
+    }
+
+    fn fill(&self, i: usize, extracted: Extracted<'b>) {
+        if let Some(slot) = self.slots.get(i) {
+            *slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(extracted);
+        }
+        // Taken under the claims lock, so a waiter between its check and its wait sees it.
+        let _claims = self.lock_claims();
+        self.filled.notify_all();
+    }
+
+    fn helper_guard(&self) -> HelperGuard<'_, 'b> {
+        HelperGuard(self)
+    }
+
+    fn helper_gone(&self) {
+        let mut claims = self.lock_claims();
+        claims.2 = true;
+        self.filled.notify_all();
+    }
+
+    /// Waits for the helper's result for piece `i`; `None` if the helper is gone without one.
+    fn wait(&self, i: usize) -> Option<Extracted<'b>> {
+        let take = || {
+            self.slots
+                .get(i)?
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        };
+        let mut claims = self.lock_claims();
+        loop {
+            if let Some(extracted) = take() {
+                return Some(extracted);
+            }
+            if claims.2 {
+                // Gone: it may still have filled the slot just before.
+                return take();
+            }
+            claims = self
+                .filled
+                .wait(claims)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
 }
 
 /// One commit's worth of work for the writer thread.
@@ -1277,5 +1420,85 @@ fn open_fresh(
         Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
         Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
         Err(WritableOpenError::Damaged(detail)) => Err(Unwritable::Failed(storage(path, detail))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of `lens.len()` lines of the given lengths (each plus its `\n`).
+    fn run_of(lens: &[usize]) -> (Vec<u8>, Vec<usize>) {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::new();
+        for &len in lens {
+            bytes.extend(std::iter::repeat_n(b'x', len));
+            bytes.push(b'\n');
+            ends.push(bytes.len());
+        }
+        (bytes, ends)
+    }
+
+    #[test]
+    fn pieces_cover_every_line_once_in_order() {
+        for lens in [
+            vec![10; 1000],
+            vec![5; 3],
+            vec![1],
+            vec![100_000, 3, 3, 3],
+            (0..500).map(|i| (i * 37) % 700).collect(),
+        ] {
+            let (bytes, ends) = run_of(&lens);
+            let run = RunLines {
+                offset: 1000,
+                bytes: &bytes,
+                ends: &ends,
+            };
+            for count in [1, 2, 16, 2000] {
+                let pieces = run.pieces(count);
+                assert!(pieces.len() <= count && !pieces.is_empty());
+                assert_eq!(pieces.first().map(|p| p.start), Some(0));
+                assert_eq!(pieces.last().map(|p| p.end), Some(lens.len()));
+                for pair in pieces.windows(2) {
+                    assert_eq!(pair[0].end, pair[1].start, "{pieces:?}");
+                    assert!(pair[0].start < pair[0].end);
+                }
+                let lines: Vec<(u64, usize)> = pieces
+                    .iter()
+                    .flat_map(|p| run.lines(p.clone()))
+                    .map(|(offset, line)| (offset, line.len()))
+                    .collect();
+                let mut offset = 1000;
+                let expected: Vec<(u64, usize)> = lens
+                    .iter()
+                    .map(|&len| {
+                        let at = offset;
+                        offset += len as u64 + 1;
+                        (at, len)
+                    })
+                    .collect();
+                assert_eq!(lines, expected);
+            }
+        }
+    }
+
+    #[test]
+    fn front_and_back_claims_meet_and_a_gone_helper_is_not_waited_for() {
+        let pieces = Pieces::new(4);
+        assert!(pieces.claim_front(0));
+        assert_eq!(pieces.claim_back(), Some(3));
+        assert_eq!(pieces.claim_back(), Some(2));
+        assert!(pieces.claim_front(1));
+        assert_eq!(pieces.claim_back(), None);
+        assert!(!pieces.claim_front(2), "the helper holds it");
+        pieces.fill(2, vec![Err(LineProblem::Blank)]);
+        assert_eq!(pieces.wait(2), Some(vec![Err(LineProblem::Blank)]));
+        // The helper goes without filling piece 3 (a panic, say): the caller is told.
+        drop(pieces.helper_guard());
+        assert_eq!(pieces.wait(3), None);
+        // A helper that never started claims nothing: every piece is the caller's.
+        let alone = Pieces::new(3);
+        alone.helper_gone();
+        assert!((0..3).all(|i| alone.claim_front(i)));
     }
 }
