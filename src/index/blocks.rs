@@ -12,10 +12,8 @@ use std::ops::Bound;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, Table, WriteTransaction};
 
 #[cfg(test)]
-use super::schema::BlockEntry;
-use super::schema::{
-    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, Block, EventRow, OTHER_TYPE, TYPE_BLOCKS, flags,
-};
+use super::schema::{self, Block, BlockEntry};
+use super::schema::{BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, EventRow, OTHER_TYPE, TYPE_BLOCKS, flags};
 use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
 
 /// One event, as queued for a commit and as decoded from a block.
@@ -154,39 +152,69 @@ fn encode(entries: &[Entry], totals_before: Totals, boundaries_before: u64) -> O
 /// Decodes block `number`'s stored value; `None` if it is damaged: a failed checksum, or
 /// fields that contradict each other (too many or no events, unknown flags, token counts on an
 /// event that is not a token event, offsets or timestamps out of range).
+///
+/// The value is a postcard [`Block`] plus its crc ([`schema::encode`]); it is read field by
+/// field straight into entries, accepting exactly what `postcard::from_bytes` accepts (a test
+/// compares the two on arbitrary bytes), because a point read decodes a whole block.
 pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
-    let block: Block = schema::decode(bytes)?;
-    if block.entries.is_empty() || block.entries.len() as u64 > BLOCK_EVENTS {
+    let split = bytes.len().checked_sub(4)?;
+    let (body, crc) = bytes.split_at(split);
+    if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().ok()?) {
+        return None;
+    }
+    let mut input = Postcard(body);
+    let first_offset = input.u64()?;
+    let boundaries_before = input.u64()?;
+    let totals_before = Totals {
+        input_tokens: input.u128()?,
+        output_tokens: input.u128()?,
+        cached_tokens: input.u128()?,
+        thinking_tokens: input.u128()?,
+        api_calls: input.u64()?,
+    };
+    let count = input.u64()?;
+    if count == 0 || count > BLOCK_EVENTS {
         return None;
     }
     let first_ordinal = number.checked_mul(BLOCK_EVENTS)?;
-    let mut previous_end = block.first_offset;
+    let mut previous_end = first_offset;
     let mut previous_seq = u64::MAX;
     let mut previous_time = 0i64;
-    let mut generation = block.boundaries_before;
+    let mut generation = boundaries_before;
     // The totals after every event must be representable, so sums over a decoded block never
     // overflow (each count is at most 2^53, but `totals_before` is as stored).
-    let mut totals = block.totals_before;
-    let mut entries = Vec::with_capacity(block.entries.len());
-    for (i, stored) in block.entries.iter().enumerate() {
-        let token = stored.flags & flags::TOKEN != 0;
-        let boundary = stored.flags & flags::BOUNDARY != 0;
-        if stored.flags & !flags::ALL != 0 || (token && boundary) {
+    let mut totals = totals_before;
+    let mut entries = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let gap = input.u64()?;
+        let len = input.u64()?;
+        let seq_delta = input.i64()?;
+        let time_delta = match input.tag()? {
+            true => Some(input.i64()?),
+            false => None,
+        };
+        let type_id = input.u32()?;
+        let flags = input.byte()?;
+        let token = flags & flags::TOKEN != 0;
+        let boundary = flags & flags::BOUNDARY != 0;
+        let tokens = match input.tag()? {
+            true => Some([input.u64()?, input.u64()?, input.u64()?, input.u64()?]),
+            false => None,
+        };
+        if flags & !flags::ALL != 0 || (token && boundary) {
             return None;
         }
-        let tokens = match (token, stored.tokens) {
+        let tokens = match (token, tokens) {
             (true, Some(tokens)) if tokens.iter().all(|&t| t <= MAX_TOKEN_VALUE) => tokens,
             (false, None) => [0; 4],
             _ => return None,
         };
-        if i == 0 && stored.gap != 0 {
+        if i == 0 && gap != 0 {
             return None;
         }
-        let offset = previous_end.checked_add(stored.gap)?;
-        let seq = previous_seq
-            .wrapping_add(1)
-            .wrapping_add(stored.seq_delta as u64);
-        let time = match stored.time_delta {
+        let offset = previous_end.checked_add(gap)?;
+        let seq = previous_seq.wrapping_add(1).wrapping_add(seq_delta as u64);
+        let time = match time_delta {
             Some(delta) => {
                 previous_time = previous_time.wrapping_add(delta);
                 Some(Timestamp::from_micros(previous_time)?)
@@ -197,28 +225,82 @@ pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
         if token {
             totals = checked_plus(&totals, &tokens)?;
         }
-        let entry = Entry {
-            ordinal: first_ordinal.checked_add(i as u64)?,
+        entries.push(Entry {
+            ordinal: first_ordinal.checked_add(i)?,
             offset,
             row: EventRow {
-                len: stored.len,
+                len,
                 seq,
                 time,
-                type_id: stored.type_id,
+                type_id,
                 generation,
-                flags: stored.flags,
+                flags,
             },
             tokens,
-        };
-        previous_end = offset.checked_add(stored.len)?.checked_add(1)?;
+        });
+        previous_end = offset.checked_add(len)?.checked_add(1)?;
         previous_seq = seq;
-        entries.push(entry);
     }
     Some(DecodedBlock {
-        totals_before: block.totals_before,
-        boundaries_before: block.boundaries_before,
+        totals_before,
+        boundaries_before,
         entries,
     })
+}
+
+/// Reads postcard's encodings off the front of a slice, as `postcard::from_bytes` does:
+/// varints of at most as many bytes as the type needs, the last of them within range
+/// (overlong encodings are accepted, as postcard accepts them), zigzag for signed values, one
+/// byte 0 or 1 for an option.
+struct Postcard<'a>(&'a [u8]);
+
+impl Postcard<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&first, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(first)
+    }
+
+    /// A varint of a type of `bits` bits.
+    fn varint(&mut self, bits: u32) -> Option<u128> {
+        let max_bytes = bits.div_ceil(7);
+        let max_last = (1u8 << (bits % 7)) - 1;
+        let mut out = 0u128;
+        for i in 0..max_bytes {
+            let byte = self.byte()?;
+            out |= u128::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return (i < max_bytes - 1 || byte <= max_last).then_some(out);
+            }
+        }
+        None
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.varint(32)?).ok()
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        u64::try_from(self.varint(64)?).ok()
+    }
+
+    fn u128(&mut self) -> Option<u128> {
+        self.varint(128)
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        let n = self.u64()?;
+        Some(((n >> 1) as i64) ^ -((n & 1) as i64))
+    }
+
+    /// An option's tag: whether a value follows.
+    fn tag(&mut self) -> Option<bool> {
+        match self.byte()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
 }
 
 /// `totals` plus one token event's `counts`, if nothing overflows.
@@ -721,6 +803,111 @@ mod tests {
         swapped.swap(0, 1);
         (swapped[0].ordinal, swapped[1].ordinal) = (128, 129);
         assert!(encode_into(2, &swapped, (Totals::default(), 0), &mut written).is_err());
+    }
+
+    /// The checks [`decode`] makes, applied to postcard's own reading of the bytes: the
+    /// reference the field-by-field reader must agree with.
+    fn decode_with_postcard(number: u64, bytes: &[u8]) -> Option<Vec<Entry>> {
+        let block: Block = schema::decode(bytes)?;
+        let mut rebuilt = Vec::new();
+        encode_stored(&block, &mut rebuilt);
+        decode(number, &rebuilt).map(|b| b.entries)
+    }
+
+    /// `block` written back through postcard, with its crc.
+    fn encode_stored(block: &Block, out: &mut Vec<u8>) {
+        schema::encode(block, out);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+        /// On any bytes with a valid crc, the field-by-field reader accepts exactly what
+        /// postcard accepts and reads the same block.
+        #[test]
+        fn blocks_are_read_as_postcard_reads_them(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            number in 0u64..4,
+        ) {
+            let mut bytes = body.clone();
+            bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+            let ours = decode(number, &bytes).map(|b| b.entries);
+            let theirs = decode_with_postcard(number, &bytes);
+            proptest::prop_assert_eq!(ours, theirs);
+        }
+
+        /// And on mostly valid blocks (the arbitrary bytes above rarely are one).
+        #[test]
+        fn edited_blocks_are_read_as_postcard_reads_them(
+            count in 1usize..=64,
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..3),
+        ) {
+            let mut entries = Vec::new();
+            let mut offset = 7;
+            for i in 0..count as u64 {
+                let e = entry(i, offset, i * 3, [flags::TOKEN, 0][i as usize % 2]);
+                offset = e.end();
+                entries.push(e);
+            }
+            let mut bytes = Vec::new();
+            encode_into(0, &entries, (Totals::default(), 0), &mut bytes).unwrap();
+            let mut body = bytes[..bytes.len() - 4].to_vec();
+            for (at, byte) in &edits {
+                let i = at.index(body.len());
+                body[i] = *byte;
+            }
+            let mut edited = body.clone();
+            edited.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+            let ours = decode(0, &edited).map(|b| b.entries);
+            proptest::prop_assert_eq!(&ours, &decode_with_postcard(0, &edited));
+            if edits.is_empty() {
+                proptest::prop_assert_eq!(ours, Some(entries));
+            }
+        }
+    }
+
+    #[test]
+    fn varints_are_bounded_as_postcard_bounds_them() {
+        let mut bytes = Vec::new();
+        encode_into(0, &[entry(0, 0, 0, 0)], (Totals::default(), 0), &mut bytes).unwrap();
+        // The first field, the block's first offset (0), is the byte 0x00: write it longer.
+        let with_first = |varint: &[u8]| {
+            let mut body = varint.to_vec();
+            body.extend_from_slice(&bytes[1..bytes.len() - 4]);
+            let crc = crc32fast::hash(&body);
+            body.extend_from_slice(&crc.to_le_bytes());
+            body
+        };
+        // Overlong but in range: both read 0.
+        let overlong = with_first(&[0x80, 0x80, 0x00]);
+        assert!(decode(0, &overlong).is_some());
+        assert_eq!(
+            decode(0, &overlong).map(|b| b.entries),
+            decode_with_postcard(0, &overlong)
+        );
+        // Ten bytes whose last one carries more than a u64's 64th bit: both refuse.
+        let mut too_big = vec![0x80; 9];
+        too_big.push(0x02);
+        let too_big = with_first(&too_big);
+        assert!(decode(0, &too_big).is_none());
+        assert!(decode_with_postcard(0, &too_big).is_none());
+        // Eleven bytes: both refuse.
+        let mut too_long = vec![0x80; 10];
+        too_long.push(0x00);
+        let too_long = with_first(&too_long);
+        assert!(decode(0, &too_long).is_none());
+        assert!(decode_with_postcard(0, &too_long).is_none());
+        // A u128 (the third field, the totals' input tokens, also 0x00): 19 bytes whose last
+        // one carries bits past the 128th, which a shift would drop: both refuse.
+        assert_eq!(&bytes[..3], &[0, 0, 0]);
+        let mut body = vec![0, 0];
+        body.extend(vec![0x80; 18]);
+        body.push(0x04);
+        body.extend_from_slice(&bytes[3..bytes.len() - 4]);
+        let crc = crc32fast::hash(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        assert!(decode_with_postcard(0, &body).is_none());
+        assert!(decode(0, &body).is_none());
     }
 
     #[test]

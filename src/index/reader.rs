@@ -651,14 +651,45 @@ impl Index {
         from: u64,
         limit: usize,
     ) -> Result<Vec<u64>, IndexError> {
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.for_type(name, from, u64::MAX, |entry| {
+            out.push(entry.offset);
+            out.len() < limit
+        })?;
+        Ok(out)
+    }
+
+    /// (offset, line) of the indexed events of type `name` before offset `end`, in file
+    /// order, each line read back from the log: what [`Index::offsets_of_type`] and
+    /// [`Index::lines_at`] give together, reading each block once.
+    pub fn lines_of_type(&self, name: &str, end: u64) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
+        let mut rows = Vec::new();
+        let end = end.min(self.meta.watermark());
+        self.for_type(name, 0, end, |entry| {
+            rows.push((entry.offset, entry.row.len));
+            true
+        })?;
+        rows.into_iter()
+            .map(|(offset, len)| Ok((offset, self.read_line(offset, len)?)))
+            .collect()
+    }
+
+    /// Calls `f` on each indexed event of type `name` with `from <= offset < end`, in file
+    /// order, until it returns false: the type's block masks, and only the blocks they name.
+    fn for_type(
+        &self,
+        name: &str,
+        from: u64,
+        end: u64,
+        mut f: impl FnMut(&Entry) -> bool,
+    ) -> Result<(), IndexError> {
         let Some(id) = self.types.get(name) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         self.with_blocks(|txn, blocks| {
-            let mut out = Vec::new();
-            if limit == 0 {
-                return Ok(out);
-            }
             let first_block = blocks.block_at(from)?.map_or(0, DecodedBlock::number);
             let table = txn.open_table(TYPE_BLOCKS)?;
             for row in table.range((id, first_block)..=(id, u64::MAX))? {
@@ -668,16 +699,18 @@ impl Index {
                 while mask != 0 {
                     let slot = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
-                    match block.entries.get(slot) {
-                        Some(entry) if entry.offset >= from => out.push(entry.offset),
-                        _ => {}
+                    let Some(entry) = block.entries.get(slot) else {
+                        continue;
+                    };
+                    if entry.offset >= end {
+                        return Ok(());
                     }
-                    if out.len() >= limit {
-                        return Ok(out);
+                    if entry.offset >= from && !f(entry) {
+                        return Ok(());
                     }
                 }
             }
-            Ok(out)
+            Ok(())
         })
     }
 

@@ -182,14 +182,9 @@ impl Committed {
     fn of_types(&self, session_id: &str, types: &[&str]) -> Result<Vec<SessionEvent>, SourceError> {
         let mut events = Vec::new();
         for name in types {
-            let offsets = self
-                .index
-                .offsets_of_type(name, 0, usize::MAX)
-                .map_err(|e| failed(session_id, e))?;
-            let offsets: Vec<u64> = offsets.into_iter().filter(|o| *o < self.end).collect();
             let lines = self
                 .index
-                .lines_at(&offsets)
+                .lines_of_type(name, self.end)
                 .map_err(|e| failed(session_id, e))?;
             for (offset, line) in lines {
                 events.push(parse(session_id, offset, &line)?);

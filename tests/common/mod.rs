@@ -311,6 +311,27 @@ pub fn assert_rows_match_oracle(index: &Index, bytes: &[u8]) {
             expected.last().copied(),
             "last of {kind}"
         );
+        let lines: Vec<(u64, Vec<u8>)> = oracle
+            .event_lines
+            .iter()
+            .filter(|e| e.kind.as_deref() == Some(kind))
+            .map(|e| {
+                let at = e.offset as usize;
+                (e.offset, bytes[at..at + e.len as usize].to_vec())
+            })
+            .collect();
+        assert_eq!(
+            index.lines_of_type(kind, u64::MAX).expect("lines of type"),
+            lines,
+            "lines of {kind}"
+        );
+        if let Some(&(cut, _)) = lines.get(lines.len() / 2) {
+            assert_eq!(
+                index.lines_of_type(kind, cut).expect("lines of type"),
+                lines[..lines.len() / 2].to_vec(),
+                "lines of {kind} before {cut}"
+            );
+        }
         // From the middle, and a limit.
         if let Some(&middle) = expected.get(expected.len() / 2) {
             let from_middle: Vec<u64> = expected
