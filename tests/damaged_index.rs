@@ -300,8 +300,9 @@ fn aborts_once_then_rebuilds(log: &[u8], index: &[u8]) {
 /// few minutes in release:
 /// `AGENTLOG_SWEEP_BYTES=0..24000 cargo test --release --test damaged_index sweep -- --nocapture`.
 /// `AGENTLOG_SWEEP_GROW=N` grows the log by N events instead of one (a larger catch-up
-/// allocates while its rows are inserted). `AGENTLOG_SWEEP_KEEP=DIR` keeps each aborting pair (log, index) in `DIR/BYTE-FLIP/`: the
-/// abort test's data, when a format change makes its files stale.
+/// allocates while its rows are inserted). `AGENTLOG_SWEEP_KEEP=DIR` keeps each aborting pair
+/// (log, index) in `DIR/BYTE-FLIP/`: the abort test's data, when a format change makes its
+/// files stale.
 #[test]
 fn sweep_single_bit_flips_through_the_cli() {
     use agentlog::index::{Writer, WriterOptions};
