@@ -11,9 +11,11 @@ use std::ops::Bound;
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, Table, WriteTransaction};
 
+use super::schema::{
+    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, EventRow, OTHER_TYPE, TYPE_BLOCKS, flags,
+};
 #[cfg(test)]
-use super::schema::{self, Block, BlockEntry};
-use super::schema::{BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, EventRow, OTHER_TYPE, TYPE_BLOCKS, flags};
+use super::schema::{Block, BlockEntry};
 use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
 
 /// One event, as queued for a commit and as decoded from a block.
@@ -157,12 +159,7 @@ fn encode(entries: &[Entry], totals_before: Totals, boundaries_before: u64) -> O
 /// field straight into entries, accepting exactly what `postcard::from_bytes` accepts (a test
 /// compares the two on arbitrary bytes), because a point read decodes a whole block.
 pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
-    let split = bytes.len().checked_sub(4)?;
-    let (body, crc) = bytes.split_at(split);
-    if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().ok()?) {
-        return None;
-    }
-    let mut input = Postcard(body);
+    let mut input = Postcard(schema::checked_body(bytes)?);
     let first_offset = input.u64()?;
     let boundaries_before = input.u64()?;
     let totals_before = Totals {
@@ -489,8 +486,7 @@ fn encode_into(
             out.push(0);
         }
     }
-    let crc = crc32fast::hash(out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    schema::seal(out);
     Ok(())
 }
 
@@ -810,13 +806,8 @@ mod tests {
     fn decode_with_postcard(number: u64, bytes: &[u8]) -> Option<Vec<Entry>> {
         let block: Block = schema::decode(bytes)?;
         let mut rebuilt = Vec::new();
-        encode_stored(&block, &mut rebuilt);
+        schema::encode(&block, &mut rebuilt);
         decode(number, &rebuilt).map(|b| b.entries)
-    }
-
-    /// `block` written back through postcard, with its crc.
-    fn encode_stored(block: &Block, out: &mut Vec<u8>) {
-        schema::encode(block, out);
     }
 
     proptest::proptest! {

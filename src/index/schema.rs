@@ -198,19 +198,26 @@ pub fn encode<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     if let Ok(bytes) = postcard::to_extend(value, std::mem::take(out)) {
         *out = bytes;
     }
+    seal(out);
+}
+
+/// Appends the little-endian crc32 of the value bytes in `out`, as [`encode`] does.
+pub(crate) fn seal(out: &mut Vec<u8>) {
     let crc = crc32fast::hash(out);
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
-/// Decodes a value written by [`encode`]; `None` if the checksum or the encoding is wrong.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+/// The value bytes of a stored value (postcard, before its crc); `None` if the crc is wrong.
+pub(crate) fn checked_body(bytes: &[u8]) -> Option<&[u8]> {
     let split = bytes.len().checked_sub(4)?;
     let (body, crc) = bytes.split_at(split);
     let crc = u32::from_le_bytes(crc.try_into().ok()?);
-    if crc32fast::hash(body) != crc {
-        return None;
-    }
-    postcard::from_bytes(body).ok()
+    (crc32fast::hash(body) == crc).then_some(body)
+}
+
+/// Decodes a value written by [`encode`]; `None` if the checksum or the encoding is wrong.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    postcard::from_bytes(checked_body(bytes)?).ok()
 }
 
 #[cfg(test)]
