@@ -1089,10 +1089,18 @@ type Extracted<'b> = Vec<Result<EventFields<'b>, LineProblem>>;
 /// Pieces of a run shared by this thread, which claims them from the front, and the helper,
 /// which claims them from the back and leaves its results in their slots.
 struct Pieces<'b> {
-    /// (front, back): the pieces `front..back` are not claimed yet.
-    claims: std::sync::Mutex<(usize, usize, bool)>,
+    claims: std::sync::Mutex<Claims>,
     slots: Vec<std::sync::Mutex<Option<Extracted<'b>>>>,
     filled: std::sync::Condvar,
+}
+
+/// Who holds which pieces of a run.
+struct Claims {
+    /// The pieces `front..back` are not claimed yet.
+    front: usize,
+    back: usize,
+    /// The helper has stopped (or never started): it fills no more slots.
+    helper_gone: bool,
 }
 
 /// Marks the helper gone when dropped, also while unwinding from a panic, so that this thread
@@ -1108,13 +1116,17 @@ impl Drop for HelperGuard<'_, '_> {
 impl<'b> Pieces<'b> {
     fn new(count: usize) -> Pieces<'b> {
         Pieces {
-            claims: std::sync::Mutex::new((0, count, false)),
+            claims: std::sync::Mutex::new(Claims {
+                front: 0,
+                back: count,
+                helper_gone: false,
+            }),
             slots: (0..count).map(|_| std::sync::Mutex::new(None)).collect(),
             filled: std::sync::Condvar::new(),
         }
     }
 
-    fn lock_claims(&self) -> std::sync::MutexGuard<'_, (usize, usize, bool)> {
+    fn lock_claims(&self) -> std::sync::MutexGuard<'_, Claims> {
         // The counters are whole after any panic: each is one assignment.
         self.claims
             .lock()
@@ -1125,9 +1137,8 @@ impl<'b> Pieces<'b> {
     /// front in order, so `i` is the front.
     fn claim_front(&self, i: usize) -> bool {
         let mut claims = self.lock_claims();
-        let (front, back, _) = &mut *claims;
-        if i == *front && *front < *back {
-            *front += 1;
+        if i == claims.front && claims.front < claims.back {
+            claims.front += 1;
             true
         } else {
             false
@@ -1137,10 +1148,9 @@ impl<'b> Pieces<'b> {
     /// The last unclaimed piece, for the helper.
     fn claim_back(&self) -> Option<usize> {
         let mut claims = self.lock_claims();
-        let (front, back, _) = &mut *claims;
-        (*front < *back).then(|| {
-            *back -= 1;
-            *back
+        (claims.front < claims.back).then(|| {
+            claims.back -= 1;
+            claims.back
         })
     }
 
@@ -1161,7 +1171,7 @@ impl<'b> Pieces<'b> {
 
     fn helper_gone(&self) {
         let mut claims = self.lock_claims();
-        claims.2 = true;
+        claims.helper_gone = true;
         self.filled.notify_all();
     }
 
@@ -1179,7 +1189,7 @@ impl<'b> Pieces<'b> {
             if let Some(extracted) = take() {
                 return Some(extracted);
             }
-            if claims.2 {
+            if claims.helper_gone {
                 // Gone: it may still have filled the slot just before.
                 return take();
             }
