@@ -580,6 +580,11 @@ impl Index {
             }
             Ok(rows)
         })?;
+        self.read_lines(rows)
+    }
+
+    /// Each (offset, length) read back from the log as (offset, line).
+    fn read_lines(&self, rows: Vec<(u64, u64)>) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
         rows.into_iter()
             .map(|(offset, len)| Ok((offset, self.read_line(offset, len)?)))
             .collect()
@@ -672,9 +677,7 @@ impl Index {
             rows.push((entry.offset, entry.row.len));
             true
         })?;
-        rows.into_iter()
-            .map(|(offset, len)| Ok((offset, self.read_line(offset, len)?)))
-            .collect()
+        self.read_lines(rows)
     }
 
     /// Calls `f` on each indexed event of type `name` with `from <= offset < end`, in file
