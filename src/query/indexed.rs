@@ -7,15 +7,24 @@
 //! scanner's ([`scan_log`](super::source::scan_log)): the first unparsable, envelope-invalid or
 //! out-of-place line ends the committed region, unless a `turn/end` follows it, which makes the
 //! log corrupt. Here that costs two index lookups instead of a scan.
+//!
+//! A session's validated index and header are kept between calls ([`SessionCache`]) while
+//! its log stays as it was: a window read then costs its rows, not an open and a validation
+//! (about 200 µs). "As it was" is the log's stamp (inode, length, mtime, ctime), taken before
+//! the validation; a log changed within [`SETTLED`] of its stamp is not kept, because a
+//! change inside the filesystem's timestamp granularity could leave the stamp equal.
 
+use std::collections::VecDeque;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use super::envelope::parse_event;
-use super::source::{JsonlSource, PersistedSource, SourceError, StoredSlice, stored_log_path};
-use super::types::SessionEvent;
+use super::source::{JsonlSource, PersistedSource, SourceError, StoredSlice, stored_log};
+use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
 use crate::log::{Line, LineScanner, LogError, LogPaths};
@@ -49,13 +58,25 @@ pub fn session_index_options() -> IndexOptions {
     }
 }
 
+/// How many sessions keep their validated index open between calls. Each holds two file
+/// handles and up to the index's page cache (16 MiB, filled only by what is read).
+const CACHED_SESSIONS: usize = 8;
+
+/// How long a log must have been left alone before its stamp is trusted to show any change:
+/// well above the coarsest timestamp granularity of the usual filesystems.
+const SETTLED: Duration = Duration::from_secs(2);
+
 /// A [`PersistedSource`] over a store directory, reading through each session's index.
+/// Clones share one [`SessionCache`].
 #[derive(Debug, Clone)]
 pub struct IndexedSource {
     root: PathBuf,
     /// Listing and headers: they only read first lines.
     plain: JsonlSource,
     options: IndexOptions,
+    cache: Arc<SessionCache>,
+    /// [`SETTLED`], shorter in tests.
+    settled: Duration,
 }
 
 impl IndexedSource {
@@ -66,13 +87,70 @@ impl IndexedSource {
             plain: JsonlSource::new(root.clone()),
             root,
             options: session_index_options(),
+            cache: Arc::default(),
+            settled: SETTLED,
+        }
+    }
+
+    /// The session's header and committed region, and whether they came from the cache:
+    /// from it when the log's stamp is the one they were read under, else read and
+    /// validated now (and kept if the log has settled).
+    fn session(&self, session_id: &str) -> Result<(Arc<Cached>, bool), SourceError> {
+        // Taken first: "settled" must hold at the moment of the stamp, not after a long open.
+        let stamped_at = SystemTime::now();
+        let (path, metadata) = stored_log(&self.root, session_id)?;
+        let stamp = match metadata {
+            Ok(metadata) => LogStamp::of(&metadata),
+            Err(e) => {
+                self.cache.remove(session_id);
+                return Err(SourceError::io(format!("reading {}", path.display()), e));
+            }
+        };
+        if let Some(hit) = self.cache.get(session_id, &stamp) {
+            return Ok((hit, true));
+        }
+        let header = self.plain.read_header(session_id)?;
+        let committed = self.committed(session_id, path)?;
+        // The index read the file the stamp describes (not one that replaced it since).
+        let same_file = committed
+            .index
+            .log_file()
+            .metadata()
+            .is_ok_and(|m| (m.dev(), m.ino()) == (stamp.dev, stamp.ino));
+        let keep = same_file && stamp.settled(stamped_at, self.settled);
+        let read = Arc::new(Cached {
+            stamp,
+            header,
+            committed,
+        });
+        if keep {
+            self.cache.put(session_id, Arc::clone(&read));
+        }
+        Ok((read, false))
+    }
+
+    /// Runs `read` on the session. A failure on a cached index is tried once more on a fresh
+    /// open: the index may have been damaged since, and an open validates (and rebuilds) it.
+    fn with_session<T>(
+        &self,
+        session_id: &str,
+        read: impl Fn(&Cached) -> Result<T, SourceError>,
+    ) -> Result<T, SourceError> {
+        let (session, cached) = self.session(session_id)?;
+        match read(&session) {
+            Err(e) if cached => {
+                tracing::debug!(session = %session_id, error = %e, "a kept session index failed; opening it again");
+                self.cache.remove(session_id);
+                let (fresh, _) = self.session(session_id)?;
+                read(&fresh)
+            }
+            result => result,
         }
     }
 
     /// Opens (and validates, catches up or builds) the index of one session and finds its
     /// committed region.
-    fn committed(&self, session_id: &str) -> Result<Committed, SourceError> {
-        let path = stored_log_path(&self.root, session_id)?;
+    fn committed(&self, session_id: &str, path: PathBuf) -> Result<Committed, SourceError> {
         let paths = LogPaths::for_log_file(path);
         let index = Index::open(&paths, &self.options).map_err(|e| failed(session_id, e))?;
         let tail = read_tail(&index, &self.options).map_err(|e| failed(session_id, e))?;
@@ -102,6 +180,96 @@ impl IndexedSource {
             }
         }
         Ok(committed)
+    }
+}
+
+/// One state of a log file. A write changes its length or its ctime, which no program can
+/// set back; a replacement changes its inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LogStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl LogStamp {
+    fn of(m: &std::fs::Metadata) -> LogStamp {
+        LogStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// Whether the log was last changed at least `settled` before `now` (a moment before the
+    /// stamp was taken), so that any change after the stamp shows in its ctime.
+    fn settled(&self, now: SystemTime, settled: Duration) -> bool {
+        let (secs, nanos) = self.ctime;
+        let (Ok(secs), Ok(nanos)) = (u64::try_from(secs), u32::try_from(nanos)) else {
+            return false;
+        };
+        let changed = UNIX_EPOCH.checked_add(Duration::new(secs, nanos.min(999_999_999)));
+        changed
+            .and_then(|changed| now.duration_since(changed).ok())
+            .is_some_and(|age| age >= settled)
+    }
+}
+
+/// A session as read under one stamp of its log.
+struct Cached {
+    stamp: LogStamp,
+    header: SessionHeader,
+    committed: Committed,
+}
+
+/// The most recently used sessions' [`Cached`] reads, newest first.
+#[derive(Default)]
+struct SessionCache {
+    entries: Mutex<VecDeque<(String, Arc<Cached>)>>,
+}
+
+impl std::fmt::Debug for SessionCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries = self.lock();
+        f.debug_list()
+            .entries(entries.iter().map(|(id, _)| id))
+            .finish()
+    }
+}
+
+impl SessionCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Arc<Cached>)>> {
+        // Every change is one whole insertion or removal.
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The session's read, if it was read under `stamp`; a read under another is dropped.
+    fn get(&self, session_id: &str, stamp: &LogStamp) -> Option<Arc<Cached>> {
+        let mut entries = self.lock();
+        let at = entries.iter().position(|(id, _)| id == session_id)?;
+        let (id, cached) = entries.remove(at)?;
+        if cached.stamp != *stamp {
+            return None;
+        }
+        entries.push_front((id, Arc::clone(&cached)));
+        Some(cached)
+    }
+
+    fn put(&self, session_id: &str, cached: Arc<Cached>) {
+        let mut entries = self.lock();
+        entries.retain(|(id, _)| id != session_id);
+        entries.push_front((session_id.to_owned(), cached));
+        entries.truncate(CACHED_SESSIONS);
+    }
+
+    fn remove(&self, session_id: &str) {
+        self.lock().retain(|(id, _)| id != session_id);
     }
 }
 
@@ -207,20 +375,33 @@ impl PersistedSource for IndexedSource {
         self.plain.list_headers()
     }
 
-    fn read_header(&self, session_id: &str) -> Result<super::types::SessionHeader, SourceError> {
-        self.plain.read_header(session_id)
+    fn read_header(&self, session_id: &str) -> Result<SessionHeader, SourceError> {
+        let kept = stored_log(&self.root, session_id)
+            .ok()
+            .and_then(|(_, metadata)| metadata.ok())
+            .and_then(|metadata| self.cache.get(session_id, &LogStamp::of(&metadata)));
+        match kept {
+            Some(cached) => Ok(cached.header.clone()),
+            None => self.plain.read_header(session_id),
+        }
     }
 
     fn read_range(&self, session_id: &str, from: u64, to: u64) -> Result<StoredSlice, SourceError> {
-        let header = self.plain.read_header(session_id)?;
-        let events = self.committed(session_id)?.range(session_id, from, to)?;
-        Ok(StoredSlice { header, events })
+        self.with_session(session_id, |session| {
+            Ok(StoredSlice {
+                header: session.header.clone(),
+                events: session.committed.range(session_id, from, to)?,
+            })
+        })
     }
 
     fn read_types(&self, session_id: &str, types: &[&str]) -> Result<StoredSlice, SourceError> {
-        let header = self.plain.read_header(session_id)?;
-        let events = self.committed(session_id)?.of_types(session_id, types)?;
-        Ok(StoredSlice { header, events })
+        self.with_session(session_id, |session| {
+            Ok(StoredSlice {
+                header: session.header.clone(),
+                events: session.committed.of_types(session_id, types)?,
+            })
+        })
     }
 }
 
@@ -270,5 +451,199 @@ fn failed(session_id: &str, error: IndexError) -> SourceError {
             context: format!("reading session \"{session_id}\" through its index"),
             cause: Box::new(other),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const TYPES: [&str; 3] = ["turn/start", "step/start", "turn/end"];
+
+    /// A session log of `events` events whose texts are `letter`s. Any letter but `a` swaps
+    /// `turn/start` and `step/start`, which keeps every line's length.
+    fn log_text(id: &str, events: u64, letter: char) -> String {
+        let swap = usize::from(letter != 'a');
+        let header = serde_json::to_string(&SessionHeader::new(id, 1)).unwrap_or_default();
+        let mut text = format!("{header}\n");
+        for seq in 0..events {
+            text.push_str(&format!(
+                "{{\"type\":\"{}\",\"seq\":{seq},\"time\":{},\"data\":{{\"turn\":1,\"note\":\"{}\"}}}}\n",
+                TYPES[match (seq % 3) as usize {
+                    kind @ (0 | 1) => kind ^ swap,
+                    kind => kind,
+                }],
+                1000 + seq,
+                letter.to_string().repeat(8)
+            ));
+        }
+        text
+    }
+
+    fn store_with(dir: &Path, id: &str, text: &str) -> PathBuf {
+        let session = dir.join(id);
+        std::fs::create_dir_all(&session).unwrap();
+        let log = session.join("events.jsonl");
+        std::fs::write(&log, text).unwrap();
+        log
+    }
+
+    /// A source that keeps every session at once, whatever its age.
+    fn eager(root: &Path) -> IndexedSource {
+        IndexedSource {
+            settled: Duration::ZERO,
+            ..IndexedSource::new(root)
+        }
+    }
+
+    fn kept(source: &IndexedSource) -> Vec<String> {
+        source
+            .cache
+            .lock()
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The indexed reads of `id` equal the plain scanner's.
+    fn agrees(source: &IndexedSource, id: &str) {
+        let plain = JsonlSource::new(source.root.clone());
+        assert_eq!(
+            source.read_header(id).unwrap(),
+            plain.read_header(id).unwrap()
+        );
+        assert_eq!(source.read_all(id).unwrap(), plain.read_all(id).unwrap());
+        assert_eq!(
+            source.read_range(id, 2, 6).unwrap(),
+            plain.read_range(id, 2, 6).unwrap()
+        );
+        for types in [&["turn/end"][..], &["turn/start"]] {
+            assert_eq!(
+                source.read_types(id, types).unwrap(),
+                plain.read_types(id, types).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_kept_session_answers_like_a_fresh_read_after_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = store_with(dir.path(), "s", &log_text("s", 10, 'a'));
+        let source = eager(dir.path());
+        agrees(&source, "s");
+        assert_eq!(kept(&source), ["s"]);
+        // Appended to: longer.
+        let longer = log_text("s", 14, 'a');
+        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let appended = longer.get(log_text("s", 10, 'a').len()..).unwrap();
+        std::io::Write::write_all(&mut file, appended.as_bytes()).unwrap();
+        agrees(&source, "s");
+        assert_eq!(source.read_all("s").unwrap().events.len(), 14);
+        // Replaced by another file (another inode) of another length.
+        let replacement = dir.path().join("replacement");
+        std::fs::write(&replacement, log_text("s", 5, 'b')).unwrap();
+        std::fs::rename(&replacement, &log).unwrap();
+        agrees(&source, "s");
+        assert_eq!(source.read_all("s").unwrap().events.len(), 5);
+        // Gone.
+        std::fs::remove_file(&log).unwrap();
+        assert!(matches!(source.read_all("s"), Err(SourceError::NotFound)));
+        assert!(kept(&source).is_empty());
+    }
+
+    #[test]
+    fn a_same_length_rewrite_of_a_settled_log_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = store_with(dir.path(), "s", &log_text("s", 10, 'a'));
+        let source = IndexedSource {
+            settled: Duration::from_millis(50),
+            ..IndexedSource::new(dir.path())
+        };
+        std::thread::sleep(Duration::from_millis(120));
+        agrees(&source, "s");
+        assert_eq!(kept(&source), ["s"]);
+        // Same length, other types and texts, in place: only the ctime tells.
+        let rewritten = log_text("s", 10, 'z');
+        assert_eq!(rewritten.len(), log_text("s", 10, 'a').len());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, rewritten.as_bytes()))
+            .unwrap();
+        agrees(&source, "s");
+        let notes = source.read_all("s").unwrap().events;
+        assert!(
+            notes.iter().all(|e| e.data["note"] == "zzzzzzzz"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_log_changed_just_before_it_was_read_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        store_with(dir.path(), "s", &log_text("s", 10, 'a'));
+        let source = IndexedSource {
+            settled: Duration::from_secs(3600),
+            ..IndexedSource::new(dir.path())
+        };
+        agrees(&source, "s");
+        assert!(kept(&source).is_empty());
+    }
+
+    #[test]
+    fn a_damaged_kept_index_is_opened_again_and_still_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = store_with(dir.path(), "s", &log_text("s", 300, 'a'));
+        let source = eager(dir.path());
+        agrees(&source, "s");
+        let index = LogPaths::for_log_file(log).index;
+        // Overwritten in place, under the kept handle.
+        let len = std::fs::metadata(&index).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&index)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &vec![0x5a; len as usize]))
+            .unwrap();
+        agrees(&source, "s");
+        // Deleted: the kept handle still reads the file it validated.
+        std::fs::remove_file(&index).unwrap();
+        agrees(&source, "s");
+    }
+
+    #[test]
+    fn at_most_the_newest_sessions_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids: Vec<String> = (0..CACHED_SESSIONS + 3).map(|i| format!("s{i}")).collect();
+        for id in &ids {
+            store_with(dir.path(), id, &log_text(id, 4, 'a'));
+        }
+        let source = eager(dir.path());
+        for id in &ids {
+            agrees(&source, id);
+        }
+        let newest: Vec<String> = ids.iter().rev().take(CACHED_SESSIONS).cloned().collect();
+        assert_eq!(kept(&source), newest);
+        // A hit moves to the front.
+        agrees(&source, &newest[3]);
+        assert_eq!(kept(&source)[0], newest[3]);
+    }
+
+    #[test]
+    fn a_stamp_is_settled_only_once_old_enough() {
+        let at = |secs: i64| LogStamp {
+            dev: 1,
+            ino: 2,
+            len: 3,
+            mtime: (secs, 0),
+            ctime: (secs, 500),
+        };
+        let now = UNIX_EPOCH + Duration::from_secs(1_000);
+        assert!(at(997).settled(now, SETTLED));
+        assert!(at(998).settled(now, Duration::from_secs(1)));
+        assert!(!at(999).settled(now, SETTLED));
+        assert!(!at(1_001).settled(now, SETTLED));
+        assert!(!at(-5).settled(now, SETTLED));
     }
 }

@@ -48,7 +48,7 @@ pub enum SourceError {
 }
 
 impl SourceError {
-    fn io(context: impl Into<String>, err: io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
         if err.kind() == io::ErrorKind::NotFound {
             Self::NotFound
         } else {
@@ -182,16 +182,33 @@ impl JsonlSource {
 /// does not point at files elsewhere, so neither `ROOT/<id>` nor its `events.jsonl` may be a
 /// link. An id that cannot be a directory name cannot be stored ([`SourceError::NotFound`]).
 pub fn stored_log_path(root: &Path, id: &str) -> Result<PathBuf, SourceError> {
+    stored_log(root, id).map(|(path, _)| path)
+}
+
+/// [`stored_log_path`], with the log's metadata as that check read it (the log is not a link,
+/// so it is the file's own), or why it could not be read.
+pub(crate) fn stored_log(
+    root: &Path,
+    id: &str,
+) -> Result<(PathBuf, io::Result<std::fs::Metadata>), SourceError> {
     let path = session_log_path(root, id).map_err(|_| SourceError::NotFound)?;
-    for candidate in [path.parent(), Some(path.as_path())].into_iter().flatten() {
-        if std::fs::symlink_metadata(candidate).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(SourceError::Corrupt(format!(
-                "{} is a symbolic link; agentlog does not follow links out of a session store",
-                candidate.display()
-            )));
-        }
+    let is_link = |m: &std::fs::Metadata| m.file_type().is_symlink();
+    let link = |candidate: &Path| {
+        SourceError::Corrupt(format!(
+            "{} is a symbolic link; agentlog does not follow links out of a session store",
+            candidate.display()
+        ))
+    };
+    if let Some(dir) = path.parent()
+        && std::fs::symlink_metadata(dir).is_ok_and(|m| is_link(&m))
+    {
+        return Err(link(dir));
     }
-    Ok(path)
+    let metadata = std::fs::symlink_metadata(&path);
+    if metadata.as_ref().is_ok_and(is_link) {
+        return Err(link(&path));
+    }
+    Ok((path, metadata))
 }
 
 /// Reads the header line of a log file.
