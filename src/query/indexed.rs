@@ -613,6 +613,29 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_index_does_not_block_the_sessions_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = store_with(dir.path(), "s", &log_text("s", 10, 'a'));
+        let source = eager(dir.path());
+        agrees(&source, "s");
+        assert_eq!(kept(&source), ["s"]);
+        let options = crate::index::WriterOptions {
+            sync: crate::log::SyncPolicy::None,
+            index: session_index_options(),
+            index_wait: Duration::ZERO,
+            ..crate::index::WriterOptions::default()
+        };
+        let paths = LogPaths::for_log_file(log);
+        let mut writer = crate::index::Writer::open(&paths, options).unwrap();
+        let next = log_text("s", 11, 'a');
+        let line = next.lines().last().unwrap_or_default();
+        writer.append_json(line.as_bytes()).unwrap();
+        writer.close().unwrap();
+        agrees(&source, "s");
+        assert_eq!(source.read_all("s").unwrap().events.len(), 11);
+    }
+
+    #[test]
     fn at_most_the_newest_sessions_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let ids: Vec<String> = (0..CACHED_SESSIONS + 3).map(|i| format!("s{i}")).collect();
