@@ -5,11 +5,11 @@
 //! anything else to serde_json on its own bytes). Everything else is checked here, without
 //! serde's per-value machinery.
 //!
-//! Strings are found with bitmasks of each 64-byte block of the line, computed sixteen bytes
-//! at a time with SIMD compares (simdjson's first stage, in small): one of quotes, one of the
-//! bytes that interrupt a string's plain run (`\` and control bytes). A string's end is then
-//! a `trailing_zeros` away, whatever its length. The same pass notes whether the line has a
-//! non-ASCII byte: an all-ASCII line needs no UTF-8 check. Positions travel as arguments and
+//! Strings are scanned eight bytes at a time as one `u64` (SWAR): a word's bytes that end or
+//! interrupt a string's plain run (`"`, `\` and control bytes) are found with a few integer
+//! operations, and the first is a `trailing_zeros` away. The same pass notes whether the line
+//! has a non-ASCII byte: an all-ASCII line needs no UTF-8 check. (Wider SIMD compares, with
+//! the `wide` crate, gained about 2% of a build on lingtai's short strings; DECISIONS.md.) Positions travel as arguments and
 //! results, not fields, so that they stay in registers along the walk's chain of dependent
 //! steps, and lingtai's `": "` and `", "` separators are matched before any general
 //! whitespace handling.
