@@ -960,7 +960,7 @@ fn model(log: &[u8]) -> Model {
             }
         });
     let events = early.clone().and_then(|(_, stored)| {
-        let events = normalize_log(SID, &stored).map_err(|_| "corrupt_session")?;
+        let events = normalize_log(SID, stored).map_err(|_| "corrupt_session")?;
         let vocabulary = Vocabulary::default();
         for e in &events {
             check_message_shape(e).map_err(|_| "corrupt_session")?;
@@ -1276,9 +1276,9 @@ fn check_model(m: &Model, got: &Answers, plan: &Plan, p_header: &SessionHeader) 
 /// Legacy normalization on its own: deterministic, envelope-preserving, idempotent on the
 /// logs the reader accepts.
 fn check_normalization(stored: &[SessionEvent]) {
-    let once = normalize_log(SID, stored);
+    let once = normalize_log(SID, stored.to_vec());
     assert_eq!(
-        normalize_log(SID, stored),
+        normalize_log(SID, stored.to_vec()),
         once,
         "normalize_log is not deterministic"
     );
@@ -1319,7 +1319,7 @@ fn check_normalization(stored: &[SessionEvent]) {
     // further; one it accepts must be a fixed point.
     if once.iter().all(|e| check_message_shape(e).is_ok()) {
         assert_eq!(
-            normalize_log(SID, &once).as_ref(),
+            normalize_log(SID, once.clone()).as_ref(),
             Ok(&once),
             "normalize_log is not idempotent"
         );

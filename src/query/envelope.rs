@@ -281,11 +281,12 @@ fn parse_source_seqs(value: &Value) -> Result<Vec<u64>, String> {
         .collect()
 }
 
-/// Parses one event line's JSON into an event, enforcing the exact envelope (§1.2).
-pub fn parse_event(value: &Value) -> Result<SessionEvent, Violation> {
-    let map = value
-        .as_object()
-        .ok_or_else(|| Violation::log("invalid event envelope: not a JSON object"))?;
+/// Parses one event line's JSON into an event, enforcing the exact envelope (§1.2). The
+/// value is taken so that its `data`, most of an event, moves into the event uncopied.
+pub fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
+    let Value::Object(mut map) = value else {
+        return Err(Violation::log("invalid event envelope: not a JSON object"));
+    };
     let seq = map.get("seq").and_then(as_safe_u64);
     let fail = |m: String| match seq {
         Some(s) => Violation::at(s, m),
@@ -299,7 +300,8 @@ pub fn parse_event(value: &Value) -> Result<SessionEvent, Violation> {
     let event_type = map
         .get("type")
         .and_then(as_non_empty_str)
-        .ok_or_else(|| fail("invalid event envelope: type must be a non-empty string".into()))?;
+        .ok_or_else(|| fail("invalid event envelope: type must be a non-empty string".into()))?
+        .to_string();
     let seq = seq.ok_or_else(|| {
         fail("invalid event envelope: seq must be a non-negative safe integer".into())
     })?;
@@ -307,9 +309,9 @@ pub fn parse_event(value: &Value) -> Result<SessionEvent, Violation> {
         .get("time")
         .and_then(as_safe_i64)
         .ok_or_else(|| fail("invalid event envelope: time must be a safe integer".into()))?;
-    let data = map
-        .get("data")
-        .ok_or_else(|| fail("invalid event envelope: data is missing".into()))?;
+    if !map.contains_key("data") {
+        return Err(fail("invalid event envelope: data is missing".into()));
+    }
     let surface_op = match map.get("surfaceOp") {
         None => None,
         Some(v) => Some(parse_surface_op(v).map_err(fail)?),
@@ -328,10 +330,10 @@ pub fn parse_event(value: &Value) -> Result<SessionEvent, Violation> {
         }
     };
     let event = SessionEvent {
-        event_type: event_type.to_string(),
+        event_type,
         seq,
         time,
-        data: data.clone(),
+        data: map.remove("data").unwrap_or_default(),
         source_event_seqs,
         surface_op,
         ignorable,
@@ -522,7 +524,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(v: Value) -> Result<SessionEvent, Violation> {
-        parse_event(&v)
+        parse_event(v)
     }
 
     #[test]
@@ -578,7 +580,7 @@ mod tests {
         let v: Value =
             serde_json::from_str(r#"{"type":"todo/write","seq":0,"time":1,"data":{"x":-0}}"#)
                 .unwrap();
-        let err = parse_event(&v).unwrap_err();
+        let err = parse_event(v).unwrap_err();
         assert!(err.message.contains("todo/write"), "{err}");
     }
 

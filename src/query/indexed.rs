@@ -44,7 +44,7 @@ impl LineValidator for EnvelopeValidator {
     fn accepts(&self, line: &[u8]) -> bool {
         serde_json::from_slice::<Value>(line)
             .ok()
-            .is_some_and(|value| parse_event(&value).is_ok())
+            .is_some_and(|value| parse_event(value).is_ok())
     }
 }
 
@@ -437,7 +437,7 @@ fn parse(session_id: &str, offset: u64, line: &[u8]) -> Result<SessionEvent, Sou
             "unparsable committed event at byte {offset} of session \"{session_id}\": {e}"
         ))
     })?;
-    parse_event(&value).map_err(|v| {
+    parse_event(value).map_err(|v| {
         SourceError::Corrupt(format!(
             "invalid committed event at byte {offset} of session \"{session_id}\": {v}"
         ))

@@ -41,9 +41,9 @@ pub fn check_no_retired(events: &[SessionEvent]) -> Result<(), Violation> {
 /// Fails if the log holds a retired shape anywhere, or a malformed legacy event.
 pub fn normalize_log(
     session_id: &str,
-    events: &[SessionEvent],
+    events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, Violation> {
-    check_no_retired(events)?;
+    check_no_retired(&events)?;
     let mut ids = HashMap::new();
     let mut out = Vec::with_capacity(events.len());
     for event in events {
@@ -77,31 +77,37 @@ pub fn message_id(event: &SessionEvent) -> Option<&str> {
 /// Steps A–D of §6, in order. Returns the event unchanged when no legacy shape applies.
 pub fn normalize_event(
     session_id: &str,
-    event: &SessionEvent,
+    event: SessionEvent,
     ids: &HashMap<u64, String>,
 ) -> Result<SessionEvent, Violation> {
-    let mut out = event.clone();
     let fail = |m: &str| Violation::at(event.seq, m.to_string());
-    match event.event_type.as_str() {
+    // Most events are current shapes and move through unchanged.
+    let (event_type, data) = match event.event_type.as_str() {
         "turn/start" if event.data.get("trigger").is_some() => {
-            out.data = normalize_turn_start(&event.data)
+            let data = normalize_turn_start(&event.data)
                 .ok_or_else(|| fail("malformed pre-react-loop turn/start"))?;
+            (None, data)
         }
         "turn/end" => {
-            out.data = normalize_turn_end(&event.data)
+            let data = normalize_turn_end(&event.data)
                 .ok_or_else(|| fail("malformed pre-react-loop turn/end"))?;
+            (None, data)
         }
         "steering/message" => {
-            out.event_type = "user/message".into();
-            out.data = normalize_steering(session_id, event)
+            let data = normalize_steering(session_id, &event)
                 .ok_or_else(|| fail("malformed pre-react-loop steering/message"))?;
+            (Some("user/message"), data)
         }
-        _ => {
-            if let Some(kind) = pre_identity_kind(event) {
-                out.data = normalize_pre_identity(session_id, event, kind, ids);
-            }
-        }
+        _ => match pre_identity_kind(&event) {
+            Some(kind) => (None, normalize_pre_identity(session_id, &event, kind, ids)),
+            None => return Ok(event),
+        },
+    };
+    let mut out = event;
+    if let Some(event_type) = event_type {
+        out.event_type = event_type.into();
     }
+    out.data = data;
     Ok(out)
 }
 
@@ -308,7 +314,7 @@ mod tests {
 
     #[test]
     fn worked_example_gets_deterministic_and_inherited_ids() {
-        let out = normalize_log(SID, &legacy_message_log()).unwrap();
+        let out = normalize_log(SID, legacy_message_log()).unwrap();
         let ids: Vec<_> = out
             .iter()
             .filter_map(|e| message_id(e).map(|id| (e.seq, id.to_string())))
@@ -348,9 +354,9 @@ mod tests {
     fn normalization_never_changes_its_input_and_is_idempotent() {
         let input = legacy_message_log();
         let copy = input.clone();
-        let once = normalize_log(SID, &input).unwrap();
+        let once = normalize_log(SID, input.clone()).unwrap();
         assert_eq!(input, copy);
-        assert_eq!(normalize_log(SID, &once).unwrap(), once);
+        assert_eq!(normalize_log(SID, once.clone()).unwrap(), once);
     }
 
     #[test]
@@ -361,7 +367,7 @@ mod tests {
             json!({"callId": "c", "content": [], "isError": false}),
         )
         .with_surface_op(SurfaceOp::Replace { start: 9, end: 9 });
-        let out = normalize_log(SID, &[e]).unwrap();
+        let out = normalize_log(SID, vec![e]).unwrap();
         assert!(check_message_shape(&out[0]).is_err());
     }
 
@@ -369,7 +375,7 @@ mod tests {
     fn steering_messages_become_user_messages() {
         let wrapped = log_only("steering/message", 3, json!({"turn": 1, "message": {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}}))
             .with_surface_op(SurfaceOp::Append);
-        let out = normalize_log(SID, &[wrapped]).unwrap();
+        let out = normalize_log(SID, vec![wrapped]).unwrap();
         assert_eq!(out[0].event_type, "user/message");
         assert_eq!(out[0].data["id"], "m");
 
@@ -379,13 +385,13 @@ mod tests {
             json!({"turn": 1, "content": [], "source": {"kind": "user"}}),
         )
         .with_surface_op(SurfaceOp::Append);
-        let out = normalize_event(SID, &flat, &HashMap::new()).unwrap();
+        let out = normalize_event(SID, flat.clone(), &HashMap::new()).unwrap();
         assert_eq!(out.data["id"], "legacy-message:old:4");
         assert_eq!(out.data["role"], "user");
         assert_eq!(out.surface_op, Some(SurfaceOp::Append));
 
         let bad = log_only("steering/message", 5, json!({"turn": 1, "content": []}));
-        let err = normalize_event(SID, &bad, &HashMap::new()).unwrap_err();
+        let err = normalize_event(SID, bad, &HashMap::new()).unwrap_err();
         assert!(
             err.message
                 .contains("malformed pre-react-loop steering/message")
@@ -395,7 +401,7 @@ mod tests {
     fn turn_end(reason: Value) -> Result<Value, Violation> {
         normalize_event(
             SID,
-            &log_only("turn/end", 0, json!({"turn": 1, "reason": reason})),
+            log_only("turn/end", 0, json!({"turn": 1, "reason": reason})),
             &HashMap::new(),
         )
         .map(|e| e.data["reason"].clone())
@@ -441,7 +447,7 @@ mod tests {
             0,
             json!({"turn": 1, "step": 1, "reason": {"kind": "completed"}}),
         );
-        let err = normalize_event(SID, &stray_step, &HashMap::new()).unwrap_err();
+        let err = normalize_event(SID, stray_step, &HashMap::new()).unwrap_err();
         assert!(err.message.contains("malformed pre-react-loop turn/end"));
         assert!(turn_end(json!({"kind": "completed", "extra": 1})).is_err());
         assert!(turn_end(json!({"kind": "error", "step": -1, "message": "m"})).is_err());
@@ -451,9 +457,9 @@ mod tests {
             0,
             json!({"turn": 0, "trigger": {"kind": "user"}}),
         );
-        assert!(normalize_event(SID, &bad_start, &HashMap::new()).is_err());
+        assert!(normalize_event(SID, bad_start, &HashMap::new()).is_err());
         let no_kind = log_only("turn/start", 0, json!({"turn": 1, "trigger": {}}));
-        assert!(normalize_event(SID, &no_kind, &HashMap::new()).is_err());
+        assert!(normalize_event(SID, no_kind, &HashMap::new()).is_err());
     }
 
     #[test]
@@ -465,7 +471,7 @@ mod tests {
             json!({"id": "x", "content": [], "source": {"kind": "user"}}),
         )
         .with_surface_op(SurfaceOp::Append);
-        let out = normalize_log(SID, std::slice::from_ref(&e)).unwrap();
+        let out = normalize_log(SID, vec![e.clone()]).unwrap();
         assert_eq!(out[0], e);
         assert!(check_message_shape(&out[0]).is_err());
     }
@@ -482,7 +488,7 @@ mod tests {
             ),
         ] {
             let log = vec![log_only("turn/start", 0, json!({"turn": 1})), e];
-            assert!(normalize_log(SID, &log).is_err());
+            assert!(normalize_log(SID, log).is_err());
         }
     }
 }

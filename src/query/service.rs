@@ -210,7 +210,7 @@ impl<'s> QueryService<'s> {
                 .collect());
         }
         check_compatible(&listed, &slice.header)?;
-        let events = self.prepare_stored(session_id, &slice.events)?;
+        let events = self.prepare_stored(session_id, slice.events)?;
         let surface: Vec<SessionEvent> =
             events.iter().filter(|e| e.is_surface()).cloned().collect();
         let fold =
@@ -285,11 +285,11 @@ impl<'s> QueryService<'s> {
             Some(live) => live,
             None => self.load_persisted_range(id, lo, hi)?,
         };
-        let (target, events, start_seq, end_seq) = cut_window(&events, request.seq, before, after)
+        let (target, events, start_seq, end_seq) = cut_window(events, request.seq, before, after)
             .ok_or_else(|| QueryError::EventNotFound {
-                session_id: id.to_string(),
-                seq: request.seq,
-            })?;
+            session_id: id.to_string(),
+            seq: request.seq,
+        })?;
         Ok(SessionEventWindow {
             session: header,
             target,
@@ -337,7 +337,7 @@ impl<'s> QueryService<'s> {
             return Ok(loaded);
         }
         check_compatible(&listed, &slice.header)?;
-        let events = self.prepare_stored(session_id, &slice.events)?;
+        let events = self.prepare_stored(session_id, slice.events)?;
         Ok(Loaded {
             header: slice.header,
             events,
@@ -375,7 +375,7 @@ impl<'s> QueryService<'s> {
             slice = source.read_range(session_id, 0, hi).map_err(read_err)?;
         }
         check_compatible(&listed, &slice.header)?;
-        let mut events = self.prepare_stored(session_id, &slice.events)?;
+        let mut events = self.prepare_stored(session_id, slice.events)?;
         events.retain(|e| e.seq >= lo);
         Ok((slice.header, events))
     }
@@ -385,7 +385,7 @@ impl<'s> QueryService<'s> {
     fn prepare_stored(
         &self,
         session_id: &str,
-        stored: &[SessionEvent],
+        stored: Vec<SessionEvent>,
     ) -> Result<Vec<SessionEvent>> {
         let events = normalize_log(session_id, stored).map_err(|v| corrupt(session_id, &v))?;
         for event in &events {

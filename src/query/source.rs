@@ -344,7 +344,7 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         let expected = events.len() as u64;
         let issue = match serde_json::from_slice::<Value>(line) {
             Err(e) => Some(format!("unparsable committed event at byte {pos}: {e}")),
-            Ok(value) => match parse_event(&value) {
+            Ok(value) => match parse_event(value) {
                 Err(v) => Some(format!("unparsable committed event at byte {pos}: {v}")),
                 Ok(event) if event.seq != expected => Some(format!(
                     "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",

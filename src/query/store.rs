@@ -287,7 +287,8 @@ impl Store {
             self.config.vocabulary.check(event).map_err(reject)?;
             // What is appended must read back unchanged: refuse legacy shapes, which the
             // reader would rewrite, and shapes the reader would reject.
-            let normalized = normalize_event(&session.header.id, event, &no_ids).map_err(reject)?;
+            let normalized =
+                normalize_event(&session.header.id, event.clone(), &no_ids).map_err(reject)?;
             if normalized != *event {
                 return Err(reject(Violation::at(
                     event.seq,

@@ -255,7 +255,7 @@ impl SessionEvent {
 impl TryFrom<Value> for SessionEvent {
     type Error = crate::query::error::Violation;
     fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_event(&value)
+        crate::query::envelope::parse_event(value)
     }
 }
 

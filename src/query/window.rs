@@ -104,18 +104,18 @@ impl WindowRequest {
 ///
 /// Returns `None` when the target is absent.
 pub fn cut_window(
-    events: &[SessionEvent],
+    events: Vec<SessionEvent>,
     seq: u64,
     before: u64,
     after: u64,
 ) -> Option<(SessionEvent, Vec<SessionEvent>, u64, u64)> {
-    let target = events.iter().find(|e| e.seq == seq)?.clone();
     let (lo, hi) = (seq.saturating_sub(before), seq.saturating_add(after));
     let window: Vec<SessionEvent> = events
-        .iter()
+        .into_iter()
         .filter(|e| e.seq >= lo && e.seq <= hi)
-        .cloned()
         .collect();
+    // `lo <= seq <= hi`: the target is in the window if anywhere.
+    let target = window.iter().find(|e| e.seq == seq)?.clone();
     let start = window.first().map_or(seq, |e| e.seq);
     let end = window.last().map_or(seq, |e| e.seq);
     Some((target, window, start, end))
@@ -156,8 +156,8 @@ mod tests {
         let events: Vec<_> = (0..4)
             .map(|s| log_only("turn/start", s, json!({})))
             .collect();
-        let (target, window, start, end) = cut_window(&events, 1, 5, 5).unwrap();
+        let (target, window, start, end) = cut_window(events.clone(), 1, 5, 5).unwrap();
         assert_eq!((target.seq, window.len(), start, end), (1, 4, 0, 3));
-        assert!(cut_window(&events, 9, 1, 1).is_none());
+        assert!(cut_window(events, 9, 1, 1).is_none());
     }
 }
