@@ -54,11 +54,19 @@ pub(crate) struct DecodedBlock {
     totals_before: Totals,
     /// Boundaries before the block.
     boundaries_before: u64,
-    /// At least one event.
+    /// At least one event: all the block's events, or the first ones of a prefix decoded by
+    /// [`BlockReader::block_prefix`].
     pub(crate) entries: Vec<Entry>,
+    /// How many events the block holds.
+    count: u64,
 }
 
 impl DecodedBlock {
+    /// Whether `entries` holds every event of the block (every method but `number` needs it).
+    fn complete(&self) -> bool {
+        self.entries.len() as u64 == self.count
+    }
+
     /// The block number.
     pub(crate) fn number(&self) -> u64 {
         self.entries.first().map_or(0, |e| e.ordinal / BLOCK_EVENTS)
@@ -159,6 +167,12 @@ fn encode(entries: &[Entry], totals_before: Totals, boundaries_before: u64) -> O
 /// field straight into entries, accepting exactly what `postcard::from_bytes` accepts (a test
 /// compares the two on arbitrary bytes), because a point read decodes a whole block.
 pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
+    decode_prefix(number, bytes, BLOCK_EVENTS)
+}
+
+/// [`decode`] of the block's first `slots` events only (all of them if it holds fewer). The
+/// whole block's checksum is still checked.
+fn decode_prefix(number: u64, bytes: &[u8], slots: u64) -> Option<DecodedBlock> {
     let mut input = Postcard(schema::checked_body(bytes)?);
     let first_offset = input.u64()?;
     let boundaries_before = input.u64()?;
@@ -181,8 +195,9 @@ pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
     // The totals after every event must be representable, so sums over a decoded block never
     // overflow (each count is at most 2^53, but `totals_before` is as stored).
     let mut totals = totals_before;
-    let mut entries = Vec::with_capacity(count as usize);
-    for i in 0..count {
+    let decoded = count.min(slots);
+    let mut entries = Vec::with_capacity(decoded as usize);
+    for i in 0..decoded {
         let gap = input.u64()?;
         let len = input.u64()?;
         let seq_delta = input.i64()?;
@@ -242,6 +257,7 @@ pub(crate) fn decode(number: u64, bytes: &[u8]) -> Option<DecodedBlock> {
         totals_before,
         boundaries_before,
         entries,
+        count,
     })
 }
 
@@ -273,12 +289,34 @@ impl Postcard<'_> {
         None
     }
 
+    /// [`Postcard::varint`] for a type of `bits` bits, 8 to 64, in `u64` arithmetic: readers
+    /// decode a whole block per event they read, and most fields are one byte.
+    fn varint64(&mut self, bits: u32) -> Option<u64> {
+        let (&first, rest) = self.0.split_first()?;
+        if first & 0x80 == 0 {
+            // One byte: at most 7 bits, within range of any such type.
+            self.0 = rest;
+            return Some(u64::from(first));
+        }
+        let max_bytes = bits.div_ceil(7);
+        let max_last = (1u8 << (bits % 7)) - 1;
+        let mut out = 0u64;
+        for i in 0..max_bytes {
+            let byte = self.byte()?;
+            out |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return (i < max_bytes - 1 || byte <= max_last).then_some(out);
+            }
+        }
+        None
+    }
+
     fn u32(&mut self) -> Option<u32> {
-        u32::try_from(self.varint(32)?).ok()
+        u32::try_from(self.varint64(32)?).ok()
     }
 
     fn u64(&mut self) -> Option<u64> {
-        u64::try_from(self.varint(64)?).ok()
+        self.varint64(64)
     }
 
     fn u128(&mut self) -> Option<u128> {
@@ -580,6 +618,7 @@ fn stored_block(
 }
 
 /// Why a block could not be read.
+#[derive(Debug)]
 pub(crate) enum ReadError {
     /// redb failed.
     Redb(redb::Error),
@@ -612,15 +651,37 @@ impl BlockReader {
 
     /// Block `number`, if stored.
     pub(crate) fn block(&mut self, number: u64) -> Result<Option<&DecodedBlock>, ReadError> {
-        if self.cached.as_ref().is_none_or(|b| b.number() != number) {
+        self.block_prefix(number, BLOCK_EVENTS)?;
+        // A complete block holds at least `BLOCK_EVENTS` events, or all it has.
+        Ok(self.cached.as_ref().filter(|b| b.complete()))
+    }
+
+    /// Block `number`, if stored, with at least its first `slots` events decoded (all of them
+    /// if it holds fewer): a type filter needs those up to the last its mask names, and
+    /// decoding is most of its cost.
+    pub(crate) fn block_prefix(
+        &mut self,
+        number: u64,
+        slots: u64,
+    ) -> Result<Option<&DecodedBlock>, ReadError> {
+        let covered = |b: &DecodedBlock| {
+            b.number() == number && (b.complete() || b.entries.len() as u64 >= slots)
+        };
+        if !self.cached.as_ref().is_some_and(covered) {
+            self.cached = None;
             let Some(value) = self.blocks.get(number)? else {
                 return Ok(None);
             };
-            let block = decode(number, value.value())
+            let block = decode_prefix(number, value.value(), slots)
                 .ok_or_else(|| ReadError::Damaged(format!("block {number} is damaged")))?;
             self.cached = Some(block);
         }
         Ok(self.cached.as_ref())
+    }
+
+    /// The cached block, if it is complete.
+    fn complete_cached(&self) -> Option<&DecodedBlock> {
+        self.cached.as_ref().filter(|b| b.complete())
     }
 
     /// The event with `ordinal`, if stored.
@@ -637,11 +698,10 @@ impl BlockReader {
     pub(crate) fn block_at(&mut self, offset: u64) -> Result<Option<&DecodedBlock>, ReadError> {
         // The next block starts at or after the cached one's end.
         if self
-            .cached
-            .as_ref()
+            .complete_cached()
             .is_some_and(|b| b.first_offset() <= offset && offset < b.end())
         {
-            return Ok(self.cached.as_ref());
+            return Ok(self.complete_cached());
         }
         self.block_starting_in(..=offset)
     }
@@ -649,11 +709,10 @@ impl BlockReader {
     /// The last block whose first event is before `end`.
     pub(crate) fn block_before(&mut self, end: u64) -> Result<Option<&DecodedBlock>, ReadError> {
         if self
-            .cached
-            .as_ref()
+            .complete_cached()
             .is_some_and(|b| b.first_offset() < end && end <= b.end())
         {
-            return Ok(self.cached.as_ref());
+            return Ok(self.complete_cached());
         }
         self.block_starting_in(..end)
     }
@@ -899,6 +958,52 @@ mod tests {
         body.extend_from_slice(&crc.to_le_bytes());
         assert!(decode_with_postcard(0, &body).is_none());
         assert!(decode(0, &body).is_none());
+    }
+
+    #[test]
+    fn a_prefix_is_the_first_events_and_never_served_as_the_whole_block() {
+        use redb::ReadableDatabase;
+        let entries: Vec<Entry> = (0..BLOCK_EVENTS)
+            .map(|i| entry(i, i * 10, i, [0, flags::TOKEN][i as usize % 2]))
+            .collect();
+        let backend = redb::backends::InMemoryBackend::new();
+        let db = redb::Database::builder()
+            .create_with_backend(backend)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        write(&txn, &entries, &mut Vec::new()).unwrap();
+        txn.commit().unwrap();
+        let read = db.begin_read().unwrap();
+        let whole = |block: Option<&DecodedBlock>| block.map(|b| b.entries.clone());
+        for slots in [1, 5, 63, 64, 100] {
+            let mut reader = BlockReader::open(&read).unwrap();
+            let prefix = reader.block_prefix(0, slots).unwrap().unwrap();
+            assert_eq!(prefix.entries, entries[..slots.min(BLOCK_EVENTS) as usize]);
+            // A longer prefix than the cached one decodes again; a shorter one is served.
+            let longer = reader.block_prefix(0, slots + 1).unwrap().unwrap();
+            assert_eq!(
+                longer.entries,
+                entries[..(slots + 1).min(BLOCK_EVENTS) as usize]
+            );
+            let shorter = reader.block_prefix(0, slots).unwrap().unwrap();
+            assert_eq!(shorter.entries.len() as u64, (slots + 1).min(BLOCK_EVENTS));
+            // Whole-block reads never see a prefix, even for events inside it.
+            assert_eq!(
+                whole(reader.block_at(entries[0].offset).unwrap()),
+                Some(entries.clone())
+            );
+            reader.block_prefix(0, slots).unwrap();
+            assert_eq!(
+                whole(reader.block_before(entries[0].offset + 1).unwrap()),
+                Some(entries.clone())
+            );
+            reader.block_prefix(0, slots).unwrap();
+            assert_eq!(whole(reader.block(0).unwrap()), Some(entries.clone()));
+            reader.block_prefix(0, slots).unwrap();
+            let last = reader.event(BLOCK_EVENTS - 1).unwrap().cloned();
+            assert_eq!(last.as_ref(), entries.last());
+            assert!(reader.block_prefix(1, 3).unwrap().is_none());
+        }
     }
 
     #[test]

@@ -863,7 +863,8 @@ fn fold_tail(
 }
 
 /// Block `number`, checked to hold an event of type `id` at every bit of `mask` (a row of
-/// [`TYPE_BLOCKS`]).
+/// [`TYPE_BLOCKS`]). Only its events up to the last `mask` names may be decoded: read nothing
+/// else of it.
 fn typed_block(
     blocks: &mut BlockReader,
     id: u32,
@@ -871,11 +872,12 @@ fn typed_block(
     mask: u64,
 ) -> Result<&DecodedBlock, ReadError> {
     let damaged = || ReadError::Damaged(format!("the type mask of block {number} is wrong"));
-    let block = blocks.block(number)?.ok_or_else(damaged)?;
-    let mut bits = mask;
-    if bits == 0 {
+    if mask == 0 {
         return Err(damaged());
     }
+    let slots = u64::from(u64::BITS - mask.leading_zeros());
+    let block = blocks.block_prefix(number, slots)?.ok_or_else(damaged)?;
+    let mut bits = mask;
     while bits != 0 {
         let slot = bits.trailing_zeros() as usize;
         bits &= bits - 1;
