@@ -290,7 +290,7 @@ impl Postcard<'_> {
     }
 
     /// [`Postcard::varint`] for a type of `bits` bits, 8 to 64, in `u64` arithmetic: readers
-    /// decode a whole block per event they read, and most fields are one byte.
+    /// decode up to a whole block per event they read, and most fields are one byte.
     fn varint64(&mut self, bits: u32) -> Option<u64> {
         let (&first, rest) = self.0.split_first()?;
         if first & 0x80 == 0 {
@@ -651,9 +651,9 @@ impl BlockReader {
 
     /// Block `number`, if stored.
     pub(crate) fn block(&mut self, number: u64) -> Result<Option<&DecodedBlock>, ReadError> {
+        // `BLOCK_EVENTS` slots are every event a block can hold: this decodes it whole.
         self.block_prefix(number, BLOCK_EVENTS)?;
-        // A complete block holds at least `BLOCK_EVENTS` events, or all it has.
-        Ok(self.cached.as_ref().filter(|b| b.complete()))
+        Ok(self.complete_cached())
     }
 
     /// Block `number`, if stored, with at least its first `slots` events decoded (all of them
