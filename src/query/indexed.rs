@@ -23,7 +23,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::envelope::parse_event;
-use super::source::{JsonlSource, PersistedSource, SourceError, StoredSlice, stored_log};
+use super::source::{
+    JsonlSource, PersistedSource, SourceError, StoredSlice, read_stored_header, stored_log,
+};
 use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
@@ -109,7 +111,7 @@ impl IndexedSource {
         if let Some(hit) = self.cache.get(session_id, &stamp) {
             return Ok((hit, true));
         }
-        let header = self.plain.read_header(session_id)?;
+        let header = read_stored_header(&path, session_id)?;
         let committed = self.committed(session_id, path)?;
         // The index read the file the stamp describes (not one that replaced it since).
         let same_file = committed
@@ -376,13 +378,13 @@ impl PersistedSource for IndexedSource {
     }
 
     fn read_header(&self, session_id: &str) -> Result<SessionHeader, SourceError> {
-        let kept = stored_log(&self.root, session_id)
+        let (path, metadata) = stored_log(&self.root, session_id)?;
+        let kept = metadata
             .ok()
-            .and_then(|(_, metadata)| metadata.ok())
             .and_then(|metadata| self.cache.get(session_id, &LogStamp::of(&metadata)));
         match kept {
             Some(cached) => Ok(cached.header.clone()),
-            None => self.plain.read_header(session_id),
+            None => read_stored_header(&path, session_id),
         }
     }
 

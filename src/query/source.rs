@@ -211,6 +211,22 @@ pub(crate) fn stored_log(
     Ok((path, metadata))
 }
 
+/// The header of session `session_id`'s log at `path` (from [`stored_log_path`]), which must
+/// name that session.
+pub(crate) fn read_stored_header(
+    path: &Path,
+    session_id: &str,
+) -> Result<SessionHeader, SourceError> {
+    let header = read_header_file(path)?;
+    if header.id != session_id {
+        return Err(SourceError::Corrupt(format!(
+            "the log of \"{session_id}\" holds session \"{}\"",
+            header.id
+        )));
+    }
+    Ok(header)
+}
+
 /// Reads the header line of a log file.
 fn read_header_file(path: &Path) -> Result<SessionHeader, SourceError> {
     let file = std::fs::File::open(path)
@@ -270,14 +286,7 @@ impl PersistedSource for JsonlSource {
     }
 
     fn read_header(&self, session_id: &str) -> Result<SessionHeader, SourceError> {
-        let header = read_header_file(&self.path(session_id)?)?;
-        if header.id != session_id {
-            return Err(SourceError::Corrupt(format!(
-                "the log of \"{session_id}\" holds session \"{}\"",
-                header.id
-            )));
-        }
-        Ok(header)
+        read_stored_header(&self.path(session_id)?, session_id)
     }
 
     fn read_range(&self, session_id: &str, from: u64, to: u64) -> Result<StoredSlice, SourceError> {
