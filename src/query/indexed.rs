@@ -500,6 +500,17 @@ mod tests {
         }
     }
 
+    /// A store with session `s` of `events` events, read once by an [`eager`] source, which
+    /// keeps it.
+    fn kept_session(events: u64) -> (tempfile::TempDir, PathBuf, IndexedSource) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = store_with(dir.path(), "s", &log_text("s", events, 'a'));
+        let source = eager(dir.path());
+        agrees(&source, "s");
+        assert_eq!(kept(&source), ["s"]);
+        (dir, log, source)
+    }
+
     fn kept(source: &IndexedSource) -> Vec<String> {
         source
             .cache
@@ -531,11 +542,7 @@ mod tests {
 
     #[test]
     fn a_kept_session_answers_like_a_fresh_read_after_every_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = store_with(dir.path(), "s", &log_text("s", 10, 'a'));
-        let source = eager(dir.path());
-        agrees(&source, "s");
-        assert_eq!(kept(&source), ["s"]);
+        let (dir, log, source) = kept_session(10);
         // Appended to: longer.
         let longer = log_text("s", 14, 'a');
         let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
@@ -596,10 +603,7 @@ mod tests {
 
     #[test]
     fn a_damaged_kept_index_is_opened_again_and_still_answers() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = store_with(dir.path(), "s", &log_text("s", 300, 'a'));
-        let source = eager(dir.path());
-        agrees(&source, "s");
+        let (_dir, log, source) = kept_session(300);
         let index = LogPaths::for_log_file(log).index;
         // Overwritten in place, under the kept handle.
         let len = std::fs::metadata(&index).unwrap().len();
@@ -616,11 +620,7 @@ mod tests {
 
     #[test]
     fn a_kept_index_does_not_block_the_sessions_writer() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = store_with(dir.path(), "s", &log_text("s", 10, 'a'));
-        let source = eager(dir.path());
-        agrees(&source, "s");
-        assert_eq!(kept(&source), ["s"]);
+        let (_dir, log, source) = kept_session(10);
         let options = crate::index::WriterOptions {
             sync: crate::log::SyncPolicy::None,
             index: session_index_options(),
