@@ -640,6 +640,97 @@ fn extreme_keys_and_values_in_the_index_are_damage_not_an_overflow() {
     ));
 }
 
+/// Type names carry no crc of their own: a name changed, two names swapped or an id moved must
+/// make a writable open rebuild (their sum in the meta record, FORMAT.md §2.1) and a read-only
+/// one refuse, and a type filter must never answer with another type's events (the
+/// `index_file` fuzzer found a catch-up on a moved id doing that: FUZZING.md F18).
+#[test]
+fn a_damaged_type_name_is_rebuilt_never_believed() {
+    use agentlog::index::schema::TYPES;
+    use redb::{ReadableTable, ReadableTableMetadata};
+    fn name(txn: &redb::WriteTransaction, id: u32) -> String {
+        let table = txn.open_table(TYPES).unwrap();
+        table.get(id).unwrap().unwrap().value().to_owned()
+    }
+    let renamed = |txn: &redb::WriteTransaction| {
+        let changed = format!("x{}", &name(txn, 0)[1..]);
+        txn.open_table(TYPES)
+            .unwrap()
+            .insert(0, changed.as_str())
+            .unwrap();
+    };
+    let swapped = |txn: &redb::WriteTransaction| {
+        let (first, second) = (name(txn, 0), name(txn, 1));
+        let mut table = txn.open_table(TYPES).unwrap();
+        table.insert(0, second.as_str()).unwrap();
+        table.insert(1, first.as_str()).unwrap();
+    };
+    let moved = |txn: &redb::WriteTransaction| {
+        let first = name(txn, 0);
+        let mut table = txn.open_table(TYPES).unwrap();
+        let count = u32::try_from(table.len().unwrap()).unwrap();
+        table.remove(0).unwrap();
+        table.insert(count, first.as_str()).unwrap();
+    };
+    type Edit<'a> = (&'a str, &'a dyn Fn(&redb::WriteTransaction));
+    let edits: [Edit; 3] = [
+        ("renamed", &renamed),
+        ("swapped", &swapped),
+        ("moved", &moved),
+    ];
+    let log = common::synthetic(60, 3);
+    let oracle = common::oracle::Oracle::of(&log);
+    let mut kinds: Vec<&str> = oracle
+        .event_lines
+        .iter()
+        .filter_map(|e| e.kind.as_deref())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert!(kinds.len() >= 3, "{kinds:?}");
+    for (what, edit) in edits {
+        let agent = Agent::with_log(&log);
+        drop(agent.open_index());
+        edit_index(&agent, edit);
+        let read_only = IndexOptions {
+            read_only: true,
+            ..IndexOptions::default()
+        };
+        assert!(
+            matches!(
+                Index::open(&agent.paths, &read_only),
+                Err(IndexError::StaleReadOnly { .. })
+            ),
+            "{what}: a read-only open used it"
+        );
+        let index = agent.open_index_committing();
+        assert!(
+            matches!(
+                index.outcome(),
+                IndexOutcome::Rebuilt {
+                    reason: agentlog::index::StaleReason::Inconsistent { .. },
+                    ..
+                }
+            ),
+            "{what}: {:?}",
+            index.outcome()
+        );
+        for kind in &kinds {
+            let expected: Vec<u64> = oracle
+                .event_lines
+                .iter()
+                .filter(|e| e.kind.as_deref() == Some(*kind))
+                .map(|e| e.offset)
+                .collect();
+            assert_eq!(
+                index.offsets_of_type(kind, 0, usize::MAX).unwrap(),
+                expected,
+                "{what}: {kind}"
+            );
+        }
+    }
+}
+
 /// A file whose meta table is gone while the other tables remain (what a damaged table
 /// directory can leave) is rebuilt from an empty file, not built on top of the leftover rows:
 /// the fuzzer found a build that kept them and counted every seq it wrote as a duplicate.

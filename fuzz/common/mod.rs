@@ -418,3 +418,88 @@ pub fn request(
     r.index = options.clone();
     r
 }
+
+/// Type filters on the index as it now stands, which may still hold damage no open looks at
+/// (a cleared type mask bit, a key: FORMAT.md §3.2). Each filter answers, or fails with an
+/// error; whatever it answers is true of the log: every offset is an event of that type, in
+/// file order, and each line read back is that whole event. With `exact` (an index built from
+/// scratch, or never damaged) the answers are exactly the oracle's.
+pub fn check_type_filters(paths: &LogPaths, oracle: &Oracle, options: &IndexOptions, exact: bool) {
+    let index = match Index::open(paths, options) {
+        Ok(index) => index,
+        Err(e) => panic!("Index::open for type filters failed: {e:?}"),
+    };
+    let mut names: Vec<&str> = oracle
+        .event_lines
+        .iter()
+        .filter_map(|e| e.kind.as_deref())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names.push("no_such_type");
+    let middle = oracle
+        .event_lines
+        .get(oracle.event_lines.len() / 2)
+        .map_or(0, |e| e.offset);
+    for name in names {
+        let expected: Vec<u64> = oracle
+            .event_lines
+            .iter()
+            .filter(|e| e.kind.as_deref() == Some(name))
+            .map(|e| e.offset)
+            .collect();
+        let is_true = |offsets: &[u64]| {
+            offsets.windows(2).all(|w| w[0] < w[1])
+                && offsets.iter().all(|o| expected.binary_search(o).is_ok())
+        };
+        if let Ok(all) = index.offsets_of_type(name, 0, usize::MAX) {
+            assert!(is_true(&all), "{name}: {all:?} is not true of the log");
+            if exact {
+                assert_eq!(all, expected, "{name} after a build");
+            }
+        }
+        if let Ok(some) = index.offsets_of_type(name, middle, 2) {
+            assert!(
+                is_true(&some) && some.iter().all(|&o| o >= middle),
+                "{name}: {some:?}"
+            );
+            if exact {
+                let want: Vec<u64> = expected
+                    .iter()
+                    .copied()
+                    .filter(|&o| o >= middle)
+                    .take(2)
+                    .collect();
+                assert_eq!(some, want, "{name} from {middle} after a build");
+            }
+        }
+        if let Ok(lines) = index.lines_of_type(name, u64::MAX) {
+            let offsets: Vec<u64> = lines.iter().map(|(o, _)| *o).collect();
+            assert!(is_true(&offsets), "{name}: lines at {offsets:?}");
+            for (offset, line) in &lines {
+                let event = oracle
+                    .event_lines
+                    .iter()
+                    .find(|e| e.offset == *offset)
+                    .unwrap();
+                assert_eq!(
+                    line.len() as u64,
+                    event.len,
+                    "{name}: the line at {offset} is not the whole event"
+                );
+            }
+            if exact {
+                assert_eq!(offsets, expected, "{name}: lines after a build");
+            }
+        }
+        if let Ok(last) = index.last_offset_of_type(name) {
+            assert!(
+                last.is_none_or(|o| expected.binary_search(&o).is_ok()),
+                "{name}: last {last:?}"
+            );
+            if exact {
+                assert_eq!(last, expected.last().copied(), "{name}: last after a build");
+            }
+        }
+    }
+}

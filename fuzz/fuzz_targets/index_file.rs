@@ -15,7 +15,9 @@
 //! totals, latest boundary, counts) and its boundary rows equal the oracle on the log; the
 //! index tier of `agent_session_at` answers exactly as the oracle; an open that commits any
 //! tail then equals the oracle too; and a second open of the index just written is Fresh and
-//! still equals the oracle. Before all that, `verify --deep`'s comparison with a rebuild runs
+//! still equals the oracle. Type filters on the index as it then stands answer only what is
+//! true of the log (exactly the oracle's answer on an index built from scratch), or an error.
+//! Before all that, `verify --deep`'s comparison with a rebuild runs
 //! on a read-only open of the file as given: it never panics and leaves the file byte for
 //! byte as it was. After an open that built the index from scratch, every table equals a
 //! rebuild.
@@ -193,13 +195,24 @@ fn check(paths: &LogPaths, fixture: &Fixture) {
         IndexOutcome::Fresh,
         "second open after {outcome:?}, {committed:?}"
     );
+    let rebuilt = |o: &IndexOutcome| {
+        matches!(
+            o,
+            IndexOutcome::Created { .. } | IndexOutcome::Rebuilt { .. }
+        )
+    };
+    let exact = rebuilt(&outcome) || rebuilt(&committed);
+    common::check_type_filters(&paths, &fixture.oracle, &options, exact);
     if matches!(
         outcome,
         IndexOutcome::Created { .. } | IndexOutcome::Rebuilt { .. }
     ) {
         // Nothing of the damaged file survived: the index is exactly a rebuild.
         let index = Index::open(&paths, &options).expect("reopen");
-        for table in index.compare_with_rebuild().expect("compare with a rebuild") {
+        for table in index
+            .compare_with_rebuild()
+            .expect("compare with a rebuild")
+        {
             assert!(table.matches(), "{table:?} after {outcome:?}");
         }
     }

@@ -14,7 +14,9 @@
 //! `agent_session_at` (index, reverse scan with the default and a 48-byte window, full scan;
 //! expected molt counts None, 0, 1, the latest and its successor) answers as the oracle says,
 //! the index tier through the read-only path while the writer is open. With no writer open,
-//! `Index::open`'s state and `generations_at` (index and full scan) equal the oracle too.
+//! `Index::open`'s state and `generations_at` (index and full scan) equal the oracle too, and
+//! so do its type filters after an open that commits any tail (while no byte of the index was
+//! corrupted by hand; after that, whatever they answer must be true of the log).
 #![no_main]
 
 use std::fs::OpenOptions;
@@ -186,6 +188,9 @@ struct World {
     paths: LogPaths,
     writer: Option<Writer>,
     commit_rows: usize,
+    /// Whether a byte of the current index file was corrupted: damage no open checks for
+    /// (a cleared type mask bit) may make a type filter miss an event (FORMAT.md §3.2).
+    index_damaged: bool,
 }
 
 impl World {
@@ -332,12 +337,14 @@ impl World {
                         let at = *at as usize % index.len();
                         index[at] ^= byte | 1;
                         std::fs::write(&self.paths.index, &index).unwrap();
+                        self.index_damaged = true;
                     }
                 }
             }
             Op::DeleteIndex => {
                 self.close_writer();
                 let _ = std::fs::remove_file(&self.paths.index);
+                self.index_damaged = false;
             }
             Op::Commit => {
                 if let Some(w) = self.writer.as_mut() {
@@ -382,6 +389,11 @@ impl World {
                 let request = common::request(tier, None, false, 0, &options);
                 common::check_generations(&self.paths, &oracle, &request);
             }
+            let committing = IndexOptions {
+                max_memory_tail: 0,
+                ..IndexOptions::default()
+            };
+            common::check_type_filters(&self.paths, &oracle, &committing, !self.index_damaged);
         }
     }
 }
@@ -411,6 +423,7 @@ fn run(ops: &[Op]) {
         paths,
         writer: None,
         commit_rows: 4,
+        index_damaged: false,
     };
     for (step, op) in ops.iter().enumerate() {
         world.apply(op);

@@ -27,7 +27,7 @@ use redb::{Database, ReadableDatabase};
 use super::committer::{Committer, Job};
 use super::db::{self, Opened, RepairFlag, UnsyncedBuild, WritableOpenError, panic_message};
 use super::rows::{Row, RowBuffer, TypeMap};
-use super::schema::{Meta, PARSER_VERSION, SeqState};
+use super::schema::{Meta, PARSER_VERSION, SeqState, TypesSum};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{EventFields, FoldState, Folded, Folder, LineProblem};
@@ -147,6 +147,7 @@ fn empty_meta(options: &IndexOptions) -> Meta {
         running_crc: 0,
         fold: FoldState::default(),
         seqs: SeqState::default(),
+        types: TypesSum::default(),
     }
 }
 
@@ -593,10 +594,11 @@ impl WritableIndex {
                 if let Err(e) = windows(meta, log, path, log_path) {
                     break Err(e);
                 }
+                let new_types = types.take_unsaved(meta);
                 let chunk = Chunk {
                     rows,
                     meta: meta.clone(),
-                    new_types: std::mem::take(&mut types.unsaved),
+                    new_types,
                 };
                 if to_writer.send(chunk).is_err() {
                     // The writer stopped on an error, returned below.
@@ -659,10 +661,11 @@ impl WritableIndex {
         let Some(db) = self.db.take() else {
             return Err(damaged_earlier(&self.path));
         };
+        let new_types = self.types.take_unsaved(&mut self.meta);
         let job = Job {
             db,
             rows: std::mem::replace(&mut self.buffer, std::mem::take(&mut self.spare)),
-            new_types: std::mem::take(&mut self.types.unsaved),
+            new_types,
             meta: self.meta.clone(),
             sync_log,
         };
@@ -733,9 +736,14 @@ impl WritableIndex {
         let Some(database) = db.as_ref() else {
             return Err(damaged_earlier(path));
         };
-        match commit_rows(database, path, buffer, &mut types.unsaved, meta) {
+        let mut new_types = types.take_unsaved(meta);
+        match commit_rows(database, path, buffer, &mut new_types, meta) {
             Ok(()) => Ok(()),
-            Err(CommitError::Failed(e)) => Err(e),
+            Err(CommitError::Failed(e)) => {
+                // What the failed transaction did not take is still unsaved.
+                types.unsaved = new_types;
+                Err(e)
+            }
             Err(CommitError::Panicked(e)) => {
                 leak(db, path);
                 Err(e)

@@ -695,9 +695,17 @@ impl Index {
         self.with_blocks(|txn, blocks| {
             let first_block = blocks.block_at(from)?.map_or(0, DecodedBlock::number);
             let table = txn.open_table(TYPE_BLOCKS)?;
+            // Keys carry no crc: a damaged one could name a block twice or out of order.
+            let mut last_block = None;
             for row in table.range((id, first_block)..=(id, u64::MAX))? {
                 let (key, mask) = row?;
                 let (number, mut mask) = (key.value().1, mask.value());
+                if last_block.is_some_and(|last| number <= last) {
+                    return Err(ReadError::Damaged(format!(
+                        "the type masks name block {number} out of order"
+                    )));
+                }
+                last_block = Some(number);
                 let block = typed_block(blocks, id, number, mask)?;
                 while mask != 0 {
                     let slot = mask.trailing_zeros() as usize;

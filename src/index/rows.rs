@@ -10,7 +10,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::blocks::{self, Entry};
 use super::schema::{
     self, BOUNDARIES, EventRow, INVALID, MAX_TYPES, META, META_KEY, Meta, OTHER_TYPE, SEQ_RUNS,
-    TYPES, flags,
+    TYPES, TypesSum, flags,
 };
 use super::seq_runs;
 use crate::event::{EventKind, FoldState, Folded, FoldedEvent, GenerationStart, LineProblem};
@@ -116,6 +116,8 @@ pub(crate) struct TypeMap {
     first: Vec<(Box<str>, u32)>,
     /// Names given an id since the last commit, with their ids.
     pub(crate) unsaved: Vec<(u32, String)>,
+    /// The sum of every name here, stored or not: what the table holds after they are saved.
+    sum: TypesSum,
 }
 
 /// How many names [`TypeMap::first`] holds.
@@ -136,7 +138,21 @@ impl TypeMap {
         Ok(map)
     }
 
+    /// The sum of every name here, in id order: right after [`TypeMap::load`], the stored
+    /// table's, to compare with the meta record's.
+    pub(crate) fn sum(&self) -> TypesSum {
+        self.sum
+    }
+
+    /// Takes the names not yet stored, for a commit that stores them, and records in `meta`
+    /// the sum the table will have once they are.
+    pub(crate) fn take_unsaved(&mut self, meta: &mut Meta) -> Vec<(u32, String)> {
+        meta.types = self.sum;
+        std::mem::take(&mut self.unsaved)
+    }
+
     fn insert(&mut self, name: &str, id: u32) {
+        self.sum = self.sum.with(id, name);
         if self.first.len() < FIRST_TYPES {
             self.first.push((name.into(), id));
         }

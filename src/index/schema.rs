@@ -12,7 +12,7 @@ use crate::event::{EventKind, FoldState, GenerationStart, Timestamp, Totals};
 use crate::log::WindowSum;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Bumped whenever extraction or the fold could give a different answer for the same bytes.
 pub const PARSER_VERSION: u32 = 1;
@@ -71,6 +71,33 @@ pub struct Meta {
     pub fold: FoldState,
     /// Where the seq runs stand, so the next commit continues them as a rebuild would.
     pub seqs: SeqState,
+    /// The checksum of the [`TYPES`] table, whose names carry no crc of their own: a name
+    /// read wrong would turn a type filter's answer into another type's events.
+    pub types: TypesSum,
+}
+
+/// A checksum of the [`TYPES`] table: how many names it holds, and a crc32 over each id and
+/// name in id order (the order in which ids are given, so each new name extends it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypesSum {
+    /// How many names.
+    pub count: u32,
+    /// crc32 of each name's id (u32 LE), byte length (u64 LE) and bytes, in id order.
+    pub crc: u32,
+}
+
+impl TypesSum {
+    /// The sum of the table with `(id, name)` added after the names already summed.
+    pub fn with(self, id: u32, name: &str) -> TypesSum {
+        let mut hasher = crc32fast::Hasher::new_with_initial(self.crc);
+        hasher.update(&id.to_le_bytes());
+        hasher.update(&(name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        TypesSum {
+            count: self.count.saturating_add(1),
+            crc: hasher.finalize(),
+        }
+    }
 }
 
 impl Meta {

@@ -35,8 +35,9 @@ pub(crate) enum Loaded {
     Found(Box<Meta>, TypeMap),
 }
 
-/// Reads the meta record, checks the tables against it and loads the type names. Touches only
-/// the index (the log is checked by [`validate`]), so its errors are the index's.
+/// Reads the meta record, checks the tables against it and loads the type names (checked
+/// against their sum in the meta record). Touches only the index (the log is checked by
+/// [`validate`]), so its errors are the index's.
 pub(crate) fn load(txn: &ReadTransaction) -> Result<Loaded, redb::Error> {
     let meta = match read_meta(txn)? {
         MetaRead::Empty => return Ok(Loaded::Empty),
@@ -46,7 +47,17 @@ pub(crate) fn load(txn: &ReadTransaction) -> Result<Loaded, redb::Error> {
     if let Some(reason) = check_structure(txn, &meta)? {
         return Ok(Loaded::Stale(reason));
     }
-    Ok(Loaded::Found(meta, TypeMap::load(txn)?))
+    let types = TypeMap::load(txn)?;
+    if types.sum() != meta.types {
+        return Ok(Loaded::Stale(StaleReason::Inconsistent {
+            detail: format!(
+                "the types table ({} names) does not match the meta record's sum ({} names)",
+                types.sum().count,
+                meta.types.count
+            ),
+        }));
+    }
+    Ok(Loaded::Found(meta, types))
 }
 
 /// How an index relates to its log.
