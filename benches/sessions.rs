@@ -4,6 +4,8 @@
 //! Sessions of 10k and 100k events by default; `AGENTLOG_BENCH_SESSION_EVENTS=10000,1000000`
 //! adds the 1M-event one (generated once under target/bench-data/). Each session holds exactly
 //! 100 `compaction/summary` events whatever its size, so the filter's matches stay constant.
+//! The surface and a surface type's records read the whole log by their nature; they are
+//! measured per event of the log.
 //!
 //! cargo bench --bench sessions
 
@@ -11,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentlog::query::{QueryConfig, QueryService, Store, StoreConfig, WindowRequest};
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 const RARE: &str = "compaction/summary";
 const RARE_COUNT: u64 = 100;
@@ -126,5 +128,34 @@ fn filters(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, reads, filters);
+/// Queries that read the whole log by their nature: the current surface, and the records of a
+/// surface type (each record is classified by the surface fold). Their cost must grow linearly
+/// with the log's events (throughput is per event of the log).
+fn whole_log(c: &mut Criterion) {
+    let mut group = c.benchmark_group("session_whole_log");
+    group.sample_size(10);
+    for n in sizes() {
+        let root = store_root(n);
+        let store = Store::open(&root, StoreConfig::default()).expect("store");
+        let service = QueryService::new(&store, QueryConfig::default()).expect("service");
+        group.throughput(Throughput::Elements(n));
+        group.bench_with_input(BenchmarkId::new("read_surface", n), &n, |b, _| {
+            b.iter(|| {
+                let surface = service.read_surface("s").expect("surface");
+                assert!(!surface.events.is_empty());
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("surface_type_records", n), &n, |b, _| {
+            b.iter(|| {
+                let found = service
+                    .list_events_of_types("s", &["user/message"])
+                    .expect("filter");
+                assert!(!found.is_empty());
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, reads, filters, whole_log);
 criterion_main!(benches);

@@ -182,6 +182,20 @@ proptest! {
             QueryService::new(store, QueryConfig::default()).unwrap()
                 .list_events("p").unwrap().into_iter().map(|r| r.surface).collect()
         };
+        // The surface and a surface type's records, naively: each node looked up by a scan.
+        let (expected_surface, expected_users): (Vec<SessionEvent>, Vec<(u64, SurfaceClass)>) = {
+            let fold = fold_surface(&events).unwrap();
+            (
+                fold.nodes.iter().map(|s| events.iter().find(|e| e.seq == *s).unwrap().clone()).collect(),
+                events.iter().filter(|e| e.event_type == "user/message").map(|e| (e.seq, fold.classify(e.seq))).collect(),
+            )
+        };
+        let surface_reads = |store: &Store| {
+            let svc = QueryService::new(store, QueryConfig::default()).unwrap();
+            let users: Vec<(u64, SurfaceClass)> = svc.list_events_of_types("p", &["user/message"]).unwrap()
+                .into_iter().map(|r| (r.seq, r.surface)).collect();
+            (svc.read_surface("p").unwrap().events, users)
+        };
         {
             let store = quiet_store(dir.path(), max_pending);
             store.create_session(SessionHeader::new("p", 1)).unwrap();
@@ -189,6 +203,7 @@ proptest! {
                 store.append("p", batch.to_vec()).unwrap();
             }
             prop_assert_eq!(classes(&store), expected.clone());
+            prop_assert_eq!(surface_reads(&store), (expected_surface.clone(), expected_users.clone()));
             store.close_session("p").unwrap();
         }
         let store = quiet_store(dir.path(), max_pending);
@@ -199,6 +214,7 @@ proptest! {
             return Ok(());
         }
         prop_assert_eq!(classes(&store), expected);
+        prop_assert_eq!(surface_reads(&store), (expected_surface, expected_users));
         let stored = QueryService::new(&store, QueryConfig::default()).unwrap().read_session("p").unwrap();
         prop_assert_eq!(stored.events, events);
     }

@@ -211,17 +211,32 @@ impl<'s> QueryService<'s> {
         }
         check_compatible(&listed, &slice.header)?;
         let events = self.prepare_stored(session_id, slice.events)?;
-        let surface: Vec<SessionEvent> =
-            events.iter().filter(|e| e.is_surface()).cloned().collect();
+        // A record needs the event's seq, type and time; the fold needs the surface events
+        // whole, so they are moved to it rather than copied (payloads are most of the memory).
+        let mut wanted_events = Vec::new();
+        let mut surface = Vec::new();
+        for event in events {
+            if wanted(&event) {
+                wanted_events.push((event.seq, event.event_type.clone(), event.time));
+            }
+            if event.is_surface() {
+                surface.push(event);
+            }
+        }
         let fold =
             fold_surface_events(&surface).map_err(|violation| QueryError::InvalidSurface {
                 session_id: session_id.to_string(),
                 violation,
             })?;
-        Ok(events
-            .iter()
-            .filter(|e| wanted(e))
-            .map(|e| event_record(session_id, e, &fold))
+        Ok(wanted_events
+            .into_iter()
+            .map(|(seq, event_type, time)| SessionEventRecord {
+                session_id: session_id.to_string(),
+                seq,
+                event_type,
+                time,
+                surface: fold.classify(seq),
+            })
             .collect())
     }
 
@@ -252,15 +267,21 @@ impl<'s> QueryService<'s> {
     pub fn read_surface(&self, session_id: &str) -> Result<SessionSurfaceSnapshot> {
         let loaded = self.load(session_id)?;
         let fold = fold(session_id, &loaded)?;
-        let events = fold
+        let captured_through_seq = loaded.events.last().map(|e| e.seq);
+        // Events ascend by seq, and each node is a distinct seq: each is found by binary
+        // search (a linear search per node made a long session's surface quadratic) and
+        // moved out once.
+        let seqs: Vec<u64> = loaded.events.iter().map(|e| e.seq).collect();
+        let mut events: Vec<Option<SessionEvent>> = loaded.events.into_iter().map(Some).collect();
+        let surface = fold
             .nodes
             .iter()
-            .filter_map(|seq| loaded.events.iter().find(|e| e.seq == *seq).cloned())
+            .filter_map(|seq| events.get_mut(seqs.binary_search(seq).ok()?)?.take())
             .collect();
         Ok(SessionSurfaceSnapshot {
-            captured_through_seq: loaded.events.last().map(|e| e.seq),
+            captured_through_seq,
             session: loaded.header,
-            events,
+            events: surface,
         })
     }
 
