@@ -31,8 +31,15 @@ impl EventLookup for [SessionEvent] {
             .ok()
             .and_then(|i| self.get(i))
             .filter(|e| e.seq == seq)
-            // A windowed slice may not start at seq 0; fall back to a search.
-            .or_else(|| self.iter().find(|e| e.seq == seq))
+            // A slice that does not start at seq 0 or leaves events out (a log's surface
+            // events alone): a binary search, since the folds pass the folded prefix, whose
+            // seqs ascend; a linear search for any other slice.
+            .or_else(|| {
+                self.binary_search_by_key(&seq, |e| e.seq)
+                    .ok()
+                    .and_then(|i| self.get(i))
+                    .or_else(|| self.iter().find(|e| e.seq == seq))
+            })
     }
 }
 
@@ -344,8 +351,9 @@ fn join(seqs: &[u64]) -> String {
 /// Folds a whole log from seq 0, enforcing every rule of §3.
 pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
-    for event in events {
-        state.push(event, events)?;
+    for (i, event) in events.iter().enumerate() {
+        // A rewrite's target is a current node, so it is in the folded prefix.
+        state.push(event, events.get(..i).unwrap_or_default())?;
     }
     Ok(state.into_fold())
 }
@@ -355,9 +363,9 @@ pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
 /// the surface events only.
 pub fn fold_surface_events(surface: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
-    for event in surface {
+    for (i, event) in surface.iter().enumerate() {
         state.skip_to(event.seq);
-        state.push(event, surface)?;
+        state.push(event, surface.get(..i).unwrap_or_default())?;
     }
     Ok(state.into_fold())
 }
