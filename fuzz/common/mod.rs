@@ -455,7 +455,7 @@ pub fn check_type_filters(paths: &LogPaths, oracle: &Oracle, options: &IndexOpti
         if let Ok(all) = index.offsets_of_type(name, 0, usize::MAX) {
             assert!(is_true(&all), "{name}: {all:?} is not true of the log");
             if exact {
-                assert_eq!(all, expected, "{name} after a build");
+                assert_eq!(all, expected, "{name}: not the oracle's offsets");
             }
         }
         if let Ok(some) = index.offsets_of_type(name, middle, 2) {
@@ -470,7 +470,7 @@ pub fn check_type_filters(paths: &LogPaths, oracle: &Oracle, options: &IndexOpti
                     .filter(|&o| o >= middle)
                     .take(2)
                     .collect();
-                assert_eq!(some, want, "{name} from {middle} after a build");
+                assert_eq!(some, want, "{name} from {middle}: not the oracle's");
             }
         }
         if let Ok(lines) = index.lines_of_type(name, u64::MAX) {
@@ -489,7 +489,10 @@ pub fn check_type_filters(paths: &LogPaths, oracle: &Oracle, options: &IndexOpti
                 );
             }
             if exact {
-                assert_eq!(offsets, expected, "{name}: lines after a build");
+                assert_eq!(
+                    offsets, expected,
+                    "{name}: lines not at the oracle's offsets"
+                );
             }
         }
         if let Ok(last) = index.last_offset_of_type(name) {
@@ -498,7 +501,11 @@ pub fn check_type_filters(paths: &LogPaths, oracle: &Oracle, options: &IndexOpti
                 "{name}: last {last:?}"
             );
             if exact {
-                assert_eq!(last, expected.last().copied(), "{name}: last after a build");
+                assert_eq!(
+                    last,
+                    expected.last().copied(),
+                    "{name}: last is not the oracle's"
+                );
             }
         }
     }
