@@ -429,25 +429,14 @@ pub fn check_type_filters(paths: &LogPaths, oracle: &Oracle, options: &IndexOpti
         Ok(index) => index,
         Err(e) => panic!("Index::open for type filters failed: {e:?}"),
     };
-    let mut names: Vec<&str> = oracle
-        .event_lines
-        .iter()
-        .filter_map(|e| e.kind.as_deref())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
+    let mut names = oracle.kinds();
     names.push("no_such_type");
     let middle = oracle
         .event_lines
         .get(oracle.event_lines.len() / 2)
         .map_or(0, |e| e.offset);
     for name in names {
-        let expected: Vec<u64> = oracle
-            .event_lines
-            .iter()
-            .filter(|e| e.kind.as_deref() == Some(name))
-            .map(|e| e.offset)
-            .collect();
+        let expected = oracle.offsets_of_type(name);
         let is_true = |offsets: &[u64]| {
             offsets.windows(2).all(|w| w[0] < w[1])
                 && offsets.iter().all(|o| expected.binary_search(o).is_ok())

@@ -292,14 +292,7 @@ pub fn assert_rows_match_oracle(index: &Index, bytes: &[u8]) {
         );
         previous = Some(event.offset);
     }
-    let mut kinds: Vec<&str> = oracle
-        .event_lines
-        .iter()
-        .filter_map(|e| e.kind.as_deref())
-        .collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    for kind in kinds {
+    for kind in oracle.kinds() {
         let expected = oracle.offsets_of_type(kind);
         assert_eq!(
             index.offsets_of_type(kind, 0, usize::MAX).expect("types"),

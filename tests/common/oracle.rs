@@ -206,6 +206,18 @@ impl Oracle {
         first.into_iter().collect()
     }
 
+    /// The distinct event types of the log, sorted.
+    pub fn kinds(&self) -> Vec<&str> {
+        let mut kinds: Vec<&str> = self
+            .event_lines
+            .iter()
+            .filter_map(|e| e.kind.as_deref())
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        kinds
+    }
+
     /// Offsets of the events of type `name`, in file order.
     pub fn offsets_of_type(&self, name: &str) -> Vec<u64> {
         self.event_lines
