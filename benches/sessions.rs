@@ -5,15 +5,20 @@
 //! adds the 1M-event one (generated once under target/bench-data/). Each session holds exactly
 //! 100 `compaction/summary` events whatever its size, so the filter's matches stay constant.
 //! The surface and a surface type's records read the whole log by their nature; they are
-//! measured per event of the log.
+//! measured per event of the log. Rewrites (tool-result prunes and compactions) are measured
+//! on in-memory sessions: the whole fold, and one event appended to a live session.
 //!
 //! cargo bench --bench sessions
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentlog::query::{QueryConfig, QueryService, Store, StoreConfig, WindowRequest};
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use agentlog::query::{
+    CheckpointPolicy, QueryConfig, QueryService, SessionEvent, SessionHeader, Store, StoreConfig,
+    SurfaceOp, WindowRequest, fold_surface,
+};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::json;
 
 const RARE: &str = "compaction/summary";
 const RARE_COUNT: u64 = 100;
@@ -157,5 +162,142 @@ fn whole_log(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, reads, filters, whole_log);
+/// A `user/message`, `assistant/message` or `tool/result` (by `kind`) appended to the surface.
+fn surface_event(kind: u64, seq: u64) -> SessionEvent {
+    let (event_type, data) = match kind {
+        0 => (
+            "user/message",
+            json!({"id": format!("u{seq}"), "role": "user", "source": {"kind": "user"},
+                   "content": [{"type": "text", "text": "please look at the migration"}]}),
+        ),
+        1 => (
+            "assistant/message",
+            json!({"turn": 1, "step": 1, "message": {"id": format!("a{seq}"), "role": "assistant",
+                   "source": {"kind": "model", "provider": "p", "model": "m"},
+                   "content": [{"type": "text", "text": "looking at it now"}]}}),
+        ),
+        _ => (
+            "tool/result",
+            json!({"turn": 1, "step": 1, "message": {"id": format!("t{seq}"), "role": "user",
+                   "source": {"kind": "tool", "callId": format!("c{seq}")},
+                   "content": [{"type": "tool-result", "toolCallId": format!("c{seq}"),
+                                "content": [{"type": "text", "text": "a long tool output"}]}]}}),
+        ),
+    };
+    SessionEvent::new(event_type, seq, 1_700_000_000_000 + seq as i64, data)
+        .with_surface_op(SurfaceOp::Append)
+}
+
+/// A session of `n` events that rewrites its history as long agent sessions do: turns of a
+/// user message, an assistant reply and two tool results; every eighth event prunes the
+/// content of a tool result forty nodes back, if that node is one; every 500 events a compaction replaces 100 nodes of the
+/// older surface with a summary; at the middle one compaction replaces the whole surface.
+/// Returns the events and the surface a naive model expects after them.
+fn rewriting_session(n: u64) -> (Vec<SessionEvent>, Vec<u64>) {
+    let mut events: Vec<SessionEvent> = Vec::new();
+    // The model: the surface as a plain vector. Its edits stay near the end, so building it
+    // is linear; the fold under test does not know that.
+    let mut surface: Vec<u64> = Vec::new();
+    while (events.len() as u64) < n {
+        let seq = events.len() as u64;
+        let len = surface.len();
+        let event = if seq == n / 2 && len > 1 {
+            let (first, last) = (surface[0], surface[len - 1]);
+            let sources = std::mem::take(&mut surface);
+            surface.push(seq);
+            surface_event(0, seq)
+                .with_surface_op(SurfaceOp::Replace {
+                    start: first,
+                    end: last,
+                })
+                .with_sources(sources)
+        } else if seq % 500 == 499 && len > 300 {
+            let range = len - 300..len - 200;
+            let sources: Vec<u64> = surface[range.clone()].to_vec();
+            let (first, last) = (sources[0], sources[sources.len() - 1]);
+            surface.splice(range, [seq]);
+            surface_event(0, seq)
+                .with_surface_op(SurfaceOp::Replace {
+                    start: first,
+                    end: last,
+                })
+                .with_sources(sources)
+        } else if seq % 8 == 7
+            && len > 40
+            && events[surface[len - 40] as usize].event_type == "tool/result"
+        {
+            let target = surface[len - 40];
+            let mut pruned = events[target as usize].clone();
+            pruned.seq = seq;
+            pruned.data["message"]["content"][0]["content"] =
+                json!([{"type": "text", "text": "[pruned]"}]);
+            surface[len - 40] = seq;
+            pruned
+                .with_surface_op(SurfaceOp::Replace {
+                    start: target,
+                    end: target,
+                })
+                .with_sources(vec![target])
+        } else {
+            surface.push(seq);
+            surface_event(seq % 4, seq)
+        };
+        events.push(event);
+    }
+    (events, surface)
+}
+
+/// Rewrites must cost each event its own work, not the surface's length: the whole fold of a
+/// rewriting session (per event), and one (log-only) event appended to a live session of
+/// that length.
+fn rewrites(c: &mut Criterion) {
+    let mut group = c.benchmark_group("session_rewrites");
+    group.sample_size(10);
+    for n in sizes() {
+        let (events, expected) = rewriting_session(n);
+        let fold = fold_surface(&events).expect("a valid session");
+        assert_eq!(fold.nodes, expected, "the fold disagrees with the model");
+        group.throughput(Throughput::Elements(n));
+        group.bench_with_input(BenchmarkId::new("fold_surface", n), &events, |b, events| {
+            b.iter(|| fold_surface(events).expect("fold"))
+        });
+        group.throughput(Throughput::Elements(1));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = StoreConfig {
+            checkpoint: CheckpointPolicy {
+                max_pending_events: usize::MAX,
+                max_delay: Duration::from_secs(3600),
+            },
+            ..Default::default()
+        };
+        let store = Store::open(dir.path(), config).expect("store");
+        store
+            .create_session(SessionHeader::new("s", 1))
+            .expect("session");
+        for chunk in events.chunks(1000) {
+            store.append("s", chunk.to_vec()).expect("append");
+        }
+        // A log-only event, so the surface, and what each append costs, stays as it is.
+        let mut next = n;
+        group.bench_with_input(BenchmarkId::new("live_append_one", n), &n, |b, _| {
+            b.iter_batched(
+                || {
+                    next += 1;
+                    let seq = next - 1;
+                    SessionEvent::new(
+                        "step/start",
+                        seq,
+                        1_700_000_000_000 + seq as i64,
+                        json!({"turn": 1, "step": seq}),
+                    )
+                },
+                |event| store.append("s", vec![event]).expect("append"),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, reads, filters, whole_log, rewrites);
 criterion_main!(benches);
