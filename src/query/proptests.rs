@@ -99,7 +99,7 @@ fn build(ops: &[Op]) -> (Vec<SessionEvent>, Vec<u64>, SurfaceState) {
         if let Some(e) = candidate {
             state.push(&e, &events).unwrap();
             events.push(e);
-            assert_eq!(state.nodes(), model.as_slice());
+            assert_eq!(state.nodes().collect::<Vec<_>>(), model);
         }
     }
     (events, model, state)
@@ -125,6 +125,30 @@ proptest! {
         let whole = fold_surface(&events).unwrap();
         prop_assert_eq!(&whole.nodes, &model);
         prop_assert_eq!(whole, state.into_fold());
+    }
+
+    /// Undoing a run of pushes, last first, gives back exactly the state before them, as a
+    /// live session's rejected batch needs.
+    #[test]
+    fn undoing_pushes_restores_the_state(
+        ops in prop::collection::vec(op(), 0..60),
+        split in any::<prop::sample::Index>(),
+    ) {
+        let (events, _, whole) = build(&ops);
+        let at = split.index(events.len() + 1);
+        let mut state = SurfaceState::new();
+        for (i, e) in events[..at].iter().enumerate() {
+            state.push(e, &events[..i]).unwrap();
+        }
+        let before = state.clone();
+        let undos: Vec<_> = (at..events.len())
+            .map(|i| state.push_undoable(&events[i], &events[..i]).unwrap())
+            .collect();
+        prop_assert_eq!(&state, &whole);
+        for undo in undos.into_iter().rev() {
+            state.undo(undo);
+        }
+        prop_assert_eq!(state, before);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::query::error::{QueryError, Result, Violation};
 use crate::query::indexed::{IndexedSource, session_index_options};
 use crate::query::legacy::normalize_event;
 use crate::query::source::{PersistedSource, SourceError, session_log_path};
-use crate::query::surface::{Chained, SurfaceState};
+use crate::query::surface::{Chained, SurfaceState, Undo};
 use crate::query::types::{SessionEvent, SessionHeader};
 
 pub use crate::query::source::validate_session_id;
@@ -103,6 +103,22 @@ pub struct LiveView<'a> {
     pub events: &'a [SessionEvent],
     /// Its incrementally folded surface.
     pub surface: &'a SurfaceState,
+}
+
+/// A batch's pushes onto a live surface, taken back (last first) when it is dropped: on a
+/// rejected event, and on a panic too, so a poisoned lock still guards a consistent session.
+/// Clearing `undos` keeps the pushes.
+struct Rollback<'a> {
+    surface: &'a mut SurfaceState,
+    undos: Vec<Undo>,
+}
+
+impl Drop for Rollback<'_> {
+    fn drop(&mut self) {
+        while let Some(undo) = self.undos.pop() {
+            self.surface.undo(undo);
+        }
+    }
 }
 
 /// A directory of session logs plus the sessions this process is writing.
@@ -178,7 +194,8 @@ impl Store {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, LiveSession>> {
         // A panic elsewhere cannot leave a session half-updated: every mutation below is
-        // validated first and applied in one step, so the data is usable after poisoning.
+        // validated first and applied in one step (a batch's surface pushes are taken back
+        // by `Rollback` if it does not finish), so the data is usable after poisoning.
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -240,8 +257,7 @@ impl Store {
             return Err(self.not_live_error(session_id));
         };
         if !events.is_empty() {
-            let surface = self.validate_batch(session, &events)?;
-            session.surface = surface;
+            self.fold_batch(session, &events)?;
             session.events.extend(events);
             session.first_pending_at.get_or_insert_with(Instant::now);
             session.auto_paused = false;
@@ -266,18 +282,19 @@ impl Store {
         }
     }
 
-    /// Checks every event of a batch against the session and the batch before it;
-    /// returns the surface state after the batch.
-    fn validate_batch(
-        &self,
-        session: &LiveSession,
-        batch: &[SessionEvent],
-    ) -> Result<SurfaceState> {
+    /// Checks every event of a batch against the session and the batch before it, folding
+    /// each into the session's surface as it passes. If one is rejected, the surface is put
+    /// back as it was and the error is returned. (Folding into a copy of the surface cost each
+    /// append the surface's length.)
+    fn fold_batch(&self, session: &mut LiveSession, batch: &[SessionEvent]) -> Result<()> {
         let reject = |violation: Violation| QueryError::InvalidEvent {
             session_id: session.header.id.clone(),
             violation,
         };
-        let mut surface = session.surface.clone();
+        let mut folded = Rollback {
+            surface: &mut session.surface,
+            undos: Vec::with_capacity(batch.len()),
+        };
         let no_ids = HashMap::new();
         for (i, event) in batch.iter().enumerate() {
             validate_envelope(event).map_err(reject)?;
@@ -303,9 +320,11 @@ impl Store {
                 log: &session.events,
                 pending: batch.get(..i).unwrap_or_default(),
             };
-            surface.push(event, &log).map_err(reject)?;
+            let undo = folded.surface.push_undoable(event, &log).map_err(reject)?;
+            folded.undos.push(undo);
         }
-        Ok(surface)
+        folded.undos.clear();
+        Ok(())
     }
 
     fn checkpoint_is_due(&self, session: &LiveSession) -> bool {

@@ -11,7 +11,7 @@
 //! [`fold_surface`] folds a whole log through the same transition, so both paths agree
 //! by construction (and a property test holds them to a naive model).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -60,9 +60,12 @@ pub struct Chained<'a> {
 
 impl EventLookup for Chained<'_> {
     fn event_at(&self, seq: u64) -> Option<&SessionEvent> {
-        self.log
-            .event_at(seq)
-            .or_else(|| self.pending.event_at(seq))
+        // Each seq is looked for in the one part that can hold it: a pending seq looked for
+        // in the log first failed its binary search and then scanned the whole log.
+        match self.pending.first() {
+            Some(first) if seq >= first.seq => self.pending.event_at(seq),
+            _ => self.log.event_at(seq),
+        }
     }
 }
 
@@ -123,18 +126,50 @@ enum Plan {
     LogOnly,
     Append,
     Replace {
-        lo: usize,
-        hi: usize,
+        /// The order label of the range's first node, which the replacing node takes.
+        label: u64,
         start: u64,
         end: u64,
-        shadowed: Vec<u64>,
+        /// The range's nodes in surface order, with their labels.
+        range: Vec<(u64, u64)>,
+    },
+}
+
+/// What one [`SurfaceState::push_undoable`] changed, so that [`SurfaceState::undo`] can take
+/// it back.
+#[derive(Debug)]
+pub(crate) struct Undo {
+    next_seq: u64,
+    change: Change,
+}
+
+#[derive(Debug)]
+enum Change {
+    LogOnly,
+    Appended {
+        seq: u64,
+    },
+    Replaced {
+        seq: u64,
+        label: u64,
+        range: Vec<(u64, u64)>,
     },
 }
 
 /// The incremental surface fold of a live session.
+///
+/// The surface is an ordered map from an *order label* to a node's seq. An appended node's
+/// label is its own seq, which is above every label so far; a replacing node takes the label
+/// of the first node of the range it replaces, which puts it exactly where the range was. So a
+/// replace finds its range with two lookups and one range scan, and no label ever moves: a
+/// long session's rewrites cost their own size, not the surface's length (a search of the
+/// surface for each one made a rewriting session quadratic).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SurfaceState {
-    nodes: Vec<u64>,
+    /// The current nodes: order label → seq, in surface order.
+    order: BTreeMap<u64, u64>,
+    /// The label of each current replacing node (the others' label is their seq).
+    moved: HashMap<u64, u64>,
     replacements: Vec<Replacement>,
     next_seq: u64,
 }
@@ -151,8 +186,8 @@ impl SurfaceState {
     }
 
     /// The current surface, in surface order.
-    pub fn nodes(&self) -> &[u64] {
-        &self.nodes
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.order.values().copied()
     }
 
     /// Every replacement so far, in event order.
@@ -177,30 +212,75 @@ impl SurfaceState {
         candidate: &SessionEvent,
         log: &(impl EventLookup + ?Sized),
     ) -> Result<(), Violation> {
+        self.push_undoable(candidate, log).map(|_| ())
+    }
+
+    /// [`SurfaceState::push`], returning what it changed. A batch is taken back by undoing
+    /// its pushes last first.
+    pub(crate) fn push_undoable(
+        &mut self,
+        candidate: &SessionEvent,
+        log: &(impl EventLookup + ?Sized),
+    ) -> Result<Undo, Violation> {
         let plan = self.plan(candidate, log)?;
         let seq = candidate.seq;
-        match plan {
-            Plan::LogOnly => {}
-            Plan::Append => self.nodes.push(seq),
+        let change = match plan {
+            Plan::LogOnly => Change::LogOnly,
+            Plan::Append => {
+                // Every label so far is an earlier seq, so this one sorts last.
+                self.order.insert(seq, seq);
+                Change::Appended { seq }
+            }
             Plan::Replace {
-                lo,
-                hi,
+                label,
                 start,
                 end,
-                shadowed,
+                range,
             } => {
-                // `plan` checked lo <= hi < len, so the splice range is in bounds.
-                self.nodes.splice(lo..=hi, [seq]);
+                for (label, node) in &range {
+                    self.order.remove(label);
+                    self.moved.remove(node);
+                }
+                // The label is an earlier seq's, never this one.
+                self.order.insert(label, seq);
+                self.moved.insert(seq, label);
                 self.replacements.push(Replacement {
                     seq,
                     start,
                     end,
-                    shadowed_seqs: shadowed,
+                    shadowed_seqs: range.iter().map(|&(_, node)| node).collect(),
                 });
+                Change::Replaced { seq, label, range }
+            }
+        };
+        let undo = Undo {
+            next_seq: self.next_seq,
+            change,
+        };
+        self.next_seq = seq.saturating_add(1);
+        Ok(undo)
+    }
+
+    /// Takes back the push that returned `undo`, which must be the last one not yet undone.
+    pub(crate) fn undo(&mut self, undo: Undo) {
+        match undo.change {
+            Change::LogOnly => {}
+            Change::Appended { seq } => {
+                self.order.remove(&seq);
+            }
+            Change::Replaced { seq, label, range } => {
+                self.order.remove(&label);
+                self.moved.remove(&seq);
+                for (label, node) in range {
+                    self.order.insert(label, node);
+                    if label != node {
+                        self.moved.insert(node, label);
+                    }
+                }
+                self.replacements.pop();
             }
         }
-        self.next_seq = seq.saturating_add(1);
-        Ok(())
+        self.next_seq = undo.next_seq;
     }
 
     /// Moves the next expected seq up to `seq`, for folding the surface events of a log
@@ -212,12 +292,21 @@ impl SurfaceState {
 
     /// The fold so far, with its classification maps.
     pub fn to_fold(&self) -> SurfaceFold {
-        SurfaceFold::new(self.nodes.clone(), self.replacements.clone())
+        SurfaceFold::new(self.nodes().collect(), self.replacements.clone())
     }
 
     /// Consumes the state into its fold.
     pub fn into_fold(self) -> SurfaceFold {
-        SurfaceFold::new(self.nodes, self.replacements)
+        SurfaceFold::new(self.order.into_values().collect(), self.replacements)
+    }
+
+    /// The order label of the current node `seq`, if it is one.
+    fn label_of(&self, seq: u64) -> Option<u64> {
+        if self.order.get(&seq) == Some(&seq) {
+            Some(seq)
+        } else {
+            self.moved.get(&seq).copied()
+        }
     }
 
     fn plan(&self, c: &SessionEvent, log: &(impl EventLookup + ?Sized)) -> Result<Plan, Violation> {
@@ -249,29 +338,23 @@ impl SurfaceState {
             SurfaceOp::Append => return Ok(Plan::Append),
             SurfaceOp::Replace { start, end } => (start, end),
         };
-        let position = |s: u64, which: &str| {
-            self.nodes
-                .iter()
-                .position(|n| *n == s)
+        let label_of = |s: u64, which: &str| {
+            self.label_of(s)
                 .ok_or_else(|| fail(format!("replace {which} {s} is not a current surface node")))
         };
-        let lo = position(start, "start")?;
-        let hi = position(end, "end")?;
+        let lo = label_of(start, "start")?;
+        let hi = label_of(end, "end")?;
         if lo > hi {
             return Err(fail(format!(
                 "replace start {start} comes after end {end} on the surface"
             )));
         }
-        let shadowed = self
-            .nodes
-            .get(lo..=hi)
-            .map(<[u64]>::to_vec)
-            .ok_or_else(|| fail("replace range is outside the surface".into()))?;
-        let sources = c.source_event_seqs.as_deref().unwrap_or(&[]);
-        let missing: Vec<u64> = shadowed
+        let range: Vec<(u64, u64)> = self.order.range(lo..=hi).map(|(&l, &s)| (l, s)).collect();
+        let cited: HashSet<u64> = c.source_event_seqs.iter().flatten().copied().collect();
+        let missing: Vec<u64> = range
             .iter()
-            .copied()
-            .filter(|s| !sources.contains(s))
+            .map(|&(_, node)| node)
+            .filter(|s| !cited.contains(s))
             .collect();
         if !missing.is_empty() {
             return Err(fail(format!(
@@ -280,8 +363,8 @@ impl SurfaceState {
             )));
         }
         if ty == "tool/result" {
-            let target_seq = match shadowed.as_slice() {
-                [only] => *only,
+            let target_seq = match range.as_slice() {
+                [(_, only)] => *only,
                 _ => {
                     return Err(fail(
                         "a tool/result replace must rewrite exactly one current node".into(),
@@ -301,11 +384,10 @@ impl SurfaceState {
             }
         }
         Ok(Plan::Replace {
-            lo,
-            hi,
+            label: lo,
             start,
             end,
-            shadowed,
+            range,
         })
     }
 }
@@ -568,6 +650,47 @@ mod tests {
         at_user.source_event_seqs = Some(vec![0]);
         let err = err_of(&[user(0, "u", "hi"), t, at_user]);
         assert!(err.contains("must target a current tool/result"), "{err}");
+    }
+
+    #[test]
+    fn a_chained_lookup_finds_seqs_in_both_parts_and_nothing_else() {
+        let log = [user(0, "a", "a"), tool_result(1, "t", "c", "out")];
+        let pending = [tool_result(2, "t2", "c2", "out"), user(3, "b", "b")];
+        let chained = Chained {
+            log: &log,
+            pending: &pending,
+        };
+        for seq in 0..4 {
+            assert_eq!(chained.event_at(seq).map(|e| e.seq), Some(seq));
+        }
+        assert!(chained.event_at(4).is_none());
+        assert!(
+            Chained {
+                log: &log,
+                pending: &[]
+            }
+            .event_at(2)
+            .is_none()
+        );
+        // A rewrite of a pending tool result, checked against its target there.
+        let mut state = SurfaceState::new();
+        for (i, e) in log.iter().chain(&pending).enumerate() {
+            let seen = Chained {
+                log: &log,
+                pending: pending
+                    .get(..i.saturating_sub(log.len()))
+                    .unwrap_or_default(),
+            };
+            state.push(e, &seen).unwrap();
+        }
+        let within = Chained {
+            log: &log,
+            pending: &pending,
+        };
+        state
+            .push(&pruned(&pending[0], 4, "[pruned]"), &within)
+            .unwrap();
+        assert_eq!(state.nodes().collect::<Vec<_>>(), [0, 1, 4, 3]);
     }
 
     #[test]

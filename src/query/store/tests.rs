@@ -89,6 +89,39 @@ fn gap_in_the_middle_of_a_batch_rejects_the_whole_batch() {
 }
 
 #[test]
+fn a_rejected_batch_takes_back_its_surface_pushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = manual_store(dir.path());
+    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    store
+        .append("s", vec![user(0, "u0", "a"), user(1, "u1", "b")])
+        .unwrap();
+    let before = store.with_live("s", |v| v.surface.clone()).unwrap();
+    // An append, a replace over it and an older node, then a broken replace: the first two
+    // were folded into the live surface before the third was checked.
+    let batch = vec![
+        user(2, "u2", "c"),
+        replacing(user(3, "u3", "summary"), 1, 2, vec![1, 2]),
+        replacing(user(4, "u4", "x"), 3, 0, vec![0, 3]),
+    ];
+    let err = store.append("s", batch).unwrap_err();
+    assert!(err.to_string().contains("comes after end"), "{err}");
+    let after = store.with_live("s", |v| v.surface.clone()).unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after.nodes().collect::<Vec<_>>(), [0, 1]);
+    // The session goes on from where it was.
+    store
+        .append(
+            "s",
+            vec![replacing(user(2, "u2", "summary"), 0, 1, vec![0, 1])],
+        )
+        .unwrap();
+    let surface = store.with_live("s", |v| v.surface.to_fold()).unwrap();
+    assert_eq!(surface.nodes, [2]);
+    assert_eq!(surface.replacements.len(), 1);
+}
+
+#[test]
 fn non_lossless_data_is_rejected_naming_the_event_type() {
     let dir = tempfile::tempdir().unwrap();
     let store = manual_store(dir.path());
