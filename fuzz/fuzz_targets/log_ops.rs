@@ -332,13 +332,13 @@ impl World {
             }
             Op::CorruptIndex(at, byte) => {
                 self.close_writer();
-                if let Ok(mut index) = std::fs::read(&self.paths.index) {
-                    if !index.is_empty() {
-                        let at = *at as usize % index.len();
-                        index[at] ^= byte | 1;
-                        std::fs::write(&self.paths.index, &index).unwrap();
-                        self.index_damaged = true;
-                    }
+                if let Ok(mut index) = std::fs::read(&self.paths.index)
+                    && !index.is_empty()
+                {
+                    let at = *at as usize % index.len();
+                    index[at] ^= byte | 1;
+                    std::fs::write(&self.paths.index, &index).unwrap();
+                    self.index_damaged = true;
                 }
             }
             Op::DeleteIndex => {

@@ -472,14 +472,12 @@ fn naive_sessions(all: &[SessionRecord], filters: &[SessionFilter]) -> R<Vec<Ses
     }
     let keep = |r: &SessionRecord| {
         filters.iter().all(|f| match f {
-            SessionFilter::Id { values } => values.iter().any(|v| *v == r.header.id),
-            SessionFilter::Cwd { values } => values.iter().any(|v| *v == r.header.cwd),
+            SessionFilter::Id { values } => values.contains(&r.header.id),
+            SessionFilter::Cwd { values } => values.contains(&r.header.cwd),
             SessionFilter::CreatedAt { from, to } => {
                 in_range(r.header.created_at as f64, *from, *to)
             }
-            SessionFilter::Parent { values } => {
-                values.iter().any(|v| *v == r.header.parent_session)
-            }
+            SessionFilter::Parent { values } => values.contains(&r.header.parent_session),
             SessionFilter::Availability { values } => values.iter().any(|a| match a {
                 Availability::Live => r.live,
                 Availability::Persisted => r.persisted,
@@ -569,7 +567,7 @@ fn naive_events(f: &Fixture, id: &str, filters: &[EventFilter]) -> R<Vec<Session
         filters.iter().all(|flt| match flt {
             EventFilter::Seq { from, to } => in_range(r.seq as f64, *from, *to),
             EventFilter::Time { from, to } => in_range(r.time as f64, *from, *to),
-            EventFilter::Type { values } => values.iter().any(|v| *v == r.event_type),
+            EventFilter::Type { values } => values.contains(&r.event_type),
             EventFilter::Surface { values } => values.contains(&r.surface),
             EventFilter::Text { text } => text_matches(text, &d.text),
         })
