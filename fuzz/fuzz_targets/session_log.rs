@@ -21,6 +21,9 @@
 //!   idempotent on the logs the reader accepts;
 //! * a log the reader accepts unchanged (no legacy shape) is accepted as one append batch by a
 //!   live session, which answers like the stored copy, and reads back the same once closed.
+//!   A log refused only for its surface is refused as one batch, which leaves the live session
+//!   as it was (every surface push taken back); the events before the first fault are then
+//!   accepted and fold as the naive model says.
 //!
 //! Nothing may panic.
 #![no_main]
@@ -42,7 +45,7 @@ use agentlog::query::types::{
 };
 use agentlog::query::{
     CheckpointPolicy, JsonlSource, QueryConfig, QueryError, QueryService, Store, StoreConfig,
-    WindowRequest,
+    SurfaceState, WindowRequest,
 };
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -251,9 +254,7 @@ impl Case {
                 b.out.extend_from_slice(&line[..cut]);
                 more.extend_from_slice(&line[cut..]);
             }
-            Tail::Garbage(k) => b
-                .out
-                .extend_from_slice(&GARBAGE_TAILS[usize::from(k) % 3][..]),
+            Tail::Garbage(k) => b.out.extend_from_slice(GARBAGE_TAILS[usize::from(k) % 3]),
         }
         let split = b.out.len();
         for ev in &s.more {
@@ -1372,13 +1373,17 @@ fn check_phase(log: &[u8], root: &Path, plan: &Plan, p_header: &SessionHeader) -
 /// A log the reader accepts unchanged is accepted by a live session, which answers the same,
 /// and reads back the same once closed.
 fn check_live(m: &Model, stored: &Answers, plan: &Plan, live_root: &Path) {
-    let (Ok((header, raw)), Ok(events), Some(Ok(_))) = (&m.early, &m.events, &m.fold) else {
+    let (Ok((header, raw)), Ok(events), Some(fold)) = (&m.early, &m.events, &m.fold) else {
         return;
     };
     if raw != events {
         return; // legacy shapes: an append must refuse them
     }
     reset(live_root);
+    if fold.is_err() {
+        check_refused_batch(header, events, live_root);
+        return;
+    }
     {
         let store = Store::open(live_root, quiet()).unwrap();
         if let Err(e) = store.create_session(header.clone()) {
@@ -1402,6 +1407,35 @@ fn check_live(m: &Model, stored: &Answers, plan: &Plan, live_root: &Path) {
         stored,
         true,
     );
+}
+
+/// A log whose only fault is its surface is refused as one append batch, and the refusal
+/// takes back every surface push the batch made: the live session is as it was, and the
+/// events before the first fault are then accepted and fold as the spec says.
+fn check_refused_batch(header: &SessionHeader, events: &[SessionEvent], live_root: &Path) {
+    let Some(fault) = (0..events.len()).find(|&k| naive_fold(&events[..=k]).is_err()) else {
+        panic!("the naive fold refuses the log but no prefix of it");
+    };
+    let store = Store::open(live_root, quiet()).unwrap();
+    if let Err(e) = store.create_session(header.clone()) {
+        panic!("a header the reader accepts was refused by create_session: {e}");
+    }
+    match store.append(SID, events.to_vec()) {
+        Err(e) => assert_eq!(e.code(), "invalid_event", "{e}"),
+        Ok(_) => panic!("a batch with a surface fault at event {fault} was accepted"),
+    }
+    let untouched = store.with_live(SID, |v| (v.events.len(), v.surface.clone()));
+    assert_eq!(
+        untouched,
+        Some((0, SurfaceState::new())),
+        "a refused batch left its pushes in the live session"
+    );
+    if let Err(e) = store.append(SID, events[..fault].to_vec()) {
+        panic!("the {fault} events before the fault were refused after the refused batch: {e}");
+    }
+    let nodes = store.with_live(SID, |v| v.surface.nodes().collect::<Vec<_>>());
+    let expected = naive_fold(&events[..fault]).map(|f| f.nodes).ok();
+    assert_eq!(nodes, expected, "the live surface after the refused batch");
 }
 
 fn run(case: &Case) {
