@@ -164,7 +164,13 @@ impl TypeMap {
         let Some(name) = name else {
             return OTHER_TYPE;
         };
-        if let Some((_, id)) = self.first.iter().find(|(known, _)| **known == *name) {
+        // The first byte settles most mismatches without a call to memcmp.
+        let first_byte = name.as_bytes().first();
+        if let Some((_, id)) = self
+            .first
+            .iter()
+            .find(|(known, _)| known.as_bytes().first() == first_byte && **known == *name)
+        {
             return *id;
         }
         if let Some(&id) = self.ids.get(name) {
