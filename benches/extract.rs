@@ -4,7 +4,7 @@
 //!
 //! cargo bench --bench extract
 
-use agentlog::event::{Extractor, Profile};
+use agentlog::event::{Extractor, LineMemo, Profile};
 use agentlog::synth::{SynthOptions, write_lingtai_log};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -35,6 +35,15 @@ fn extraction(c: &mut Criterion) {
             String::from_utf8_lossy(line)
         );
     }
+    let mut memo = LineMemo::new();
+    for line in &lines {
+        assert_eq!(
+            extractor.extract_with_memo(&mut memo, line),
+            extractor.extract_with_serde(line),
+            "the paths disagree, with the memo, on {}",
+            String::from_utf8_lossy(line)
+        );
+    }
     let mut group = c.benchmark_group("extract");
     group.throughput(Throughput::Bytes(bytes as u64));
     group.bench_function("fast path (Extractor::extract)", |b| {
@@ -45,6 +54,18 @@ fn extraction(c: &mut Criterion) {
                 .count()
         })
     });
+    group.bench_function(
+        "fast path, memo of the previous line (extract_with_memo)",
+        |b| {
+            let mut memo = LineMemo::new();
+            b.iter(|| {
+                lines
+                    .iter()
+                    .filter(|line| extractor.extract_with_memo(&mut memo, line).is_ok())
+                    .count()
+            })
+        },
+    );
     group.bench_function("serde path (extract_with_serde)", |b| {
         b.iter(|| {
             lines

@@ -11,11 +11,14 @@
 //!   (valid only as a JSON integer >= 0), `seq`, the four token values, `before_tokens`,
 //!   `after_tokens` and the initiator equal the naive reading; a token field is `Missing` iff
 //!   its key is absent; `time` is `Absent` iff neither `ts` nor `time` is present.
+//! * Split at its newlines, the input is also a sequence of lines read with one `LineMemo`
+//!   (`Extractor::extract_with_memo`): every line's answer is the serde path's, however much
+//!   of it repeats the line before.
 #![no_main]
 
 use std::sync::OnceLock;
 
-use agentlog::event::{Extractor, Field, LineProblem, MoltCount, Profile, TokenValue};
+use agentlog::event::{Extractor, Field, LineMemo, LineProblem, MoltCount, Profile, TokenValue};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -34,6 +37,15 @@ fn string(v: Option<&Value>) -> Option<&str> {
 }
 
 fuzz_target!(|data: &[u8]| {
+    let mut memo = LineMemo::new();
+    for line in data.split(|&b| b == b'\n') {
+        assert_eq!(
+            extractor().extract_with_memo(&mut memo, line),
+            extractor().extract_with_serde(line),
+            "with the memo of the line before, the paths disagree on {:?}",
+            String::from_utf8_lossy(line)
+        );
+    }
     let got = extractor().extract(data);
     let shown = String::from_utf8_lossy(data);
     // The byte-level fast path answers only when it agrees with the serde path.

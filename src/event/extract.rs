@@ -19,6 +19,9 @@ use super::profile::Profile;
 use super::time::Timestamp;
 
 mod fast;
+mod memo;
+
+pub use memo::LineMemo;
 
 /// The deepest nesting a valid line may have, counting the top-level object as 1: serde_json's
 /// recursion limit, which applies to every value we read or `Skip` (but not to
@@ -256,7 +259,22 @@ impl Extractor {
     /// Most lines take a byte-level fast path (`fast`); any line it is not certain about is
     /// read by serde_json, which defines the answer (see [`Extractor::extract_with_serde`]).
     pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
-        if let Some(fields) = fast::extract(self, line) {
+        if let Some(fields) = fast::extract(self, line, None) {
+            return Ok(fields);
+        }
+        self.extract_with_serde(line)
+    }
+
+    /// [`Extractor::extract`] for one of a sequence of lines: members that repeat the previous
+    /// line's byte for byte, under keys the index ignores (a runtime's envelope), are compared
+    /// instead of parsed again. The answer is the same as `extract`'s; `memo` must only ever be
+    /// used with this extractor.
+    pub fn extract_with_memo<'a>(
+        &self,
+        memo: &mut LineMemo,
+        line: &'a [u8],
+    ) -> Result<EventFields<'a>, LineProblem> {
+        if let Some(fields) = fast::extract(self, line, Some(memo)) {
             return Ok(fields);
         }
         self.extract_with_serde(line)

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::coerce::TokenValue;
-use super::extract::{EventFields, EventKind, Extractor, Field, LineProblem, MoltCount};
+use super::extract::{EventFields, EventKind, Extractor, Field, LineMemo, LineProblem, MoltCount};
 use super::time::Timestamp;
 
 /// How many invalid-line offsets a [`Diagnostics`] keeps (the index keeps all of them).
@@ -255,13 +255,19 @@ pub enum Folded<'a> {
 #[derive(Clone, Debug)]
 pub struct Folder {
     extractor: Extractor,
+    /// The extractor's memo of the previous line (the folder reads lines in sequence).
+    memo: LineMemo,
     state: FoldState,
 }
 
 impl Folder {
     /// Starts folding at `state` (use `FoldState::default()` for the start of a log).
     pub fn new(extractor: Extractor, state: FoldState) -> Folder {
-        Folder { extractor, state }
+        Folder {
+            extractor,
+            memo: LineMemo::new(),
+            state,
+        }
     }
 
     /// The state so far.
@@ -279,9 +285,15 @@ impl Folder {
         &self.extractor
     }
 
+    /// Extracts the fields of `line`, the next of a sequence, with this folder's extractor
+    /// and its memo of the line before ([`Extractor::extract_with_memo`]).
+    pub fn extract<'a>(&mut self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
+        self.extractor.extract_with_memo(&mut self.memo, line)
+    }
+
     /// Folds one complete line at `offset`; `line` excludes its `\n`.
     pub fn fold_line<'a>(&mut self, offset: u64, line: &'a [u8]) -> Folded<'a> {
-        let extracted = self.extractor.extract(line);
+        let extracted = self.extract(line);
         self.fold_extracted(offset, line, extracted)
     }
 

@@ -13,7 +13,8 @@ mod time;
 
 pub use coerce::{MAX_TOKEN_VALUE, TokenValue};
 pub use extract::{
-    EventFields, EventKind, Extractor, Field, LineProblem, LineValidator, MAX_NESTING, MoltCount,
+    EventFields, EventKind, Extractor, Field, LineMemo, LineProblem, LineValidator, MAX_NESTING,
+    MoltCount,
 };
 pub use fold::{
     Boundary, Diagnostics, FoldState, Folded, FoldedEvent, Folder, GenerationStart,

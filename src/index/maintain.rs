@@ -30,7 +30,7 @@ use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION, SeqState, TypesSum};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
-use crate::event::{EventFields, FoldState, Folded, Folder, LineProblem};
+use crate::event::{EventFields, FoldState, Folded, Folder, LineMemo, LineProblem};
 use crate::log::{LineScanner, LogError, LogPaths, LogWriter, Run, WindowSum};
 
 /// Progress of a long build: bytes done and bytes to do.
@@ -1034,7 +1034,7 @@ fn fold_run(
     let count = run.ends.len();
     if !two_threads || run.bytes.len() < TWO_THREAD_RUN {
         for (offset, line) in run.lines(0..count) {
-            let extracted = folder.extractor().extract(line);
+            let extracted = folder.extract(line);
             fold(folder, offset, line, extracted);
         }
         return;
@@ -1048,9 +1048,12 @@ fn fold_run(
             .name("agentlog-extract".to_owned())
             .spawn_scoped(scope, || {
                 let _gone = shared.helper_guard();
+                let mut memo = LineMemo::new();
                 while let Some(i) = shared.claim_back() {
                     let lines = pieces.get(i).cloned().unwrap_or(0..0);
-                    let extracted = run.lines(lines).map(|(_, l)| extractor.extract(l));
+                    let extracted = run
+                        .lines(lines)
+                        .map(|(_, l)| extractor.extract_with_memo(&mut memo, l));
                     shared.fill(i, extracted.collect());
                 }
             });
@@ -1073,7 +1076,7 @@ fn fold_run(
                 }
                 None => {
                     for (offset, line) in run.lines(lines.clone()) {
-                        let extracted = folder.extractor().extract(line);
+                        let extracted = folder.extract(line);
                         fold(folder, offset, line, extracted);
                     }
                 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::maintain::{Then, Unwritable, WritableIndex, log_read, storage};
 use super::rows::Row;
 use super::{IndexError, IndexOptions, IndexOutcome};
-use crate::event::{EventFields, Extractor, FoldState, Folded, Folder, LineProblem};
+use crate::event::{EventFields, FoldState, Folded, Folder, LineProblem};
 use crate::log::{Appended, Line, LineScanner, LogError, LogPaths, LogWriter, SyncPolicy};
 
 /// When queued index rows are committed to redb. Each commit is durable (an fsync of the
@@ -172,8 +172,7 @@ impl Writer {
     /// allowed and written as spaces).
     pub fn append_json(&mut self, event: &[u8]) -> Result<Appended, IndexError> {
         // The one-event form of `append_batch_json`, without its per-call vectors.
-        let extractor = self.folder.extractor();
-        let fields = validate_event(extractor, event, self.options.index.max_line, 0)?;
+        let fields = validate_event(&mut self.folder, event, self.options.index.max_line, 0)?;
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         push_normalized(event, &mut batch);
@@ -191,12 +190,11 @@ impl Writer {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        // The fields borrow the caller's bytes, not the extractor, so no copy of it is needed.
-        let extractor = self.folder.extractor();
+        // The fields borrow the caller's bytes, not the folder.
         let mut fields = Vec::with_capacity(events.len());
         for (index, event) in events.iter().enumerate() {
             fields.push(validate_event(
-                extractor,
+                &mut self.folder,
                 event.as_ref(),
                 self.options.index.max_line,
                 index,
@@ -504,7 +502,7 @@ fn receipt(appended: Appended, (start, len): (u64, u64)) -> Appended {
 
 /// Checks that `event` is one JSON object within the line limit; returns its fields.
 fn validate_event<'a>(
-    extractor: &Extractor,
+    folder: &mut Folder,
     event: &'a [u8],
     max_line: usize,
     index: usize,
@@ -517,7 +515,7 @@ fn validate_event<'a>(
             trimmed.len()
         )));
     }
-    extractor.extract(trimmed).map_err(|problem| {
+    folder.extract(trimmed).map_err(|problem| {
         reject(
             match problem {
                 LineProblem::Blank => "the event is empty",

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io;
 
 use crate::event::{
-    Boundary, Diagnostics, EventKind, Extractor, FoldState, Folder, LineProblem, Totals,
+    Boundary, Diagnostics, EventKind, Extractor, FoldState, Folder, LineMemo, LineProblem, Totals,
 };
 use crate::log::{Line, LineScanner, read_exact_at};
 
@@ -121,6 +121,7 @@ pub fn reverse_scan(
     let mut view = GenerationView::empty();
     view.bytes_read = buf.len() as u64;
     let profile = extractor.profile();
+    let mut memo = LineMemo::new();
     loop {
         let line_start = memchr::memrchr(b'\n', region).map_or(0, |i| i + 1);
         if line_start < first_line_start {
@@ -131,7 +132,7 @@ pub fn reverse_scan(
         if line.len() > max_line {
             view.diagnostics.note_invalid(offset, LineProblem::TooLong);
         } else {
-            match extractor.extract(line) {
+            match extractor.extract_with_memo(&mut memo, line) {
                 Err(problem) => view.diagnostics.note_invalid(offset, problem),
                 Ok(fields) => match fields.kind(profile, offset == 0) {
                     EventKind::Token => {

@@ -23,6 +23,7 @@
 
 use serde::de::value::{BorrowedStrDeserializer, F64Deserializer, U64Deserializer};
 
+use super::memo::LineMemo;
 use super::{EventFields, Extractor, Key, RawFields, ValueReader};
 
 /// Deeper lines go to the serde path (whose limit is [`super::MAX_NESTING`]).
@@ -33,30 +34,69 @@ const FAST_NESTING: usize = 64;
 const SAFE_MAGNITUDE_DIGITS: usize = 300;
 
 /// Extracts the fields of `line`, or `None` if the serde path must decide (which includes
-/// every line that is not valid UTF-8).
-pub(super) fn extract<'a>(extractor: &Extractor, line: &'a [u8]) -> Option<EventFields<'a>> {
+/// every line that is not valid UTF-8). With a `memo`, members that repeat the previous line's
+/// byte for byte are stepped over (see [`LineMemo`]), and a line read in full is remembered.
+pub(super) fn extract<'a>(
+    extractor: &Extractor,
+    line: &'a [u8],
+    mut memo: Option<&mut LineMemo>,
+) -> Option<EventFields<'a>> {
     let mut cursor = Cursor::new(line);
     let mut raw = RawFields::default();
     let open = cursor.skip_whitespace(0);
     if cursor.byte(open)? != b'{' {
         return None;
     }
-    let close = cursor.members(open + 1, b'}', |cursor, at| {
-        let (key_start, key_end, escaped, value_start) = cursor.key(at)?;
-        if escaped {
-            return None;
+    if let Some(memo) = memo.as_deref_mut() {
+        memo.begin();
+    }
+    let mut at = cursor.skip_whitespace(open + 1);
+    let mut close = at + 1;
+    if cursor.byte(at)? != b'}' {
+        let mut ordinal = 0;
+        loop {
+            if let Some(repeated) = memo
+                .as_deref_mut()
+                .and_then(|memo| memo.repeat(ordinal, line, at))
+            {
+                at = repeated.next;
+                ordinal += repeated.count;
+                continue;
+            }
+            let start = at;
+            let (key_start, key_end, escaped, value_start) = cursor.key(at)?;
+            if escaped {
+                return None;
+            }
+            let key = extractor.classify(line.get(key_start..key_end)?);
+            let (value_start, value_end, shape) = cursor.value(value_start, 1)?;
+            if key != Key::Other {
+                let value = ValueBytes {
+                    bytes: line.get(value_start..value_end)?,
+                    shape,
+                };
+                raw.read(key, value).ok()?;
+            }
+            // Python's `", "` first; else any whitespace around the comma.
+            if line.get(value_end..)?.starts_with(b", ") {
+                at = value_end + 2;
+            } else {
+                at = cursor.skip_whitespace(value_end);
+                match cursor.byte(at)? {
+                    b',' => at = cursor.skip_whitespace(at + 1),
+                    b'}' => {
+                        close = at + 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+            if let Some(memo) = memo.as_deref_mut() {
+                memo.walked(start, at, key);
+            }
+            ordinal += 1;
         }
-        let key = extractor.classify(line.get(key_start..key_end)?);
-        let (value_start, value_end, shape) = cursor.value(value_start, 1)?;
-        if key != Key::Other {
-            let value = ValueBytes {
-                bytes: line.get(value_start..value_end)?,
-                shape,
-            };
-            raw.read(key, value).ok()?;
-        }
-        Some(value_end)
-    })?;
+    }
     if cursor.skip_whitespace(close) != line.len() {
         return None;
     }
@@ -64,6 +104,9 @@ pub(super) fn extract<'a>(extractor: &Extractor, line: &'a [u8]) -> Option<Event
     // string byte: a line with no non-ASCII byte there is valid UTF-8.
     if cursor.saw_non_ascii() {
         std::str::from_utf8(line).ok()?;
+    }
+    if let Some(memo) = memo {
+        memo.remember(line);
     }
     Some(raw.finish())
 }
@@ -467,7 +510,7 @@ mod tests {
     fn both(line: &str) {
         let extractor = Extractor::new(Profile::lingtai());
         let serde = extractor.extract_with_serde(line.as_bytes());
-        let fast = extract(&extractor, line.as_bytes());
+        let fast = extract(&extractor, line.as_bytes(), None);
         if let Some(fast) = &fast {
             assert_eq!(Ok(fast), serde.as_ref(), "{line:?}");
         }
@@ -475,7 +518,7 @@ mod tests {
     }
 
     fn takes_fast_path(line: &str) -> bool {
-        extract(&Extractor::new(Profile::lingtai()), line.as_bytes()).is_some()
+        extract(&Extractor::new(Profile::lingtai()), line.as_bytes(), None).is_some()
     }
 
     #[test]
@@ -553,7 +596,7 @@ mod tests {
                 let mut line = format!(r#"{{"type":"x","p":"{}"#, "a".repeat(pad)).into_bytes();
                 line.extend_from_slice(bad);
                 line.extend_from_slice(br#"","ts":1}"#);
-                assert_eq!(extract(&extractor, &line), None, "{line:?}");
+                assert_eq!(extract(&extractor, &line, None), None, "{line:?}");
                 let expected = Err(super::super::LineProblem::NotUtf8);
                 assert_eq!(extractor.extract(&line), expected, "{line:?}");
             }
@@ -711,8 +754,9 @@ mod tests {
         })
     }
 
-    /// A line: an object (the usual case) of such values under index keys and others.
-    fn json_line() -> impl Strategy<Value = String> {
+    /// A top-level member of a line, under an index key or another: `", "` or another comma
+    /// before it, then the key, a colon and a value.
+    fn json_member() -> impl Strategy<Value = String> + Clone {
         let key = prop_oneof![
             Just("type"),
             Just("event"),
@@ -731,27 +775,196 @@ mod tests {
             Just("other"),
             Just("typ\\u0065"),
         ];
-        let ws = prop_oneof![5 => Just(""), 5 => Just(" "), 2 => Just("\n"), 1 => Just("\u{c}")];
         // The separators: mostly lingtai's, sometimes any JSON whitespace around them.
         let colon =
             prop_oneof![6 => Just(": "), 2 => Just(":"), 1 => Just(" :  "), 1 => Just("\t:\n")];
         let comma =
             prop_oneof![6 => Just(", "), 2 => Just(","), 1 => Just(" ,  "), 1 => Just("\r\n,\t")];
+        (key, colon, json_value(), comma)
+            .prop_map(|(key, colon, value, comma)| format!("{comma}\"{key}\"{colon}{value}"))
+    }
+
+    fn json_whitespace() -> impl Strategy<Value = &'static str> + Clone {
+        prop_oneof![5 => Just(""), 5 => Just(" "), 2 => Just("\n"), 1 => Just("\u{c}")]
+    }
+
+    /// A line: an object (the usual case) of such values under index keys and others.
+    fn json_line() -> impl Strategy<Value = String> {
+        let ws = json_whitespace();
         // A first member of any length moves everything after it across block boundaries.
         let pad = (0usize..80).prop_map(|n| format!("\"pad\": \"{}\"", "p".repeat(n)));
-        let member = (key, colon, json_value(), comma);
         prop_oneof![
-            9 => (pad, proptest::collection::vec(member, 0..8), ws.clone(), ws).prop_map(
-                |(pad, members, lead, trail)| {
-                    let mut body = pad;
-                    for (k, colon, v, comma) in members {
-                        body.push_str(&format!("{comma}\"{k}\"{colon}{v}"));
-                    }
-                    format!("{lead}{{{body}}}{trail}")
-                }
+            9 => (pad, proptest::collection::vec(json_member(), 0..8), ws.clone(), ws).prop_map(
+                |(pad, members, lead, trail)| format!("{lead}{{{pad}{}}}{trail}", members.concat())
             ),
             1 => json_value(),
         ]
+    }
+
+    /// Lines drawn from a few members, as a runtime's lines repeat its envelope: each line is
+    /// a `{`, some of the members in some order (the first without its comma), and a `}`, and
+    /// sometimes one byte of it is changed.
+    fn repetitive_lines() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        let pool = proptest::collection::vec(json_member(), 1..8);
+        let picks = proptest::collection::vec(
+            (
+                proptest::collection::vec(any::<proptest::sample::Index>(), 0..10),
+                json_whitespace(),
+                proptest::option::weighted(0.15, (any::<proptest::sample::Index>(), any::<u8>())),
+            ),
+            1..12,
+        );
+        (pool, picks).prop_map(|(pool, picks)| {
+            picks
+                .into_iter()
+                .map(|(members, lead, edit)| {
+                    let mut body = String::new();
+                    for (n, pick) in members.iter().enumerate() {
+                        let member = pick.get(&pool);
+                        let member = if n == 0 {
+                            // The first member has no comma before it.
+                            member.trim_start_matches([' ', ',', '\r', '\n', '\t'])
+                        } else {
+                            member
+                        };
+                        body.push_str(member);
+                    }
+                    let mut line = format!("{lead}{{{body}}}").into_bytes();
+                    if let Some((at, byte)) = edit {
+                        let i = at.index(line.len());
+                        line[i] = byte;
+                    }
+                    line
+                })
+                .collect()
+        })
+    }
+
+    /// Lingtai's shapes, as the kernel writes them (reference §4), and lines that differ from
+    /// them in one place each: a changed envelope value, an index key inside the envelope, a
+    /// non-ASCII value, invalid UTF-8, a broken member, a missing comma.
+    fn lingtai_sequence() -> Vec<String> {
+        let envelope = r#""address": "agent-alice", "agent_name": "alice", "ts": TS, "kernel_version": "0.19.5", "kernel_runtime_stamp": "0.19.5", "kernel_runtime": {"version": "0.19.5", "stamp": "0.19.5", "mode": "package", "source": "package", "installed_version": "0.19.5"}"#;
+        let line = |ty: &str, ts: &str, rest: &str| {
+            format!(
+                r#"{{"type": "{ty}", {}{rest}}}"#,
+                envelope.replace("TS", ts)
+            )
+        };
+        vec![
+            line(
+                "llm_call",
+                "1786000000.01",
+                r#", "model": "gpt-5.5", "api_call_id": "api_3f9c2a1b7d4e""#,
+            ),
+            line(
+                "llm_response",
+                "1786000004.512",
+                r#", "input_tokens": 48213, "output_tokens": 912, "thinking_tokens": 384, "cached_tokens": 45056, "estimated": false"#,
+            ),
+            line(
+                "llm_response",
+                "1786000005.5",
+                r#", "input_tokens": 100, "output_tokens": 2, "thinking_tokens": 0, "cached_tokens": 1, "estimated": false"#,
+            ),
+            line(
+                "psyche_molt",
+                "1786000060.25",
+                r#", "before_tokens": 171234, "after_tokens": 9120, "molt_count": 4"#,
+            ),
+            line("tool_call", "1786000061", r#", "tool": "grep""#),
+            line("tool_call", "1786000062", r#", "tool": "grep""#),
+            line(
+                "tool_call",
+                "1786000062",
+                r#", "tool": "grep", "input_tokens": 7"#,
+            ),
+            line("tool_call", "1786000062", r#", "tool": "grép""#),
+            line("tool_call", "1786000062", r#", "tool": "grép""#),
+            line("tool_call", "1786000062", r#", "tool": "grep""#)
+                .replace(r#"alice""#, r#"alicé""#),
+            line("tool_call", "1786000062", r#", "tool": "grep""#),
+            line("tool_call", "1786000063", r#", "tool": "grep""#).replace(r#""mode""#, r#""seq""#),
+            line("tool_call", "1786000063", r#", "tool": "grep""#)
+                .replace("agent-alice", "agent-bob"),
+            line("tool_call", "1786000063", r#", "tool": "grep""#).replace(
+                r#""0.19.5", "kernel_runtime""#,
+                r#""0.19.5" "kernel_runtime""#,
+            ),
+            line("tool_call", "1786000063", r#", "tool": "grep""#),
+            line("tool_call", "1786000063", r#", "tool": "grep""#)
+                .replace(r#""alice", "#, "\"alice\",\n "),
+            line("tool_call", "1786000063", r#", "tool": "grep""#)
+                .replace(r#""alice", "#, r#""alice" "#),
+            line("tool_call", "1786000064", r#", "tool": "grep""#),
+            line("tool_call", "1786000064", r#", "tool": "grep""#)
+                .replace(r#"package"}"#, r#"package"]"#),
+            line("tool_call", "1786000064", r#", "tool": "grep""#)
+                .replace(r#""agent_name": "alice", "#, ""),
+            line("tool_call", "1786000064", r#", "tool": "grep""#),
+            line("tool_call", "1786000064", r#", "tool": "grep""#)
+                .replace(r#""address""#, r#""ts""#),
+            line("tool_call", "1786000065", r#", "tool": "grep""#),
+        ]
+    }
+
+    #[test]
+    fn the_memo_steps_over_the_envelope_and_agrees_everywhere() {
+        let extractor = Extractor::new(Profile::lingtai());
+        let mut memo = LineMemo::new();
+        let mut lines: Vec<Vec<u8>> = lingtai_sequence()
+            .into_iter()
+            .map(String::into_bytes)
+            .collect();
+        // Invalid UTF-8 in a member the next line repeats, and after a repeated member.
+        let mut bad = lines[1].clone();
+        let at = bad.windows(5).position(|w| w == b"alice").unwrap_or(0);
+        bad[at] = 0xff;
+        lines.insert(5, bad.clone());
+        lines.insert(6, bad);
+        // The `address` member, its comma and the whitespace after it (none of the values
+        // holds a comma).
+        let envelope = |line: &[u8]| {
+            let start = line.windows(9).position(|w| w == b"\"address\"")?;
+            let comma = start + line.get(start..)?.iter().position(|&b| b == b',')?;
+            let end = comma
+                + 1
+                + line
+                    .get(comma + 1..)?
+                    .iter()
+                    .take_while(|b| b.is_ascii_whitespace())
+                    .count();
+            line.get(start..end).map(<[u8]>::to_vec)
+        };
+        let mut last_read = None;
+        let mut stepped = 0;
+        for line in &lines {
+            let serde = extractor.extract_with_serde(line);
+            let mut probe = memo.clone();
+            assert_eq!(
+                extractor.extract_with_memo(&mut memo, line),
+                serde,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            // Stepped over exactly when the last line the fast path read had this member.
+            let here = envelope(line);
+            let expected = here.is_some() && here == last_read;
+            probe.begin();
+            let at = line.windows(9).position(|w| w == b"\"address\"");
+            let repeated = at.and_then(|at| probe.repeat(1, line, at));
+            assert_eq!(
+                repeated.is_some(),
+                expected,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            stepped += usize::from(expected);
+            if extract(&extractor, line, None).is_some() {
+                last_read = here;
+            }
+        }
+        assert_eq!(stepped, 15);
     }
 
     #[test]
@@ -766,7 +979,7 @@ mod tests {
                     .new_tree(&mut runner)
                     .map(|t| t.current())
                     .unwrap_or_default();
-                extract(&extractor, line.as_bytes()).is_some()
+                extract(&extractor, line.as_bytes(), None).is_some()
             })
             .count();
         assert!(
@@ -833,6 +1046,26 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+        /// Through any sequence of lines, the memo of the previous one changes no answer.
+        #[test]
+        fn the_memo_agrees_with_serde_on_any_sequence(lines in repetitive_lines()) {
+            let extractor = Extractor::new(Profile::lingtai());
+            let mut memo = LineMemo::new();
+            for line in &lines {
+                let serde = extractor.extract_with_serde(line);
+                proptest::prop_assert_eq!(
+                    extractor.extract_with_memo(&mut memo, line),
+                    serde,
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
 
         /// Whatever the line, the fast path and the serde path give the same answer.
@@ -849,7 +1082,7 @@ mod tests {
                 line[i] = byte;
             }
             let extractor = Extractor::new(Profile::lingtai());
-            let fast = extract(&extractor, &line);
+            let fast = extract(&extractor, &line, None);
             let serde = extractor.extract_with_serde(&line);
             if let Some(fast) = fast {
                 proptest::prop_assert_eq!(Ok(fast), serde.clone());
