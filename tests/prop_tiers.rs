@@ -531,6 +531,34 @@ fn a_large_build_extracts_on_two_threads_and_stores_what_one_thread_does() {
     assert_identical_to_a_rebuild(&reopened);
 }
 
+/// A build of a log of several 4 MiB runs (`RUN_BYTES`), on two threads: the extraction
+/// helper reads each next run ahead and the scanner adopts it. The fold is the oracle's, and
+/// every table, the meta record's running checksum among them, equals what a build on one
+/// thread (which reads every run itself) stores.
+#[test]
+fn a_build_of_several_runs_reads_each_next_one_ahead_and_stores_what_one_thread_does() {
+    let log = common::synthetic(5_000, 12);
+    assert!(
+        log.len() > 8 << 20,
+        "{} bytes: too small for three runs",
+        log.len()
+    );
+    let agent = Agent::with_log(&log);
+    let index = Index::open(&agent.paths, &IndexOptions::default()).expect("build");
+    assert_index_matches_oracle(&index, &log);
+    drop(index);
+    let one_thread = IndexOptions {
+        two_threads: false,
+        ..IndexOptions::default()
+    };
+    let reopened = Index::open(&agent.paths, &one_thread).expect("reopen");
+    assert!(matches!(
+        reopened.outcome(),
+        agentlog::index::IndexOutcome::Fresh
+    ));
+    assert_identical_to_a_rebuild(&reopened);
+}
+
 /// Every table of `index`, byte for byte, is what a fresh build of its prefix of the log
 /// stores (`verify --deep`'s row check): whatever path wrote it, an index is one function of
 /// the log's bytes.

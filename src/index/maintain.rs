@@ -31,7 +31,7 @@ use super::schema::{Meta, PARSER_VERSION, SeqState, TypesSum};
 use super::validate::{self, Expected, Loaded, Validity};
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::{EventFields, FoldState, Folded, Folder, LineMemo, LineProblem};
-use crate::log::{LineScanner, LogError, LogPaths, LogWriter, Run, WindowSum};
+use crate::log::{LineScanner, LogError, LogPaths, LogWriter, ReadAhead, Run, WindowSum};
 
 /// Progress of a long build: bytes done and bytes to do.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
@@ -872,6 +872,8 @@ impl Drop for WritableIndex {
 struct ChunkReader<'a> {
     folder: Folder,
     scanner: LineScanner<'a>,
+    /// The buffer the extraction helper reads the next run into (see [`fold_run`]).
+    spare: Vec<u8>,
     commit_bytes: u64,
     /// Whether a run may be extracted on two threads (`IndexOptions::two_threads`).
     two_threads: bool,
@@ -906,6 +908,7 @@ impl<'a> ChunkReader<'a> {
                 meta.running_crc,
                 RUN_BYTES,
             ),
+            spare: Vec::new(),
             commit_bytes: options.commit_bytes.max(1),
             two_threads: options.two_threads,
             log_path,
@@ -927,13 +930,15 @@ impl<'a> ChunkReader<'a> {
             }
             let budget = usize::try_from(self.commit_bytes - done)
                 .map_or(RUN_BYTES, |left| left.min(RUN_BYTES));
-            let run = self
+            let found = self
                 .scanner
-                .next_run(budget)
+                .advance_run(budget)
                 .map_err(|e| log_read(self.log_path, e))?;
-            match run {
-                None => return Ok(true),
-                Some(Run::TooLong { offset, len }) => {
+            let Some(found) = found else {
+                return Ok(true);
+            };
+            match self.scanner.run(found) {
+                Run::TooLong { offset, len } => {
                     self.folder.fold_too_long(offset, len);
                     let folded = Folded::Skipped(LineProblem::TooLong);
                     if let Some(row) = Row::from_folded(&folded, offset, self.folder.state(), types)
@@ -941,17 +946,25 @@ impl<'a> ChunkReader<'a> {
                         rows.push(row);
                     }
                 }
-                Some(Run::Lines {
+                Run::Lines {
                     offset,
                     bytes,
                     ends,
-                }) => {
+                } => {
                     let run = RunLines {
                         offset,
                         bytes,
                         ends,
                     };
-                    fold_run(&mut self.folder, run, self.two_threads, rows, types);
+                    let next = NextRun {
+                        scanner: &self.scanner,
+                        spare: std::mem::take(&mut self.spare),
+                    };
+                    let ahead =
+                        fold_run(&mut self.folder, run, self.two_threads, next, rows, types);
+                    if let Some(ahead) = ahead {
+                        self.spare = self.scanner.adopt(ahead);
+                    }
                 }
             }
         }
@@ -1013,18 +1026,27 @@ impl<'b> RunLines<'b> {
     }
 }
 
+/// The scanner a run came from, and a buffer for reading the run after it.
+struct NextRun<'s, 'f> {
+    scanner: &'s LineScanner<'f>,
+    spare: Vec<u8>,
+}
+
 /// Extracts and folds the lines of `run` into `rows`, in file order. A large run is cut into
 /// [`RUN_PIECES`] pieces: this thread takes pieces from the front, extracting and folding each,
-/// while a scoped helper extracts pieces from the back (see [`Pieces`]); they meet wherever the
-/// load puts them, so neither waits on a split fixed in advance (the index writer shares the
-/// second core). If the helper cannot start, this thread does it all.
+/// while a scoped helper first reads the next run ahead into `next.spare`
+/// ([`LineScanner::read_ahead`]), then extracts pieces from the back (see [`Pieces`]); they
+/// meet wherever the load puts them, so neither waits on a split fixed in advance (the index
+/// writer shares the second core). Returns the run read ahead, if any. If the helper cannot
+/// start, this thread does it all.
 fn fold_run(
     folder: &mut Folder,
     run: RunLines<'_>,
     two_threads: bool,
+    next: NextRun<'_, '_>,
     rows: &mut RowBuffer,
     types: &mut TypeMap,
-) {
+) -> Option<ReadAhead> {
     let mut fold = |folder: &mut Folder, offset: u64, line: &[u8], extracted| {
         let folded = folder.fold_extracted(offset, line, extracted);
         if let Some(row) = Row::from_folded(&folded, offset, folder.state(), types) {
@@ -1037,7 +1059,7 @@ fn fold_run(
             let extracted = folder.extract(line);
             fold(folder, offset, line, extracted);
         }
-        return;
+        return None;
     }
     let pieces = run.pieces(RUN_PIECES);
     let shared = Pieces::new(pieces.len());
@@ -1048,6 +1070,8 @@ fn fold_run(
             .name("agentlog-extract".to_owned())
             .spawn_scoped(scope, || {
                 let _gone = shared.helper_guard();
+                // The read this thread would wait for after the run, while it has a core.
+                let ahead = next.scanner.read_ahead(next.spare);
                 let mut memo = LineMemo::new();
                 while let Some(i) = shared.claim_back() {
                     let lines = pieces.get(i).cloned().unwrap_or(0..0);
@@ -1056,6 +1080,7 @@ fn fold_run(
                         .map(|(_, l)| extractor.extract_with_memo(&mut memo, l));
                     shared.fill(i, extracted.collect());
                 }
+                ahead
             });
         if started.is_err() {
             shared.helper_gone();
@@ -1083,11 +1108,9 @@ fn fold_run(
             }
         }
         // Joined here, so that a helper that panicked (a bug) does not make the scope panic:
-        // its pieces were extracted on this thread instead.
-        if let Some(helper) = helper {
-            let _ = helper.join();
-        }
-    });
+        // its pieces were extracted on this thread instead, and the next run is read here.
+        helper.and_then(|helper| helper.join().ok().flatten())
+    })
 }
 
 /// How many pieces a run extracted on two threads is cut into: enough that the two threads

@@ -58,6 +58,39 @@ pub enum Run<'b> {
     },
 }
 
+/// Where [`LineScanner::advance_run`] found a run: [`LineScanner::run`] lends it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FoundRun {
+    /// Complete lines at `start..end` of the buffer.
+    Lines {
+        /// Where the run starts in the buffer.
+        start: usize,
+        /// Where it ends.
+        end: usize,
+    },
+    /// As [`Run::TooLong`].
+    TooLong {
+        /// Byte offset of the line's first byte.
+        offset: u64,
+        /// Length without the `\n`.
+        len: u64,
+    },
+}
+
+/// The next stretch of a log, read by another thread for [`LineScanner::adopt`].
+#[derive(Debug)]
+pub struct ReadAhead {
+    /// The scanner's unreturned bytes, then the bytes read after them.
+    buf: Vec<u8>,
+    filled: usize,
+    /// File offset of `buf[0]`.
+    start: u64,
+    /// The crc32 of the returned bytes that were not yet in the scanner's running crc.
+    returned: crc32fast::Hasher,
+    /// The scanner's `(buf_start, cursor, filled)` it was made from.
+    after: (u64, usize, usize),
+}
+
 /// Reads complete lines of a file from `start` up to `limit`, keeping a crc32 of the bytes of
 /// the complete lines it returned (including their `\n`).
 pub struct LineScanner<'f> {
@@ -174,6 +207,13 @@ impl<'f> LineScanner<'f> {
     /// [`LineScanner::next_line`]. `None` at the limit, at the end of the file, or before a
     /// torn tail.
     pub fn next_run(&mut self, max_bytes: usize) -> io::Result<Option<Run<'_>>> {
+        Ok(self.advance_run(max_bytes)?.map(|found| self.run(found)))
+    }
+
+    /// [`LineScanner::next_run`] in two steps: this one moves past the run and says where it
+    /// is; [`LineScanner::run`] then lends it out without holding the scanner mutably, so
+    /// another thread can [`read_ahead`](LineScanner::read_ahead) meanwhile.
+    pub fn advance_run(&mut self, max_bytes: usize) -> io::Result<Option<FoundRun>> {
         if self.exhausted {
             return Ok(None);
         }
@@ -196,27 +236,86 @@ impl<'f> LineScanner<'f> {
             }
             if at > start {
                 self.cursor = at;
-                return Ok(Some(Run::Lines {
-                    offset: self.buf_start + start as u64,
-                    bytes: &self.buf[start..at],
-                    ends: &self.ends,
-                }));
+                return Ok(Some(FoundRun::Lines { start, end: at }));
             }
             if let Some(len) = too_long {
                 self.cursor += len + 1;
-                return Ok(Some(Run::TooLong {
+                return Ok(Some(FoundRun::TooLong {
                     offset: self.buf_start + start as u64,
                     len: len as u64,
                 }));
             }
             if self.filled - self.cursor > self.max_line {
                 let skipped = self.skip_too_long()?;
-                return Ok(skipped.map(|(offset, len)| Run::TooLong { offset, len }));
+                return Ok(skipped.map(|(offset, len)| FoundRun::TooLong { offset, len }));
             }
             if !self.refill()? {
                 return Ok(None);
             }
         }
+    }
+
+    /// The run that [`LineScanner::advance_run`] just moved past.
+    pub fn run(&self, found: FoundRun) -> Run<'_> {
+        match found {
+            FoundRun::Lines { start, end } => Run::Lines {
+                offset: self.buf_start + start as u64,
+                bytes: self.buf.get(start..end).unwrap_or_default(),
+                ends: &self.ends,
+            },
+            FoundRun::TooLong { offset, len } => Run::TooLong { offset, len },
+        }
+    }
+
+    /// Reads the bytes that follow the buffer into `spare` (after a copy of what is still
+    /// unreturned), and checksums the returned bytes not yet in the running crc, without
+    /// changing the scanner: another thread does this while the last run is being read, and
+    /// [`LineScanner::adopt`] then takes the result instead of reading itself. `None` if
+    /// there is nothing to read ahead, or the read failed (the scanner's own read will meet
+    /// the error again and report it).
+    pub fn read_ahead(&self, mut spare: Vec<u8>) -> Option<ReadAhead> {
+        if self.exhausted {
+            return None;
+        }
+        let pending = self.buf.get(self.cursor..self.filled)?;
+        spare.resize(self.buf.len(), 0);
+        spare.get_mut(..pending.len())?.copy_from_slice(pending);
+        let pos = self.buf_start + self.filled as u64;
+        let room = spare.len() - pending.len();
+        let want = room.min(usize::try_from(self.limit.saturating_sub(pos)).unwrap_or(usize::MAX));
+        if want == 0 {
+            return None;
+        }
+        let into = spare.get_mut(pending.len()..pending.len() + want)?;
+        let read = read_at_retrying(self.file, into, pos).ok()?;
+        if read == 0 {
+            return None;
+        }
+        let mut returned = crc32fast::Hasher::new();
+        returned.update(self.buf.get(self.hashed..self.cursor)?);
+        Some(ReadAhead {
+            buf: spare,
+            filled: pending.len() + read,
+            start: self.buf_start + self.cursor as u64,
+            returned,
+            after: (self.buf_start, self.cursor, self.filled),
+        })
+    }
+
+    /// Continues from `ahead`, which [`LineScanner::read_ahead`] made of this scanner as it is
+    /// now: its buffer becomes this scanner's, as if this scanner had refilled itself then.
+    /// Returns the buffer given up, for the next read-ahead. An `ahead` made of an earlier
+    /// state is ignored (and handed back).
+    pub fn adopt(&mut self, ahead: ReadAhead) -> Vec<u8> {
+        if ahead.after != (self.buf_start, self.cursor, self.filled) || self.exhausted {
+            return ahead.buf;
+        }
+        self.crc.combine(&ahead.returned);
+        self.buf_start = ahead.start;
+        self.filled = ahead.filled;
+        self.cursor = 0;
+        self.hashed = 0;
+        std::mem::replace(&mut self.buf, ahead.buf)
     }
 
     fn hash_consumed(&mut self) {
@@ -408,12 +507,23 @@ mod tests {
         assert_eq!(crc, crc32fast::hash(b"ok\n"));
     }
 
-    /// What [`collect`] gives, read run by run with at most `max_bytes` per run.
-    fn collect_runs(file: &File, max_line: usize, buffer: usize, max_bytes: usize) -> Scanned {
-        let mut scanner = LineScanner::with_buffer(file, 0, u64::MAX, max_line, 0, buffer);
+    /// What [`collect`] gives, read run by run with at most `max_bytes` per run; with
+    /// `read_ahead`, the bytes after each run are read ahead and adopted, as a build's helper
+    /// does.
+    fn collect_runs(
+        file: &File,
+        limit: u64,
+        (max_line, buffer, max_bytes): (usize, usize, usize),
+        read_ahead: bool,
+    ) -> Scanned {
+        let mut scanner = LineScanner::with_buffer(file, 0, limit, max_line, 0, buffer);
         let mut out = Vec::new();
-        while let Some(run) = scanner.next_run(max_bytes).unwrap() {
-            match run {
+        let mut spare = Vec::new();
+        while let Some(found) = scanner.advance_run(max_bytes).unwrap() {
+            let ahead = read_ahead
+                .then(|| scanner.read_ahead(std::mem::take(&mut spare)))
+                .flatten();
+            match scanner.run(found) {
                 Run::Lines {
                     offset,
                     bytes,
@@ -431,6 +541,9 @@ mod tests {
                     }
                 }
                 Run::TooLong { offset, .. } => out.push((offset, None)),
+            }
+            if let Some(ahead) = ahead {
+                spare = scanner.adopt(ahead);
             }
         }
         let end = scanner.end();
@@ -454,18 +567,66 @@ mod tests {
             let expected = collect(&f, max_line);
             for (buffer, max_bytes) in [(4096, 1), (4096, 700), (8192, usize::MAX), (1 << 20, 5000)]
             {
-                assert_eq!(
-                    collect_runs(&f, max_line, buffer, max_bytes),
-                    expected,
-                    "max_line {max_line}, buffer {buffer}, max_bytes {max_bytes}"
-                );
+                for read_ahead in [false, true] {
+                    assert_eq!(
+                        collect_runs(&f, u64::MAX, (max_line, buffer, max_bytes), read_ahead),
+                        expected,
+                        "max_line {max_line}, buffer {buffer}, max_bytes {max_bytes}, read ahead {read_ahead}"
+                    );
+                }
+            }
+            // A limit inside a line: neither way reads past it.
+            let limit = 20_011;
+            let mut first = LineScanner::new(&f, 0, limit, max_line, 0);
+            let mut expected = Vec::new();
+            while let Some(line) = first.next_line().unwrap() {
+                expected.push(match line {
+                    Line::Complete { offset, bytes } => (offset, Some(bytes.to_vec())),
+                    Line::TooLong { offset, .. } => (offset, None),
+                });
+            }
+            let expected = (expected, first.end(), first.crc());
+            for read_ahead in [false, true] {
+                let got = collect_runs(&f, limit, (max_line, 4096, 300), read_ahead);
+                assert_eq!(got, expected, "limit, read ahead {read_ahead}");
             }
         }
         // A torn too-long tail after the runs.
         let mut torn = b"ok\n".to_vec();
         torn.extend(vec![b'y'; 600_000]);
         let f = file_with(&torn);
-        assert_eq!(collect_runs(&f, 100, 4096, 10), collect(&f, 100));
+        for read_ahead in [false, true] {
+            let got = collect_runs(&f, u64::MAX, (100, 4096, 10), read_ahead);
+            assert_eq!(got, collect(&f, 100));
+        }
+    }
+
+    #[test]
+    fn a_read_ahead_of_an_earlier_state_is_ignored_and_later_bytes_are_still_read() {
+        let f = file_with(b"a\nbb\nccc\n");
+        let mut appender = f.try_clone().unwrap();
+        let mut scanner = LineScanner::with_buffer(&f, 0, u64::MAX, 100, 0, 4096);
+        let first = scanner.advance_run(1).unwrap();
+        assert_eq!(first, Some(FoundRun::Lines { start: 0, end: 2 }));
+        let stale = scanner.read_ahead(Vec::new());
+        // Nothing past the buffer yet: the whole file is in it.
+        assert!(stale.is_none());
+        appender.write_all(b"dddd\n").unwrap();
+        let ahead = scanner.read_ahead(Vec::new()).expect("the appended line");
+        assert!(scanner.advance_run(1).unwrap().is_some());
+        // The scanner moved on: the read-ahead no longer fits and is handed back.
+        let handed_back = scanner.adopt(ahead);
+        assert!(!handed_back.is_empty());
+        let mut rest = Vec::new();
+        while let Some(found) = scanner.advance_run(usize::MAX).unwrap() {
+            if let Run::Lines { offset, bytes, .. } = scanner.run(found) {
+                rest.push((offset, bytes.to_vec()));
+            }
+        }
+        let expected = vec![(5, b"ccc\n".to_vec()), (9, b"dddd\n".to_vec())];
+        assert_eq!(rest, expected);
+        assert_eq!(scanner.end(), 14);
+        assert_eq!(scanner.crc(), crc32fast::hash(b"a\nbb\nccc\ndddd\n"));
     }
 
     #[test]

@@ -16,7 +16,9 @@ pub use error::LogError;
 #[doc(hidden)]
 pub use faults::{FaultKind, FaultPlan, Faults};
 pub use file::{check_regular, open_for_append, open_for_read};
-pub use lines::{DEFAULT_MAX_LINE, Line, LineScanner, Run, read_at_retrying, read_exact_at};
+pub use lines::{
+    DEFAULT_MAX_LINE, FoundRun, Line, LineScanner, ReadAhead, Run, read_at_retrying, read_exact_at,
+};
 pub use window::{WINDOW_BYTES, WindowSum};
 pub(crate) use writer::LogSync;
 pub use writer::{Appended, LogWriter, SyncPolicy};

@@ -132,7 +132,8 @@ impl LineMemo {
         // tool result's text) is never noted: it has no comma after it.
         let noted = self.reading.last().map_or(0, |m| m.next);
         self.line.clear();
-        self.line.extend_from_slice(line.get(..noted).unwrap_or(line));
+        self.line
+            .extend_from_slice(line.get(..noted).unwrap_or(line));
         std::mem::swap(&mut self.members, &mut self.reading);
         self.reading.clear();
         // Each run of ignored members ends at its last one.
