@@ -169,9 +169,13 @@ pub trait LineValidator: Send + Sync + std::fmt::Debug {
 pub struct Extractor {
     profile: Profile,
     /// Candidate keys grouped by byte length, so most keys are dismissed by one comparison.
-    by_len: Vec<Vec<(Box<[u8]>, Key)>>,
+    /// Shared by clones, so a [`LineMemo`] can tell the extractor that filled it.
+    by_len: std::sync::Arc<KeyTable>,
     validator: Option<std::sync::Arc<dyn LineValidator>>,
 }
+
+/// Candidate keys by byte length (see [`Extractor`]).
+type KeyTable = Vec<Vec<(Box<[u8]>, Key)>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Key {
@@ -205,7 +209,7 @@ impl Extractor {
         for (i, name) in profile.token_fields.iter().enumerate() {
             keys.push((name.clone(), Key::Token(i)));
         }
-        let mut by_len: Vec<Vec<(Box<[u8]>, Key)>> = Vec::new();
+        let mut by_len: KeyTable = Vec::new();
         for (name, key) in keys {
             let len = name.len();
             if by_len.len() <= len {
@@ -218,7 +222,7 @@ impl Extractor {
         }
         Extractor {
             profile,
-            by_len,
+            by_len: std::sync::Arc::new(by_len),
             validator: None,
         }
     }
@@ -267,8 +271,8 @@ impl Extractor {
 
     /// [`Extractor::extract`] for one of a sequence of lines: members that repeat the previous
     /// line's byte for byte, under keys the index ignores (a runtime's envelope), are compared
-    /// instead of parsed again. The answer is the same as `extract`'s; `memo` must only ever be
-    /// used with this extractor.
+    /// instead of parsed again. The answer is the same as `extract`'s. A memo last used by
+    /// another extractor (one not cloned from this one) is emptied first.
     pub fn extract_with_memo<'a>(
         &self,
         memo: &mut LineMemo,

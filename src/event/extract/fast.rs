@@ -48,7 +48,7 @@ pub(super) fn extract<'a>(
         return None;
     }
     if let Some(memo) = memo.as_deref_mut() {
-        memo.begin();
+        memo.begin(&extractor.by_len);
     }
     let mut at = cursor.skip_whitespace(open + 1);
     let mut close = at + 1;
@@ -950,7 +950,7 @@ mod tests {
             // Stepped over exactly when the last line the fast path read had this member.
             let here = envelope(line);
             let expected = here.is_some() && here == last_read;
-            probe.begin();
+            probe.begin(&extractor.by_len);
             let at = line.windows(9).position(|w| w == b"\"address\"");
             let repeated = at.and_then(|at| probe.repeat(1, line, at));
             assert_eq!(
@@ -1043,6 +1043,43 @@ mod tests {
                 proptest::prop_assert_eq!(ours, serde_json::from_str::<u64>(&text).ok());
             }
         }
+    }
+
+    #[test]
+    fn a_memo_filled_by_another_extractor_starts_afresh() {
+        let lingtai = Extractor::new(Profile::lingtai());
+        // A profile that reads `address`, which lingtai's ignores.
+        let mut reads_address = Profile::lingtai();
+        reads_address.molt_count_field = "address".to_owned();
+        let other = Extractor::new(reads_address);
+        let lines = lingtai_sequence();
+        let mut memo = LineMemo::new();
+        for line in &lines[..3] {
+            assert!(
+                lingtai
+                    .extract_with_memo(&mut memo, line.as_bytes())
+                    .is_ok()
+            );
+        }
+        let line = lines[3].as_bytes();
+        let answer = other.extract_with_memo(&mut memo, line);
+        assert_eq!(answer, other.extract_with_serde(line));
+        assert_eq!(
+            answer.map(|f| f.molt_count),
+            Ok(crate::event::MoltCount::Invalid)
+        );
+        // A clone shares the key table, and so the memo; another extractor does not.
+        let clone = lingtai.clone();
+        assert!(clone.extract_with_memo(&mut memo, line).is_ok());
+        let next = lines[4].as_bytes();
+        let address = next.windows(9).position(|w| w == b"\"address\"");
+        let steps_with = |extractor: &Extractor| {
+            let mut probe = memo.clone();
+            probe.begin(&extractor.by_len);
+            address.and_then(|at| probe.repeat(1, next, at)).is_some()
+        };
+        assert!(steps_with(&lingtai), "kept for a clone");
+        assert!(!steps_with(&other), "emptied for another extractor");
     }
 
     proptest::proptest! {

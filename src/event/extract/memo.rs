@@ -22,16 +22,19 @@
 //! check included, is remembered, and a span of valid UTF-8 that starts and ends at ASCII
 //! bytes (as members do) is valid UTF-8 itself.
 
-use super::Key;
+use std::sync::Arc;
 
-/// The previous line's top-level members, for [`Extractor::extract_with_memo`]. A memo
-/// belongs to one extractor: pass it only to the extractor that filled it (another profile may
-/// read keys this one ignores).
+use super::{Key, KeyTable};
+
+/// The previous line's top-level members, for [`Extractor::extract_with_memo`].
 ///
 /// [`Extractor::extract_with_memo`]: super::Extractor::extract_with_memo
 #[derive(Clone, Debug, Default)]
 pub struct LineMemo {
-    /// The last line the fast path read in full.
+    /// The key table of the extractor that filled the memo: which keys it ignores is its
+    /// profile's to say, so another extractor starts the memo afresh.
+    keys: Option<Arc<KeyTable>>,
+    /// The last line the fast path read in full, up to the end of its last noted member.
     line: Vec<u8>,
     /// Its top-level members, in order.
     members: Vec<Member>,
@@ -67,9 +70,18 @@ impl LineMemo {
         LineMemo::default()
     }
 
-    /// Starts reading a line.
-    pub(super) fn begin(&mut self) {
+    /// Starts reading a line with the extractor whose key table is `keys`.
+    pub(super) fn begin(&mut self, keys: &Arc<KeyTable>) {
         self.reading.clear();
+        if !self
+            .keys
+            .as_ref()
+            .is_some_and(|mine| Arc::ptr_eq(mine, keys))
+        {
+            self.keys = Some(Arc::clone(keys));
+            self.members.clear();
+            self.line.clear();
+        }
     }
 
     /// Steps over the remembered members that `line` repeats at `at`, where its `ordinal`-th
