@@ -958,7 +958,7 @@ impl<'a> ChunkReader<'a> {
                     };
                     let next = NextRun {
                         scanner: &self.scanner,
-                        spare: std::mem::take(&mut self.spare),
+                        spare: &mut self.spare,
                     };
                     let ahead =
                         fold_run(&mut self.folder, run, self.two_threads, next, rows, types);
@@ -1029,7 +1029,7 @@ impl<'b> RunLines<'b> {
 /// The scanner a run came from, and a buffer for reading the run after it.
 struct NextRun<'s, 'f> {
     scanner: &'s LineScanner<'f>,
-    spare: Vec<u8>,
+    spare: &'s mut Vec<u8>,
 }
 
 /// Extracts and folds the lines of `run` into `rows`, in file order. A large run is cut into

@@ -268,34 +268,29 @@ impl<'f> LineScanner<'f> {
     }
 
     /// Reads the bytes that follow the buffer into `spare` (after a copy of what is still
-    /// unreturned), and checksums the returned bytes not yet in the running crc, without
+    /// unreturned; `spare` is taken only when something was read), and checksums the returned bytes not yet in the running crc, without
     /// changing the scanner: another thread does this while the last run is being read, and
     /// [`LineScanner::adopt`] then takes the result instead of reading itself. `None` if
     /// there is nothing to read ahead, or the read failed (the scanner's own read will meet
     /// the error again and report it).
-    pub fn read_ahead(&self, mut spare: Vec<u8>) -> Option<ReadAhead> {
+    pub fn read_ahead(&self, spare: &mut Vec<u8>) -> Option<ReadAhead> {
         if self.exhausted {
             return None;
         }
         let pending = self.buf.get(self.cursor..self.filled)?;
         spare.resize(self.buf.len(), 0);
-        spare.get_mut(..pending.len())?.copy_from_slice(pending);
+        let (kept, room) = spare.split_at_mut_checked(pending.len())?;
+        kept.copy_from_slice(pending);
         let pos = self.buf_start + self.filled as u64;
-        let room = spare.len() - pending.len();
-        let want = room.min(usize::try_from(self.limit.saturating_sub(pos)).unwrap_or(usize::MAX));
-        if want == 0 {
-            return None;
-        }
-        let into = spare.get_mut(pending.len()..pending.len() + want)?;
-        let read = read_at_retrying(self.file, into, pos).ok()?;
+        let read = read_capped(self.file, self.limit, room, pos).ok()?;
         if read == 0 {
             return None;
         }
         let mut returned = crc32fast::Hasher::new();
         returned.update(self.buf.get(self.hashed..self.cursor)?);
         Some(ReadAhead {
-            buf: spare,
             filled: pending.len() + read,
+            buf: std::mem::take(spare),
             start: self.buf_start + self.cursor as u64,
             returned,
             after: (self.buf_start, self.cursor, self.filled),
@@ -349,16 +344,8 @@ impl<'f> LineScanner<'f> {
 
     fn read_more(&mut self) -> io::Result<bool> {
         let pos = self.buf_start + self.filled as u64;
-        if pos >= self.limit {
-            return Ok(false);
-        }
-        let room = self.buf.len() - self.filled;
-        let want = room.min(usize::try_from(self.limit - pos).unwrap_or(usize::MAX));
-        let n = read_at_retrying(
-            self.file,
-            &mut self.buf[self.filled..self.filled + want],
-            pos,
-        )?;
+        let room = self.buf.get_mut(self.filled..).unwrap_or_default();
+        let n = read_capped(self.file, self.limit, room, pos)?;
         self.filled += n;
         // Zero bytes: the file ends before `limit` (it may have been truncated under us).
         Ok(n > 0)
@@ -394,6 +381,16 @@ impl<'f> LineScanner<'f> {
                 return Ok(None);
             }
         }
+    }
+}
+
+/// Reads into `into` from offset `pos`, never past `limit`: 0 at the limit or the end of the
+/// file.
+fn read_capped(file: &File, limit: u64, into: &mut [u8], pos: u64) -> io::Result<usize> {
+    let left = usize::try_from(limit.saturating_sub(pos)).unwrap_or(usize::MAX);
+    match into.get_mut(..left.min(into.len())) {
+        Some(into) if !into.is_empty() => read_at_retrying(file, into, pos),
+        _ => Ok(0),
     }
 }
 
@@ -520,9 +517,7 @@ mod tests {
         let mut out = Vec::new();
         let mut spare = Vec::new();
         while let Some(found) = scanner.advance_run(max_bytes).unwrap() {
-            let ahead = read_ahead
-                .then(|| scanner.read_ahead(std::mem::take(&mut spare)))
-                .flatten();
+            let ahead = read_ahead.then(|| scanner.read_ahead(&mut spare)).flatten();
             match scanner.run(found) {
                 Run::Lines {
                     offset,
@@ -608,11 +603,13 @@ mod tests {
         let mut scanner = LineScanner::with_buffer(&f, 0, u64::MAX, 100, 0, 4096);
         let first = scanner.advance_run(1).unwrap();
         assert_eq!(first, Some(FoundRun::Lines { start: 0, end: 2 }));
-        let stale = scanner.read_ahead(Vec::new());
+        let stale = scanner.read_ahead(&mut Vec::new());
         // Nothing past the buffer yet: the whole file is in it.
         assert!(stale.is_none());
         appender.write_all(b"dddd\n").unwrap();
-        let ahead = scanner.read_ahead(Vec::new()).expect("the appended line");
+        let ahead = scanner
+            .read_ahead(&mut Vec::new())
+            .expect("the appended line");
         assert!(scanner.advance_run(1).unwrap().is_some());
         // The scanner moved on: the read-ahead no longer fits and is handed back.
         let handed_back = scanner.adopt(ahead);
