@@ -518,17 +518,7 @@ fn a_large_build_extracts_on_two_threads_and_stores_what_one_thread_does() {
     assert_index_matches_oracle(&index, &log);
     assert_rows_match_oracle(&index, &log);
     drop(index);
-    let one_thread = IndexOptions {
-        two_threads: false,
-        ..IndexOptions::default()
-    };
-    let reopened = Index::open(&agent.paths, &one_thread).expect("reopen");
-    assert!(matches!(
-        reopened.outcome(),
-        agentlog::index::IndexOutcome::Fresh
-    ));
-    // The scratch rebuild it is compared with runs on one thread.
-    assert_identical_to_a_rebuild(&reopened);
+    assert_same_as_a_build_on_one_thread(&agent);
 }
 
 /// A build of a log of several 4 MiB runs (`RUN_BYTES`), on two threads: the extraction
@@ -547,6 +537,12 @@ fn a_build_of_several_runs_reads_each_next_one_ahead_and_stores_what_one_thread_
     let index = Index::open(&agent.paths, &IndexOptions::default()).expect("build");
     assert_index_matches_oracle(&index, &log);
     drop(index);
+    assert_same_as_a_build_on_one_thread(&agent);
+}
+
+/// The agent's index, reopened fresh on one thread, equals table for table a rebuild, which
+/// runs on one thread.
+fn assert_same_as_a_build_on_one_thread(agent: &Agent) {
     let one_thread = IndexOptions {
         two_threads: false,
         ..IndexOptions::default()
