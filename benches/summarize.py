@@ -258,7 +258,13 @@ def main():
         r3 = pf / sm(big, "a_index_state")
         print(f"| since-molt ≥ 1000x faster than the sidecar pair at {big} | in-process (a) vs pair on open conn: {fmt_ratio(r1)}; (a) vs pair as the kernel runs it: {fmt_ratio(r3)}; open+validate+answer (b) vs pair as the kernel runs it: {fmt_ratio(r2)} | {'met' if min(r1, r3) >= 1000 else 'MISSED'} for (a); {'met' if r2 >= 1000 else 'MISSED'} for (b) |")
     failed = [k for k, v in rep.items() if k.startswith("checks/") and not v.get("ok")]
-    print(f"\nCorrectness checks (all tiers and peers agree with the generator's totals): {'all passed' if not failed else 'FAILED: ' + ', '.join(failed)}")
+    print(f"\nCorrectness checks (our tiers agree with the generator's totals; each peer answers as the reference specifies): {'all passed' if not failed else 'FAILED: ' + ', '.join(failed)}")
+    wrong = [(k, v["detail"]) for k, v in rep.items()
+             if k.startswith("checks/") and v.get("ok") and v.get("detail", {}).get("differs_from_truth")]
+    for k, d in wrong:
+        print(f"- {k[len('checks/'):]}: {d.get('by_wall_clock_api_calls')} calls since the molt, the truth is "
+              f"{d.get('truth_api_calls')}: the reference's `ts >= boundary_ts` counts a response logged "
+              "in the molt's millisecond, before it (lingtai-agent-session.md §1.5)")
 
 
 if __name__ == "__main__":

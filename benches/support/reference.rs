@@ -124,3 +124,42 @@ pub fn full_scan(path: &Path) -> RefSession {
     }
     s
 }
+
+/// What Tier 1's two statements mean (§1.5), computed by a plain pass instead of SQL: the
+/// `psyche_molt` with the greatest `ts` is the boundary, and every `llm_response` with
+/// `ts >= boundary_ts` counts, wherever it is in the file. This is the sidecar's oracle; it
+/// differs from the truth (file order, which the full scan follows) when a response shares
+/// the molt's millisecond or the clock steps back.
+pub fn by_wall_clock(path: &Path) -> RefSession {
+    let ts = |ev: &serde_json::Map<String, Value>| ev.get("ts").and_then(Value::as_f64);
+    let events: Vec<serde_json::Map<String, Value>> = File::open(path)
+        .map(|f| {
+            BufReader::new(f)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|line| match serde_json::from_str::<Value>(&line) {
+                    Ok(Value::Object(ev)) => Some(ev),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // `ORDER BY ts DESC LIMIT 1`; a boundary without `ts` sorts last, as NULL does.
+    let boundary = events
+        .iter()
+        .filter(|ev| event_type(ev) == Some("psyche_molt"))
+        .filter_map(ts)
+        .max_by(f64::total_cmp);
+    let mut s = RefSession {
+        found_boundary: boundary.is_some(),
+        scanned: events.len() as u64,
+        ..RefSession::default()
+    };
+    let since = boundary.unwrap_or(0.0);
+    for ev in &events {
+        if event_type(ev) == Some("llm_response") && ts(ev).is_some_and(|t| t >= since) {
+            accumulate(&mut s, ev);
+        }
+    }
+    s
+}
