@@ -24,6 +24,9 @@ use serde::de::IgnoredAny;
 /// Rounds of one pass per parser; each one's median and best are reported.
 const ROUNDS: usize = 15;
 
+/// The size of the run a build reads at a time (`LineScanner`'s runs).
+const RUN_BYTES: usize = 4 << 20;
+
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -75,9 +78,14 @@ fn run() -> Result<(), String> {
         .filter(|line| extractor.extract(line).is_ok())
         .count();
     let newlines = log[..cut].iter().filter(|&&b| b == b'\n').count();
+    // The same lines as JSON arrays of about 4 MiB (a build's run), commas for newlines: what a
+    // structural pass over a whole run, its setup paid once per run, could do.
+    let runs = as_arrays(&lines, RUN_BYTES);
     let mut memo = LineMemo::new();
     let mut copy = Vec::new();
     let mut buffers = simd_json::Buffers::default();
+    let mut run_copy = Vec::new();
+    let mut run_buffers = simd_json::Buffers::default();
     // Each pass returns how many lines it accepted (for memchr: how many newlines it counted).
     type Pass<'a> = Box<dyn FnMut() -> usize + 'a>;
     let mut parsers: Vec<(&str, usize, Pass)> = vec![
@@ -157,6 +165,40 @@ fn run() -> Result<(), String> {
             }),
         ),
         (
+            "serde_json::from_slice::<IgnoredAny>, 4 MiB runs as arrays",
+            expected,
+            Box::new(|| {
+                runs.iter()
+                    .filter(|(run, _)| serde_json::from_slice::<IgnoredAny>(run).is_ok())
+                    .map(|(_, lines)| lines)
+                    .sum()
+            }),
+        ),
+        (
+            "sonic_rs::from_slice::<IgnoredAny>, 4 MiB runs as arrays",
+            expected,
+            Box::new(|| {
+                runs.iter()
+                    .filter(|(run, _)| sonic_rs::from_slice::<IgnoredAny>(run).is_ok())
+                    .map(|(_, lines)| lines)
+                    .sum()
+            }),
+        ),
+        (
+            "simd_json::to_tape_with_buffers, 4 MiB runs as arrays",
+            expected,
+            Box::new(|| {
+                runs.iter()
+                    .filter(|(run, _)| {
+                        run_copy.clear();
+                        run_copy.extend_from_slice(run);
+                        simd_json::to_tape_with_buffers(&mut run_copy, &mut run_buffers).is_ok()
+                    })
+                    .map(|(_, lines)| lines)
+                    .sum()
+            }),
+        ),
+        (
             "memchr::memchr_iter(b'\\n').count() (the hardware line)",
             newlines,
             Box::new(|| memchr::memchr_iter(b'\n', &log[..cut]).count()),
@@ -187,4 +229,26 @@ fn run() -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// `lines` as JSON arrays of about `run_bytes` each, with how many lines each one holds.
+fn as_arrays(lines: &[&[u8]], run_bytes: usize) -> Vec<(Vec<u8>, usize)> {
+    let mut runs = Vec::new();
+    let mut run = Vec::with_capacity(run_bytes + 1024);
+    let mut count = 0;
+    for line in lines {
+        run.push(if count == 0 { b'[' } else { b',' });
+        run.extend_from_slice(line);
+        count += 1;
+        if run.len() >= run_bytes {
+            run.push(b']');
+            runs.push((std::mem::take(&mut run), count));
+            count = 0;
+        }
+    }
+    if count > 0 {
+        run.push(b']');
+        runs.push((run, count));
+    }
+    runs
 }
