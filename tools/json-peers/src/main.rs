@@ -7,6 +7,9 @@
 //! RUSTFLAGS="-C target-cpu=native" cargo run --release --manifest-path tools/json-peers/Cargo.toml -- [LOG]
 //! ```
 //!
+//! The lines are parsed one at a time, and again joined into JSON arrays of about 4 MiB (a
+//! build's run), as a structural pass over a whole run would see them.
+//!
 //! Without `LOG`, a lingtai-shaped log of 30,000 responses (about 54 MB) is generated in memory.
 //! Every parser must accept exactly the lines our extraction accepts, or the program fails.
 //! Each one reads the whole line, as a build must: a line that is not JSON is not an event.
