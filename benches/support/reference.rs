@@ -131,9 +131,9 @@ pub fn full_scan(path: &Path) -> RefSession {
 /// differs from the truth (file order, which the full scan follows) when a response shares
 /// the molt's millisecond or the clock steps back.
 pub fn by_wall_clock(path: &Path) -> RefSession {
-    let ts = |ev: &serde_json::Map<String, Value>| ev.get("ts").and_then(Value::as_f64);
-    let events: Vec<serde_json::Map<String, Value>> = File::open(path)
-        .map(|f| {
+    // Two passes over the file, so that memory stays flat at 1 GB.
+    let events = || {
+        File::open(path).into_iter().flat_map(|f| {
             BufReader::new(f)
                 .lines()
                 .map_while(Result::ok)
@@ -141,24 +141,23 @@ pub fn by_wall_clock(path: &Path) -> RefSession {
                     Ok(Value::Object(ev)) => Some(ev),
                     _ => None,
                 })
-                .collect()
         })
-        .unwrap_or_default();
+    };
+    let ts = |ev: &serde_json::Map<String, Value>| ev.get("ts").and_then(Value::as_f64);
     // `ORDER BY ts DESC LIMIT 1`; a boundary without `ts` sorts last, as NULL does.
-    let boundary = events
-        .iter()
+    let boundary = events()
         .filter(|ev| event_type(ev) == Some("psyche_molt"))
-        .filter_map(ts)
+        .filter_map(|ev| ts(&ev))
         .max_by(f64::total_cmp);
     let mut s = RefSession {
         found_boundary: boundary.is_some(),
-        scanned: events.len() as u64,
         ..RefSession::default()
     };
     let since = boundary.unwrap_or(0.0);
-    for ev in &events {
-        if event_type(ev) == Some("llm_response") && ts(ev).is_some_and(|t| t >= since) {
-            accumulate(&mut s, ev);
+    for ev in events() {
+        s.scanned += 1;
+        if event_type(&ev) == Some("llm_response") && ts(&ev).is_some_and(|t| t >= since) {
+            accumulate(&mut s, &ev);
         }
     }
     s
