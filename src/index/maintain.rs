@@ -490,7 +490,7 @@ impl WritableIndex {
                 self.refresh_windows(log)?;
                 let end = reader.scanner.end();
                 if end - checked.0 <= REREAD_BYTES
-                    && !folded_bytes_unchanged(log, checked, end, self.meta.running_crc)
+                    && !crate::log::bytes_unchanged(log, checked, end, self.meta.running_crc)
                         .map_err(|e| log_read(&log_path, e))?
                 {
                     self.buffer.clear();
@@ -1403,39 +1403,9 @@ fn remove_index(path: &Path) -> Result<(), Unwritable> {
 }
 
 /// Chunks of at most this many bytes are read again before they are committed
-/// ([`folded_bytes_unchanged`]): for a catch-up that small the second read costs microseconds,
+/// ([`crate::log::bytes_unchanged`]): for a catch-up that small the second read costs microseconds,
 /// next to the milliseconds of the commit's syncs.
 const REREAD_BYTES: u64 = 1 << 20;
-
-/// Whether the log's bytes `[from, to)` still have the crc the fold computed over them
-/// (`crc_to`, continuing `crc_from`). A log rewritten in place while it was being folded,
-/// against its append-only contract, would otherwise leave an index of stitched versions
-/// whose windows (read from the log at commit time) match the newest one, and so is
-/// believed (found by `concurrency::logs_truncated_and_rewritten_under_readers_never_give_a_wrong_total`).
-/// Larger chunks are not read again (a second pass over every byte: an estimated 15% of a
-/// build): RELIABILITY.md.
-pub(crate) fn folded_bytes_unchanged(
-    log: &File,
-    (from, crc_from): (u64, u32),
-    to: u64,
-    crc_to: u32,
-) -> std::io::Result<bool> {
-    let mut hasher = crc32fast::Hasher::new_with_initial(crc_from);
-    let mut buf = vec![0; usize::try_from((to - from).min(64 << 10)).unwrap_or(0)];
-    let mut at = from;
-    while at < to {
-        let n = usize::try_from(to - at).map_or(buf.len(), |left| left.min(buf.len()));
-        let Some(chunk) = buf.get_mut(..n) else {
-            break;
-        };
-        if !crate::log::read_exact_at(log, chunk, at)? {
-            return Ok(false);
-        }
-        hasher.update(chunk);
-        at += n as u64;
-    }
-    Ok(hasher.finalize() == crc_to)
-}
 
 /// The smallest chunk an unsynced build commits in on two threads: below it, a commit's fixed
 /// writes (~30 pages) outweigh the overlap (a 1 MB log built in 256 KiB chunks was slower).

@@ -15,8 +15,7 @@ use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 use super::blocks::{BlockReader, DecodedBlock, Entry, ReadError};
 use super::db::{self, guarded};
 use super::maintain::{
-    Progress, Then, Unwritable, WritableIndex, expected, folded_bytes_unchanged, log_len, log_read,
-    redb_failure, storage,
+    Progress, Then, Unwritable, WritableIndex, expected, log_len, log_read, redb_failure, storage,
 };
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EventRow, INVALID, Meta, SEQ_RUNS, TYPE_BLOCKS};
@@ -216,7 +215,7 @@ impl Index {
             Validity::Stale(_)
         );
         // The fold's crc started afresh at the watermark.
-        let unchanged = folded_bytes_unchanged(&log, (from, 0), folded.end, folded.crc);
+        let unchanged = crate::log::bytes_unchanged(&log, (from, 0), folded.end, folded.crc);
         if !still_valid || !unchanged.map_err(read)? {
             return Err(IndexError::LogChanged {
                 path: paths.index.clone(),

@@ -422,6 +422,35 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<boo
     Ok(true)
 }
 
+/// Whether the file's bytes `[from, to)` still have the crc32 computed over them as they were
+/// read (`crc_to`, continuing `crc_from`): `Ok(false)` if they differ or the file is now
+/// shorter. A log rewritten in place while it was read, against its append-only contract, can
+/// hand a reader lines stitched from two versions; reading the bytes again is how a fold
+/// tells (found by `concurrency::logs_truncated_and_rewritten_under_readers_never_give_a_wrong_total`).
+/// Who reads again, and who does not: RELIABILITY.md.
+pub(crate) fn bytes_unchanged(
+    file: &File,
+    (from, crc_from): (u64, u32),
+    to: u64,
+    crc_to: u32,
+) -> io::Result<bool> {
+    let mut hasher = crc32fast::Hasher::new_with_initial(crc_from);
+    let mut buf = vec![0; usize::try_from(to.saturating_sub(from).min(64 << 10)).unwrap_or(0)];
+    let mut at = from;
+    while at < to {
+        let n = usize::try_from(to - at).map_or(buf.len(), |left| left.min(buf.len()));
+        let Some(chunk) = buf.get_mut(..n) else {
+            break;
+        };
+        if !read_exact_at(file, chunk, at)? {
+            return Ok(false);
+        }
+        hasher.update(chunk);
+        at += n as u64;
+    }
+    Ok(hasher.finalize() == crc_to)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,6 +460,26 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(bytes).unwrap();
         f
+    }
+
+    #[test]
+    fn bytes_unchanged_sees_a_rewrite_in_place_and_a_truncation() {
+        use std::os::unix::fs::FileExt;
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let f = file_with(&bytes);
+        let head = crc32fast::hash(&bytes[..1000]);
+        let whole = crc32fast::hash(&bytes);
+        assert!(bytes_unchanged(&f, (0, 0), bytes.len() as u64, whole).unwrap());
+        // Continuing a crc from the middle, as a catch-up does.
+        assert!(bytes_unchanged(&f, (1000, head), bytes.len() as u64, whole).unwrap());
+        // One byte rewritten in place, past the first 64 KiB read.
+        f.write_at(&[bytes[150_000] ^ 1], 150_000).unwrap();
+        assert!(!bytes_unchanged(&f, (0, 0), bytes.len() as u64, whole).unwrap());
+        f.write_at(&bytes[150_000..150_001], 150_000).unwrap();
+        assert!(bytes_unchanged(&f, (0, 0), bytes.len() as u64, whole).unwrap());
+        // Shorter than the bytes that were read.
+        f.set_len(100_000).unwrap();
+        assert!(!bytes_unchanged(&f, (0, 0), bytes.len() as u64, whole).unwrap());
     }
 
     /// (offset, bytes or None when too long) of each line, the end, and the crc.

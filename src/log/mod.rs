@@ -16,6 +16,7 @@ pub use error::LogError;
 #[doc(hidden)]
 pub use faults::{FaultKind, FaultPlan, Faults};
 pub use file::{check_regular, open_for_append, open_for_read};
+pub(crate) use lines::bytes_unchanged;
 pub use lines::{
     DEFAULT_MAX_LINE, FoundRun, Line, LineScanner, ReadAhead, Run, read_at_retrying, read_exact_at,
 };

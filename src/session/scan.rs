@@ -7,7 +7,7 @@ use std::io;
 use crate::event::{
     Boundary, Diagnostics, EventKind, Extractor, FoldState, Folder, LineMemo, LineProblem, Totals,
 };
-use crate::log::{Line, LineScanner, read_exact_at};
+use crate::log::{Line, LineScanner, bytes_unchanged, read_exact_at};
 
 /// What a tier found about the current generation: the latest boundary in file order and the
 /// totals of the token events after it.
@@ -67,7 +67,22 @@ pub(crate) fn scan_whole(
     if log.metadata()?.len() < limit {
         return Err(shrank());
     }
+    // A log truncated and rewritten in place while it was read (as `>` does) can be as long as
+    // before, and the lines read stitched from two versions: the bytes must still be the ones
+    // folded. This second pass costs the scan an estimated fifth more (RELIABILITY.md).
+    let (end, crc) = (scanner.end(), scanner.crc());
+    if !bytes_unchanged(log, (0, 0), end, crc)? {
+        return Err(rewritten());
+    }
     Ok(())
+}
+
+/// The error of a scan whose log's bytes changed while it was being read.
+fn rewritten() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the log was rewritten while it was being read (its bytes changed); ask again",
+    )
 }
 
 /// The error of a scan whose log got shorter while it was being read.
