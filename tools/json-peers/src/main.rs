@@ -95,110 +95,78 @@ fn run() -> Result<(), String> {
         (
             "agentlog: Extractor::extract (fast path)",
             expected,
-            Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| extractor.extract(l).is_ok())
-                    .count()
-            }),
+            Box::new(|| accepted(&lines, |l| extractor.extract(l).is_ok())),
         ),
         (
             "agentlog: extract_with_memo (as a build reads)",
             expected,
             Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| extractor.extract_with_memo(&mut memo, l).is_ok())
-                    .count()
+                accepted(&lines, |l| {
+                    extractor.extract_with_memo(&mut memo, l).is_ok()
+                })
             }),
         ),
         (
             "agentlog: extract_with_serde (the definition)",
             expected,
-            Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| extractor.extract_with_serde(l).is_ok())
-                    .count()
-            }),
+            Box::new(|| accepted(&lines, |l| extractor.extract_with_serde(l).is_ok())),
         ),
         (
             "serde_json::from_slice::<IgnoredAny>",
             expected,
-            Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| serde_json::from_slice::<IgnoredAny>(l).is_ok())
-                    .count()
-            }),
+            Box::new(|| accepted(&lines, |l| serde_json::from_slice::<IgnoredAny>(l).is_ok())),
         ),
         (
             "sonic_rs::from_slice::<IgnoredAny>",
             expected,
-            Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| sonic_rs::from_slice::<IgnoredAny>(l).is_ok())
-                    .count()
-            }),
+            Box::new(|| accepted(&lines, |l| sonic_rs::from_slice::<IgnoredAny>(l).is_ok())),
         ),
         (
             "sonic_rs::to_object_iter (checked), every member",
             expected,
             Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| sonic_rs::to_object_iter(**l).all(|member| member.is_ok()))
-                    .count()
+                accepted(&lines, |l| {
+                    sonic_rs::to_object_iter(l).all(|member| member.is_ok())
+                })
             }),
         ),
         (
             "simd_json::to_tape_with_buffers (line copied first)",
             expected,
             Box::new(|| {
-                lines
-                    .iter()
-                    .filter(|l| {
-                        // simd-json parses in place, so it needs its own mutable copy.
-                        copy.clear();
-                        copy.extend_from_slice(l);
-                        simd_json::to_tape_with_buffers(&mut copy, &mut buffers).is_ok()
-                    })
-                    .count()
+                accepted(&lines, |l| {
+                    // simd-json parses in place, so it needs its own mutable copy.
+                    copy.clear();
+                    copy.extend_from_slice(l);
+                    simd_json::to_tape_with_buffers(&mut copy, &mut buffers).is_ok()
+                })
             }),
         ),
         (
             "serde_json::from_slice::<IgnoredAny>, 4 MiB runs as arrays",
             expected,
             Box::new(|| {
-                runs.iter()
-                    .filter(|(run, _)| serde_json::from_slice::<IgnoredAny>(run).is_ok())
-                    .map(|(_, lines)| lines)
-                    .sum()
+                in_accepted_runs(&runs, |run| {
+                    serde_json::from_slice::<IgnoredAny>(run).is_ok()
+                })
             }),
         ),
         (
             "sonic_rs::from_slice::<IgnoredAny>, 4 MiB runs as arrays",
             expected,
             Box::new(|| {
-                runs.iter()
-                    .filter(|(run, _)| sonic_rs::from_slice::<IgnoredAny>(run).is_ok())
-                    .map(|(_, lines)| lines)
-                    .sum()
+                in_accepted_runs(&runs, |run| sonic_rs::from_slice::<IgnoredAny>(run).is_ok())
             }),
         ),
         (
             "simd_json::to_tape_with_buffers, 4 MiB runs as arrays",
             expected,
             Box::new(|| {
-                runs.iter()
-                    .filter(|(run, _)| {
-                        run_copy.clear();
-                        run_copy.extend_from_slice(run);
-                        simd_json::to_tape_with_buffers(&mut run_copy, &mut run_buffers).is_ok()
-                    })
-                    .map(|(_, lines)| lines)
-                    .sum()
+                in_accepted_runs(&runs, |run| {
+                    run_copy.clear();
+                    run_copy.extend_from_slice(run);
+                    simd_json::to_tape_with_buffers(&mut run_copy, &mut run_buffers).is_ok()
+                })
             }),
         ),
         (
@@ -254,4 +222,17 @@ fn as_arrays(lines: &[&[u8]], run_bytes: usize) -> Vec<(Vec<u8>, usize)> {
         runs.push((run, count));
     }
     runs
+}
+
+/// How many of `lines` `parses` accepts.
+fn accepted(lines: &[&[u8]], mut parses: impl FnMut(&[u8]) -> bool) -> usize {
+    lines.iter().filter(|line| parses(line)).count()
+}
+
+/// How many lines the runs that `parses` accepts hold.
+fn in_accepted_runs(runs: &[(Vec<u8>, usize)], mut parses: impl FnMut(&[u8]) -> bool) -> usize {
+    runs.iter()
+        .filter(|(run, _)| parses(run))
+        .map(|(_, lines)| lines)
+        .sum()
 }
