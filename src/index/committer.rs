@@ -3,7 +3,7 @@
 //! over and goes on instead of waiting for two `fdatasync`s and the B-tree writes.
 //!
 //! One commit at a time. The database handle travels to the thread with the rows and comes
-//! back when the commit lands; [`WritableIndex`](super::maintain::WritableIndex) lands the
+//! back when the commit lands; [`WritableIndex`](super::open::WritableIndex) lands the
 //! previous commit before anything else touches the database, so no two threads ever use it.
 
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use redb::Database;
 
 use super::IndexError;
-use super::maintain::{CommitError, commit_rows, windows};
+use super::commit::{CommitError, commit_rows, windows};
 use super::rows::RowBuffer;
 use super::schema::Meta;
 use crate::log::{LogSync, LogWriter};

@@ -74,7 +74,7 @@ fn builder(repair: &RepairFlag, budget: Duration) -> Builder {
 }
 
 /// Runs a redb call that only reads, turning a panic on a damaged file into an error. (Writes
-/// need more care: see `maintain`.)
+/// need more care: see `commit.rs`.)
 pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f))
         .map_err(|panic| format!("{what} panicked: {}", panic_message(&*panic)))

@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{ReadOnlyReason, StaleReason};
@@ -71,4 +71,65 @@ pub enum IndexError {
         /// Which row.
         detail: String,
     },
+}
+
+impl IndexError {
+    /// The storage engine failed on the index file, saying `e`.
+    pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
+        IndexError::Storage {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        }
+    }
+
+    /// A redb failure: an I/O failure of the disk ([`IndexError::Io`]), or anything else, which
+    /// means the file is not a sound index ([`IndexError::Storage`]). A read past the end of the
+    /// file is the latter: the file is shorter than its own pages say (damaged or truncated).
+    pub(crate) fn redb_failure(path: &Path, e: impl Into<redb::Error>) -> IndexError {
+        match e.into() {
+            redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                IndexError::storage(path, source)
+            }
+            redb::Error::Io(source) => IndexError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            redb::Error::PreviousIo => IndexError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(
+                    "an earlier I/O error left the index unusable until it is reopened",
+                ),
+            },
+            other => IndexError::storage(path, other),
+        }
+    }
+
+    /// A failure to read the log (as opposed to the index).
+    pub(crate) fn log_read(log: &Path, e: std::io::Error) -> IndexError {
+        IndexError::Log(LogError::io("read", log, e))
+    }
+
+    /// The index after a write panicked inside redb: its handle was leaked and is gone.
+    pub(crate) fn damaged_earlier(path: &Path) -> IndexError {
+        IndexError::Damaged {
+            path: path.to_path_buf(),
+            detail: "an earlier write panicked inside redb".to_owned(),
+        }
+    }
+}
+
+/// Why a writable open did not happen.
+pub(crate) enum Unwritable {
+    /// Another process holds the index for writing.
+    Busy,
+    /// The index cannot be written here.
+    NotWritable(String),
+    /// Any other failure.
+    Failed(IndexError),
+}
+
+impl From<IndexError> for Unwritable {
+    fn from(e: IndexError) -> Unwritable {
+        Unwritable::Failed(e)
+    }
 }

@@ -9,10 +9,12 @@
 //! The schema and the open protocol are specified in `docs/FORMAT.md`.
 
 mod blocks;
+mod build;
+mod commit;
 mod committer;
 mod db;
 mod error;
-mod maintain;
+mod open;
 mod outcome;
 mod reader;
 mod rows;
@@ -27,7 +29,7 @@ use std::time::Duration;
 
 pub use db::DEFAULT_REPAIR_BUDGET;
 pub use error::IndexError;
-pub use maintain::Progress;
+pub use open::Progress;
 pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use reader::Index;
 pub use verify::TableComparison;

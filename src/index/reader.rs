@@ -14,9 +14,8 @@ use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use super::blocks::{BlockReader, DecodedBlock, Entry, ReadError};
 use super::db::{self, guarded};
-use super::maintain::{
-    Progress, Then, Unwritable, WritableIndex, expected, log_len, log_read, redb_failure, storage,
-};
+use super::error::Unwritable;
+use super::open::{Progress, Then, WritableIndex, expected, log_len};
 use super::rows::{TypeMap, problem_from_code};
 use super::schema::{self, BOUNDARIES, EventRow, INVALID, Meta, SEQ_RUNS, TYPE_BLOCKS};
 use super::seq_runs;
@@ -202,7 +201,7 @@ impl Index {
         why: ReadOnlyReason,
     ) -> Result<Index, IndexError> {
         let limit = log_len(&log, &paths.log)?;
-        let read = |e| log_read(&paths.log, e);
+        let read = |e| IndexError::log_read(&paths.log, e);
         let folded = fold_tail(&log, &meta.fold, limit, options).map_err(read)?;
         // The commit was validated against the log a moment ago. A log rewritten in place
         // since (against its append-only contract) would stitch the commit to another
@@ -345,12 +344,15 @@ impl Index {
         for attempt in 1..=ATTEMPTS {
             let fresh_txn = fresh
                 .database()
-                .and_then(|db| db.begin_read().map_err(|e| redb_failure(&paths.index, e)))
+                .and_then(|db| {
+                    db.begin_read()
+                        .map_err(|e| IndexError::redb_failure(&paths.index, e))
+                })
                 .map_err(|e| scratch_failed(e.to_string()))?;
             let built_to = fresh.meta.watermark();
             let compared = self.read(|stored| {
                 let committed = verify::committed_watermark(stored)
-                    .map_err(|e| redb_failure(&self.paths.index, e))?;
+                    .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
                 match committed {
                     Some(moved) if moved > built_to && attempt < ATTEMPTS => {
                         return Ok(Err(Retry::MovedTo(moved)));
@@ -359,7 +361,9 @@ impl Index {
                 }
                 match verify::compare_tables(stored, &fresh_txn) {
                     Ok(comparisons) => Ok(Ok(comparisons)),
-                    Err(CompareError::Stored(e)) => Err(redb_failure(&self.paths.index, e)),
+                    Err(CompareError::Stored(e)) => {
+                        Err(IndexError::redb_failure(&self.paths.index, e))
+                    }
                     Err(CompareError::Fresh(e)) => Ok(Err(Retry::ScratchFailed(e.to_string()))),
                 }
             })?;
@@ -385,7 +389,7 @@ impl Index {
                 path: self.paths.index.clone(),
                 detail: "the index file disappeared".to_owned(),
             }),
-            Err(detail) => Err(storage(&self.paths.index, detail)),
+            Err(detail) => Err(IndexError::storage(&self.paths.index, detail)),
         }
     }
 
@@ -427,7 +431,7 @@ impl Index {
         let outcome = guarded("reading the index", || {
             let txn = db
                 .begin_read()
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
+                .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
             f(&txn)
         });
         match outcome {
@@ -443,13 +447,13 @@ impl Index {
         let mut out = self.read(|txn| {
             let table = txn
                 .open_table(BOUNDARIES)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
+                .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
             let mut out = Vec::new();
             for entry in table
                 .range(1..=count)
-                .map_err(|e| redb_failure(&self.paths.index, e))?
+                .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?
             {
-                let (_, row) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+                let (_, row) = entry.map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
                 out.push(
                     schema::decode::<GenerationStart>(row.value())
                         .ok_or_else(|| self.damaged("a boundary row fails its checksum"))?,
@@ -471,11 +475,11 @@ impl Index {
         f: impl FnOnce(&redb::ReadTransaction, &mut BlockReader) -> Result<T, ReadError>,
     ) -> Result<T, IndexError> {
         self.read(|txn| {
-            let mut blocks =
-                BlockReader::open(txn).map_err(|e| redb_failure(&self.paths.index, e))?;
+            let mut blocks = BlockReader::open(txn)
+                .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
             f(txn, &mut blocks).map_err(|e| match e {
-                ReadError::Redb(e) => redb_failure(&self.paths.index, e),
-                ReadError::Damaged(detail) => storage(&self.paths.index, detail),
+                ReadError::Redb(e) => IndexError::redb_failure(&self.paths.index, e),
+                ReadError::Damaged(detail) => IndexError::storage(&self.paths.index, detail),
             })
         })
     }
@@ -592,7 +596,7 @@ impl Index {
     fn read_line(&self, offset: u64, len: u64) -> Result<Vec<u8>, IndexError> {
         let mut line = vec![0; usize::try_from(len).unwrap_or(0)];
         let complete = crate::log::read_exact_at(&self.log, &mut line, offset)
-            .map_err(|e| log_read(&self.paths.log, e))?;
+            .map_err(|e| IndexError::log_read(&self.paths.log, e))?;
         if !complete {
             return Err(IndexError::LogChanged {
                 path: self.paths.index.clone(),
@@ -734,13 +738,14 @@ impl Index {
         self.read(|txn| {
             let table = txn
                 .open_table(INVALID)
-                .map_err(|e| redb_failure(&self.paths.index, e))?;
+                .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
             let mut out = Vec::new();
             for entry in table
                 .iter()
-                .map_err(|e| redb_failure(&self.paths.index, e))?
+                .map_err(|e| IndexError::redb_failure(&self.paths.index, e))?
             {
-                let (offset, code) = entry.map_err(|e| redb_failure(&self.paths.index, e))?;
+                let (offset, code) =
+                    entry.map_err(|e| IndexError::redb_failure(&self.paths.index, e))?;
                 let problem = problem_from_code(code.value())
                     .ok_or_else(|| self.damaged("an invalid-line row has an unknown code"))?;
                 out.push((offset.value(), problem));
@@ -817,7 +822,7 @@ fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, In
         Err(panic) => return Ok(Look::Unavailable(panic)),
     };
     let current = match validate::validate(&meta, &expected(options), log, log_len)
-        .map_err(|e| log_read(&paths.log, e))?
+        .map_err(|e| IndexError::log_read(&paths.log, e))?
     {
         Validity::Stale(reason) => return Ok(Look::Stale(reason)),
         Validity::Current => true,

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::maintain::{Then, Unwritable, WritableIndex, log_read, storage};
+use super::error::Unwritable;
+use super::open::{Then, WritableIndex};
 use super::rows::Row;
 use super::{IndexError, IndexOptions, IndexOutcome};
 use crate::event::{EventFields, FoldState, Folded, Folder, LineProblem};
@@ -289,7 +290,7 @@ impl Writer {
         let mut scanner = LineScanner::new(file, start, until, self.options.index.max_line, crc);
         while let Some(line) = scanner
             .next_line()
-            .map_err(|e| log_read(&self.paths.log, e))?
+            .map_err(|e| IndexError::log_read(&self.paths.log, e))?
         {
             let (offset, folded) = match line {
                 Line::Complete { offset, bytes } => (offset, self.folder.fold_line(offset, bytes)),
@@ -320,7 +321,7 @@ impl Writer {
         let unwritable = |e| match e {
             Unwritable::Failed(e) => e,
             Unwritable::Busy | Unwritable::NotWritable(_) => {
-                storage(&self.paths.index, "index lost during resync")
+                IndexError::storage(&self.paths.index, "index lost during resync")
             }
         };
         self.index.reopen(&self.options.index).map_err(unwritable)?;
@@ -330,7 +331,7 @@ impl Writer {
             .map_err(|e| match e {
                 Unwritable::Failed(e) => e,
                 Unwritable::Busy | Unwritable::NotWritable(_) => {
-                    storage(&self.paths.index, "index lost during resync")
+                    IndexError::storage(&self.paths.index, "index lost during resync")
                 }
             })?;
         tracing::warn!(index = %self.paths.index.display(), %outcome, "index resynchronised with the log");

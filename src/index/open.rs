@@ -1,0 +1,633 @@
+//! The index open for writing ([`WritableIndex`]): validate it against the log, then catch up
+//! on new complete lines, or rebuild it from the log; reopen and close it. Used by readers
+//! that find the index free and by the writer.
+//!
+//! A new index for a small log is built without syncs ([`UnsyncedBuild`], FORMAT.md §2.3) and
+//! synced once at the end: at the close for a reader ([`Then::Close`]), before the open
+//! returns for the writer ([`Then::Write`]).
+//!
+//! Catching up is in `build.rs`, the commits' mechanics in `commit.rs`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase};
+
+use super::commit::{
+    CommitError, CommitMarker, close_contained, commit_rows, leak, remove_index, unlink_leaked,
+    windows,
+};
+use super::committer::{Committer, Job};
+use super::db::{self, Opened, RepairFlag, UnsyncedBuild, WritableOpenError};
+use super::error::Unwritable;
+use super::rows::{RowBuffer, TypeMap};
+use super::schema::{Meta, PARSER_VERSION, SeqState, TypesSum};
+use super::validate::{self, Expected, Loaded, Validity};
+use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
+use crate::event::FoldState;
+use crate::log::{LogPaths, LogWriter, WindowSum};
+
+/// Progress of a long build: bytes done and bytes to do.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// What to do with the index found on disk.
+enum Plan {
+    /// No index (or an empty one): build it.
+    Create,
+    /// A valid index: index new lines, if any.
+    Update,
+    /// An index that must not be trusted: rebuild it.
+    Rebuild(StaleReason),
+}
+
+/// What the caller does with a [`WritableIndex`] once it is up to date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// Closes it at once (a reader that found the index free): a build from scratch stays
+    /// unsynced until the close (see [`UnsyncedBuild`]).
+    Close,
+    /// Keeps writing to it (the writer): a build from scratch is synced before the open
+    /// returns, so every later commit is durable as usual.
+    Write,
+}
+
+/// An index open for writing, with its meta record and type names in memory.
+pub(crate) struct WritableIndex {
+    /// `None` after a write panicked inside redb: that database was leaked, see the module docs.
+    pub(super) db: Option<Database>,
+    /// A build from scratch whose syncs are being skipped, until `make_durable` or the close.
+    pub(super) unsynced: Option<Arc<UnsyncedBuild>>,
+    /// What the caller does once the index is up to date.
+    then: Then,
+    pub(crate) path: PathBuf,
+    pub(super) log_path: PathBuf,
+    pub(crate) meta: Meta,
+    pub(crate) types: TypeMap,
+    /// Whether redb had to repair the file after an unclean shutdown.
+    pub(crate) repaired: bool,
+    /// Rows waiting for the next commit.
+    pub(crate) buffer: RowBuffer,
+    /// An emptied buffer back from the commit thread, for reuse.
+    spare: RowBuffer,
+    /// The writer's commit thread; while a commit is on it, so is the database (`db` is
+    /// `None`) and every use of the database lands that commit first.
+    committer: Committer,
+}
+
+pub(crate) fn expected(options: &IndexOptions) -> Expected {
+    Expected {
+        profile: options.fingerprint(),
+        max_line: options.max_line as u64,
+    }
+}
+
+fn empty_meta(options: &IndexOptions) -> Meta {
+    Meta {
+        parser: PARSER_VERSION,
+        profile: options.fingerprint(),
+        max_line: options.max_line as u64,
+        head: WindowSum::default(),
+        tail: WindowSum::default(),
+        running_crc: 0,
+        fold: FoldState::default(),
+        seqs: SeqState::default(),
+        types: TypesSum::default(),
+    }
+}
+
+pub(crate) fn log_len(log: &File, log_path: &Path) -> Result<u64, IndexError> {
+    log.metadata()
+        .map(|m| m.len())
+        .map_err(|e| IndexError::log_read(log_path, e))
+}
+
+impl WritableIndex {
+    /// Opens the index for writing and brings it up to date with the log's complete lines.
+    pub(crate) fn open(
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+        then: Then,
+        progress: Progress<'_>,
+    ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
+        let path = &paths.index;
+        let repair = RepairFlag::default();
+        let defer_syncs = small_build(log, &paths.log, options)?;
+        let (opened, damaged) = match db::open_writable(
+            path,
+            &repair,
+            options.repair_budget,
+            options.faults.as_ref(),
+            defer_syncs,
+        ) {
+            // Holding the index for writing, a marker left behind is a dead process's (or a
+            // power cut's). The marker of a new file this open is building unsynced is its own.
+            Ok(opened)
+                if !opened.unsynced.as_ref().is_some_and(|u| u.is_deferring())
+                    && (CommitMarker::left_behind(path) || UnsyncedBuild::left_behind(path)) =>
+            {
+                tracing::warn!(index = %path.display(), "a commit to the index never finished; rebuilding it");
+                // Closing it writes to it: leak the handle (its file is unlinked just below).
+                std::mem::forget(opened.db);
+                remove_index(path)?;
+                (
+                    open_fresh(path, options, defer_syncs)?,
+                    Some(StaleReason::CommitInterrupted),
+                )
+            }
+            Ok(opened) => (opened, None),
+            Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
+            Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
+            Err(WritableOpenError::Damaged(detail)) => {
+                remove_index(path)?;
+                (
+                    open_fresh(path, options, defer_syncs)?,
+                    Some(StaleReason::Unreadable { detail }),
+                )
+            }
+        };
+        let mut index = WritableIndex::new(paths, opened, then, options);
+        index.repaired = repair.happened();
+        if index.repaired {
+            tracing::warn!(index = %path.display(), "index repaired after an unclean shutdown");
+        }
+        let plan = match damaged {
+            // The file was just recreated: nothing to reset.
+            Some(reason) => Plan::Rebuild(reason),
+            None => index.plan(log, options)?,
+        };
+        let outcome = index.run(plan, log, options, progress)?;
+        Ok((index, outcome))
+    }
+
+    /// Opens the index for writing and rebuilds it from the log whatever it holds (used when a
+    /// reader found a damaged row; the caller closes it right after).
+    pub(crate) fn rebuild(
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+        reason: StaleReason,
+    ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
+        remove_index(&paths.index)?;
+        let opened = open_fresh(
+            &paths.index,
+            options,
+            small_build(log, &paths.log, options)?,
+        )?;
+        let mut index = WritableIndex::new(paths, opened, Then::Close, options);
+        let outcome = index.run(Plan::Rebuild(reason), log, options, &mut |_, _| {})?;
+        Ok((index, outcome))
+    }
+
+    /// Builds a new index of the log's first `limit` bytes (a line boundary) at
+    /// `paths.index`, which must not exist yet: the scratch copy that
+    /// [`Index::compare_with_rebuild`](super::Index::compare_with_rebuild) compares with.
+    /// Extend it with [`WritableIndex::extend_scratch`].
+    pub(crate) fn build_scratch(
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+        limit: u64,
+    ) -> Result<WritableIndex, Unwritable> {
+        // Nobody relies on a scratch file surviving a power cut: skip syncs while building.
+        let opened = open_fresh(&paths.index, options, true)?;
+        let mut index = WritableIndex::new(paths, opened, Then::Close, options);
+        index.extend_scratch(log, limit, options)?;
+        if index.meta.watermark() == 0 {
+            // Every index holds a meta record and all its tables, even for an empty log.
+            index.refresh_windows(log)?;
+            index.commit_buffer()?;
+        }
+        Ok(index)
+    }
+
+    /// Brings a scratch build up to `limit` (a line boundary).
+    pub(crate) fn extend_scratch(
+        &mut self,
+        log: &File,
+        limit: u64,
+        options: &IndexOptions,
+    ) -> Result<(), IndexError> {
+        self.catch_up(log, limit, options, &mut |_, _| {})?;
+        Ok(())
+    }
+
+    fn new(paths: &LogPaths, opened: Opened, then: Then, options: &IndexOptions) -> WritableIndex {
+        WritableIndex {
+            db: Some(opened.db),
+            unsynced: opened.unsynced,
+            then,
+            path: paths.index.clone(),
+            log_path: paths.log.clone(),
+            meta: empty_meta(options),
+            types: TypeMap::default(),
+            repaired: false,
+            buffer: RowBuffer::default(),
+            spare: RowBuffer::default(),
+            committer: Committer::default(),
+        }
+    }
+
+    /// Validates the index against the log again and catches up or rebuilds (used by the
+    /// writer when the log changed under it, or when a commit failed).
+    pub(crate) fn update(
+        &mut self,
+        log: &File,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<IndexOutcome, Unwritable> {
+        self.settle();
+        let plan = self.plan(log, options)?;
+        self.run(plan, log, options, progress)
+    }
+
+    pub(crate) fn database(&self) -> Result<&Database, IndexError> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| IndexError::damaged_earlier(&self.path))
+    }
+
+    /// Decides what to do; a stale index is reset to an empty one here.
+    fn plan(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, Unwritable> {
+        let log_len = log_len(log, &self.log_path)?;
+        let plan = self.load(log, log_len, options)?;
+        if let Plan::Rebuild(reason) = &plan {
+            let damaged = matches!(reason, StaleReason::Unreadable { .. });
+            self.reset(log, options, damaged)?;
+        }
+        Ok(plan)
+    }
+
+    fn run(
+        &mut self,
+        plan: Plan,
+        log: &File,
+        options: &IndexOptions,
+        progress: Progress<'_>,
+    ) -> Result<IndexOutcome, Unwritable> {
+        let log_len = log_len(log, &self.log_path)?;
+        let (plan, (bytes, events)) = match self.catch_up(log, log_len, options, progress) {
+            Ok(work) => (plan, work),
+            Err(e @ (IndexError::Storage { .. } | IndexError::Damaged { .. })) => {
+                // The index broke while we wrote to it: rebuild it from the log, once.
+                tracing::warn!(index = %self.path.display(), error = %e, "index failed while being written; rebuilding it");
+                self.reset(log, options, true)?;
+                let work = self.catch_up(log, log_len, options, progress)?;
+                let reason = StaleReason::Unreadable {
+                    detail: e.to_string(),
+                };
+                (Plan::Rebuild(reason), work)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let outcome = match plan {
+            Plan::Create => IndexOutcome::Created { bytes, events },
+            Plan::Rebuild(reason) => IndexOutcome::Rebuilt {
+                reason,
+                bytes,
+                events,
+            },
+            Plan::Update if bytes == 0 => IndexOutcome::Fresh,
+            Plan::Update => IndexOutcome::CaughtUp { bytes, events },
+        };
+        if bytes == 0 && !matches!(outcome, IndexOutcome::Fresh) {
+            // Commit an (empty) meta record, so the next open finds a valid index.
+            self.refresh_windows(log)?;
+            self.commit_buffer()?;
+        }
+        if self.then == Then::Write {
+            self.make_durable(options)?;
+        }
+        outcome.trace(&self.path);
+        Ok(outcome)
+    }
+
+    /// Ends an unsynced build (see [`UnsyncedBuild`]): the file is synced once and its marker
+    /// removed, and from now on every commit syncs as usual.
+    fn make_durable(&mut self, options: &IndexOptions) -> Result<(), IndexError> {
+        match self.unsynced.take() {
+            Some(unsynced) => unsynced
+                .finish(options.faults.as_ref())
+                .map_err(|e| IndexError::redb_failure(&self.path, redb::Error::Io(e))),
+            None => Ok(()),
+        }
+    }
+
+    /// Replaces the index file with an empty one. The old database is closed, or leaked if it
+    /// is damaged (closing a damaged database can panic).
+    fn reset(
+        &mut self,
+        log: &File,
+        options: &IndexOptions,
+        damaged: bool,
+    ) -> Result<(), Unwritable> {
+        if let Some(unsynced) = self.unsynced.take() {
+            // The file goes: its durability no longer matters, and the marker about to be
+            // removed with it must not be taken for the next build's.
+            unsynced.abandon();
+        }
+        remove_index(&self.path)?;
+        let fresh = open_fresh(
+            &self.path,
+            options,
+            small_build(log, &self.log_path, options)?,
+        )?;
+        self.unsynced = fresh.unsynced;
+        if let Some(old) = self.db.replace(fresh.db) {
+            if damaged {
+                std::mem::forget(old);
+            } else {
+                // The old file is unlinked; its close errors do not matter, and a file that
+                // is stale for another reason may be damaged too.
+                let _ = close_contained(old, &self.path);
+            }
+        }
+        self.meta = empty_meta(options);
+        self.types = TypeMap::default();
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Reads the meta record and type names and decides what to do.
+    fn load(
+        &mut self,
+        log: &File,
+        log_len: u64,
+        options: &IndexOptions,
+    ) -> Result<Plan, IndexError> {
+        let db = match self.database() {
+            Ok(db) => db,
+            Err(e) => {
+                return Ok(Plan::Rebuild(StaleReason::Unreadable {
+                    detail: e.to_string(),
+                }));
+            }
+        };
+        let loaded = db::guarded("reading the index", || {
+            let txn = db.begin_read()?;
+            validate::load(&txn)
+        });
+        let (meta, types) = match loaded {
+            Ok(Ok(Loaded::Empty)) => return Ok(Plan::Create),
+            Ok(Ok(Loaded::Stale(reason))) => return Ok(Plan::Rebuild(reason)),
+            Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
+            // A failing disk is not a damaged index: report it, keep the file.
+            Ok(Err(e @ (redb::Error::Io(_) | redb::Error::PreviousIo))) => {
+                return Err(IndexError::redb_failure(&self.path, e));
+            }
+            // Any other read error or a panic inside redb means the file is damaged: rebuild.
+            Ok(Err(e)) => {
+                return Ok(Plan::Rebuild(StaleReason::Unreadable {
+                    detail: e.to_string(),
+                }));
+            }
+            Err(panic) => return Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
+        };
+        let validity = validate::validate(&meta, &expected(options), log, log_len)
+            .map_err(|e| IndexError::log_read(&self.log_path, e))?;
+        if let Validity::Stale(reason) = validity {
+            return Ok(Plan::Rebuild(reason));
+        }
+        self.meta = *meta;
+        self.types = types;
+        Ok(Plan::Update)
+    }
+
+    /// Closes the database handle and opens a new one on the same file, keeping its contents:
+    /// a redb handle that met an I/O error stays unusable until reopened.
+    pub(crate) fn reopen(&mut self, options: &IndexOptions) -> Result<(), Unwritable> {
+        self.settle();
+        match self.db.take() {
+            // A handle that failed may fail to close; that is what we are replacing.
+            Some(old) => {
+                let _ = close_contained(old, &self.path);
+            }
+            // The handle was leaked after a panic and still holds the file's lock, so opening
+            // the same file again would look busy. `plan` finds no handle and rebuilds into a
+            // fresh file.
+            None => return Ok(()),
+        }
+        // Closing finished any unsynced build.
+        self.unsynced = None;
+        let repair = RepairFlag::default();
+        match db::open_writable(
+            &self.path,
+            &repair,
+            options.repair_budget,
+            options.faults.as_ref(),
+            false,
+        ) {
+            Ok(opened) => {
+                self.db = Some(opened.db);
+                Ok(())
+            }
+            Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
+            Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
+            // `plan` will find the missing handle and rebuild.
+            Err(WritableOpenError::Damaged(_)) => Ok(()),
+        }
+    }
+
+    /// Closes the database, reporting errors that dropping it would swallow.
+    pub(crate) fn close(mut self) -> Result<(), IndexError> {
+        self.settle();
+        // Closing the database finishes an unsynced build (its backend syncs the file while it
+        // still holds the file's locks).
+        self.unsynced = None;
+        match self.db.take() {
+            Some(db) => close_contained(db, &self.path),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes the database; if closing finds the file damaged, rebuilds it from the log and
+    /// closes that instead, so the file left behind is sound. Returns the rebuilt index's
+    /// meta, type names and outcome in that case.
+    ///
+    /// redb saves its allocator state when a database closes, and damage that no read
+    /// touched (a corrupted allocator page) can make that panic or fail with a corruption
+    /// error: the fuzzer found both kinds of file.
+    pub(crate) fn close_or_rebuild(
+        self,
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+    ) -> Result<Option<(Meta, TypeMap, IndexOutcome)>, IndexError> {
+        let detail = match self.close() {
+            Ok(()) => return Ok(None),
+            // redb reports damage it meets while closing (saving allocator state, say) as a
+            // corruption error, or panics (contained, `Damaged`): either way a rebuild heals it.
+            // An I/O error (`Io`) is not damage: it is returned.
+            Err(IndexError::Damaged { detail, .. } | IndexError::Storage { detail, .. }) => detail,
+            Err(e) => return Err(e),
+        };
+        tracing::warn!(index = %paths.index.display(), %detail, "index damaged at close; rebuilding it");
+        let reason = StaleReason::Unreadable { detail };
+        match WritableIndex::rebuild(paths, log, options, reason) {
+            Ok((index, outcome)) => {
+                let (meta, types) = (index.meta.clone(), index.types.clone());
+                index.close()?;
+                Ok(Some((meta, types, outcome)))
+            }
+            Err(Unwritable::Failed(e)) => Err(e),
+            // The damaged file was closed and this process holds the log's writer lock or
+            // just wrote the index: neither can happen; report the damage as found.
+            Err(Unwritable::Busy | Unwritable::NotWritable(_)) => Err(IndexError::Damaged {
+                path: paths.index.clone(),
+                detail: "damaged at close, and could not be rebuilt".to_owned(),
+            }),
+        }
+    }
+}
+
+/// Commits: here, or handed to the commit thread and landed later.
+impl WritableIndex {
+    /// Recomputes the head and tail windows at the current watermark.
+    pub(crate) fn refresh_windows(&mut self, log: &File) -> Result<(), IndexError> {
+        windows(&mut self.meta, log, &self.path, &self.log_path)
+    }
+
+    /// Starts committing the queued rows and the current meta record (its windows are
+    /// computed at its watermark) on the commit thread, and returns `Ok(true)`: the rows queued
+    /// from now on go to a fresh buffer. The log is synced first if `sync_log`. A commit
+    /// already on the thread is landed first, and its failure returned (nothing new is started
+    /// then). `Ok(false)` if no thread can take the commit: nothing changed, commit here.
+    pub(crate) fn commit_in_background(
+        &mut self,
+        log: &LogWriter,
+        sync_log: bool,
+    ) -> Result<bool, IndexError> {
+        self.land()?;
+        let Some(db) = self.db.take() else {
+            return Err(IndexError::damaged_earlier(&self.path));
+        };
+        let new_types = self.types.take_unsaved(&mut self.meta);
+        let job = Job {
+            db,
+            rows: std::mem::replace(&mut self.buffer, std::mem::take(&mut self.spare)),
+            new_types,
+            meta: self.meta.clone(),
+            sync_log,
+        };
+        let Err(job) = self.committer.send(job, log, &self.path, &self.log_path) else {
+            return Ok(true);
+        };
+        let Job {
+            db,
+            rows,
+            new_types,
+            ..
+        } = *job;
+        self.db = Some(db);
+        self.spare = std::mem::replace(&mut self.buffer, rows);
+        self.types.unsaved = new_types;
+        Ok(false)
+    }
+
+    /// Waits for a commit on the commit thread, if any, takes the database back and returns
+    /// the commit's outcome.
+    pub(crate) fn land(&mut self) -> Result<(), IndexError> {
+        match self.committer.land() {
+            None => Ok(()),
+            Some(Ok(landed)) => {
+                // `None` if redb panicked on the thread: the handle was leaked there.
+                self.db = landed.db;
+                if self.db.is_none() {
+                    unlink_leaked(&self.path);
+                }
+                self.spare = landed.rows;
+                // The fold and checksum may have moved on for the next commit; what committing
+                // computed is the seq runs' state, and the windows at its watermark.
+                self.meta.seqs = landed.meta.seqs;
+                if self.meta.watermark() == landed.meta.watermark() {
+                    self.meta.head = landed.meta.head;
+                    self.meta.tail = landed.meta.tail;
+                }
+                landed.result
+            }
+            // The database went down with the thread: rebuild as after a panic in redb.
+            Some(Err(detail)) => Err(IndexError::Damaged {
+                path: self.path.clone(),
+                detail,
+            }),
+        }
+    }
+
+    /// Lands a background commit whose outcome the caller does not act on: it is about to
+    /// validate, replace or close the index anyway.
+    fn settle(&mut self) {
+        if let Err(e) = self.land() {
+            tracing::warn!(index = %self.path.display(), error = %e, "a background index commit failed");
+        }
+    }
+
+    /// Writes the queued rows and the current meta record in one durable commit. A panic
+    /// inside redb is contained: the database is leaked and the index reported damaged.
+    pub(crate) fn commit_buffer(&mut self) -> Result<(), IndexError> {
+        self.land()?;
+        let WritableIndex {
+            db,
+            path,
+            meta,
+            types,
+            buffer,
+            ..
+        } = self;
+        let Some(database) = db.as_ref() else {
+            return Err(IndexError::damaged_earlier(path));
+        };
+        let mut new_types = types.take_unsaved(meta);
+        match commit_rows(database, path, buffer, &mut new_types, meta) {
+            Ok(()) => Ok(()),
+            Err(CommitError::Failed(e)) => {
+                // What the failed transaction did not take is still unsaved.
+                types.unsaved = new_types;
+                Err(e)
+            }
+            Err(CommitError::Panicked(e)) => {
+                leak(db, path);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for WritableIndex {
+    fn drop(&mut self) {
+        self.settle();
+        if let Some(db) = self.db.take()
+            && let Err(e) = close_contained(db, &self.path)
+        {
+            tracing::warn!(index = %self.path.display(), error = %e, "closing the index failed");
+        }
+    }
+}
+
+/// Whether a build of this log from scratch is one commit (at most `commit_bytes`), small
+/// enough to run unsynced and cheap to redo if a power cut tears it ([`UnsyncedBuild`]).
+/// Larger builds commit durably as they go, so a crash keeps their progress.
+fn small_build(log: &File, log_path: &Path, options: &IndexOptions) -> Result<bool, IndexError> {
+    Ok(log_len(log, log_path)? <= options.commit_bytes)
+}
+
+fn open_fresh(
+    path: &Path,
+    options: &IndexOptions,
+    defer_syncs: bool,
+) -> Result<Opened, Unwritable> {
+    match db::open_writable(
+        path,
+        &RepairFlag::default(),
+        options.repair_budget,
+        options.faults.as_ref(),
+        defer_syncs,
+    ) {
+        Ok(opened) => Ok(opened),
+        Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
+        Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
+        Err(WritableOpenError::Damaged(detail)) => {
+            Err(Unwritable::Failed(IndexError::storage(path, detail)))
+        }
+    }
+}
