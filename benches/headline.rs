@@ -43,11 +43,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentlog::generation::{
+    GenerationRequest, Tier, current_generation_at, from_state, full_scan, reverse_scan,
+};
 use agentlog::index::{Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::{LogPaths, SyncPolicy};
-use agentlog::session::{
-    SessionRequest, Tier, agent_session_at, from_state, full_scan, reverse_scan,
-};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use serde_json::{Value, json};
 
@@ -98,7 +98,7 @@ fn check(key: String, ok: bool, detail: Value) {
 /// 1. "Tokens since the last molt", every way we and the peers answer it.
 fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>, work: &LogPaths) {
     let label = &ds.size.label;
-    let req = SessionRequest::expecting(ds.molt_count);
+    let req = GenerationRequest::expecting(ds.molt_count);
     let index = ds.index();
     let answer = from_state(index.state(), &req).expect("since-molt answer");
     check(
@@ -133,7 +133,7 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     }
 
     // (b) Open + validate + answer, from the index tier.
-    let first = agent_session_at(&ds.paths, &req).expect("agent_session_at");
+    let first = current_generation_at(&ds.paths, &req).expect("current_generation_at");
     check(
         format!("{label}/open_validate_answer_tier"),
         first.tier == Tier::Index
@@ -141,7 +141,7 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
         json!({"tier": first.tier.as_str(), "outcome": first.index_outcome.as_ref().map(|o| o.code())}),
     );
     g.bench_function("b_open_validate_answer", |b| {
-        b.iter(|| agent_session_at(black_box(&ds.paths), &req).unwrap())
+        b.iter(|| current_generation_at(black_box(&ds.paths), &req).unwrap())
     });
 
     // (c) The whole process: `agentlog status DIR --json`.
@@ -175,19 +175,19 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
 
     // (d) Our scan tiers (through the same entry point, starting at that tier).
     let at_tier = |tier| {
-        let mut r = SessionRequest::expecting(ds.molt_count);
+        let mut r = GenerationRequest::expecting(ds.molt_count);
         r.start_tier = tier;
         r
     };
     let (rev_req, full_req) = (at_tier(Tier::ReverseScan), at_tier(Tier::FullScan));
-    let rev = agent_session_at(&ds.paths, &rev_req).expect("reverse scan");
+    let rev = current_generation_at(&ds.paths, &rev_req).expect("reverse scan");
     check(
         format!("{label}/reverse_scan_tier"),
         rev.tier == Tier::ReverseScan && rev.totals == answer.totals,
         json!({"tier": rev.tier.as_str(), "bytes_read": rev.bytes_read}),
     );
     g.bench_function("d_reverse_scan_tier", |b| {
-        b.iter(|| agent_session_at(&ds.paths, &rev_req).unwrap())
+        b.iter(|| current_generation_at(&ds.paths, &rev_req).unwrap())
     });
     // The tier functions alone, without opening the file or labelling.
     let log = File::open(&ds.paths.log).unwrap();
@@ -247,14 +247,14 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     // (d, e) Full scans: ours and the reference's.
     cfg.heavy(&mut g);
     g.throughput(Throughput::Bytes(ds.log_len));
-    let full = agent_session_at(&ds.paths, &full_req).expect("full scan");
+    let full = current_generation_at(&ds.paths, &full_req).expect("full scan");
     check(
         format!("{label}/full_scan_tier"),
         full.tier == Tier::FullScan && full.totals == answer.totals,
         json!({"tier": full.tier.as_str()}),
     );
     g.bench_function("d_full_scan_tier", |b| {
-        b.iter(|| agent_session_at(&ds.paths, &full_req).unwrap())
+        b.iter(|| current_generation_at(&ds.paths, &full_req).unwrap())
     });
     g.bench_function("d_full_scan_fn", |b| {
         b.iter(|| full_scan(&log, extractor.clone(), opts.max_line).unwrap())

@@ -108,7 +108,7 @@ def main():
     items = [
         ("(a) in-process, open `Index` handle: `from_state(index.state())`", "a_index_state"),
         ("(a) in-process, live `Writer`: `from_state(writer.state())`", "a_writer_state"),
-        ("(b) open + validate + answer: `agent_session_at` (index tier)", "b_open_validate_answer"),
+        ("(b) open + validate + answer: `current_generation_at` (index tier)", "b_open_validate_answer"),
         ("(c) whole process: `agentlog status DIR --json`", "c_process_status_cli"),
         ("(d) ours, reverse-scan tier (8 MiB tail)", "d_reverse_scan_tier"),
         ("(d) ours, full-scan tier", "d_full_scan_tier"),

@@ -10,23 +10,24 @@
 //!   with its lock and durability policy.
 //! * [`event`]: reading one line: fast field extraction, the coercion rule, the fold.
 //! * [`index`]: the redb index: schema, validation, catch-up, rebuild; the [`index::Writer`].
-//! * [`session`]: agent sessions: the three tiers and the labelling rule.
+//! * [`generation`]: an agent's generations and the tokens used since its last molt: the three
+//!   tiers and the labelling rule.
 //! * [`query`]: dsh-style session stores: live and persisted sessions, the surface fold,
 //!   filters, windows, traces, legacy normalization, read through each session's index.
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! ```
 //! use agentlog::index::{Writer, WriterOptions};
+//! use agentlog::generation::{current_generation, GenerationRequest};
 //! use agentlog::log::LogPaths;
-//! use agentlog::session::{agent_session, SessionRequest};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! let mut writer = Writer::open(&LogPaths::for_agent_dir(dir.path()), WriterOptions::default())?;
 //! writer.append_json(br#"{"type": "llm_response", "input_tokens": 7}"#)?;
 //! writer.close()?;
-//! let session = agent_session(dir.path(), &SessionRequest::expecting(0))?;
-//! assert_eq!(session.totals.input_tokens, 7);
+//! let current = current_generation(dir.path(), &GenerationRequest::expecting(0))?;
+//! assert_eq!(current.totals.input_tokens, 7);
 //! # Ok(())
 //! # }
 //! ```
@@ -35,10 +36,10 @@
 #![warn(missing_docs)]
 
 pub mod event;
+pub mod generation;
 pub mod index;
 pub mod log;
 pub mod query;
-pub mod session;
 pub mod synth;
 
 /// The README's example, compiled and run as a doctest so it cannot rot.

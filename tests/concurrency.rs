@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use agentlog::generation::{GenerationError, GenerationRequest, Tier, current_generation_at};
 use agentlog::index::{Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::SyncPolicy;
-use agentlog::session::{SessionError, SessionRequest, Tier, agent_session_at};
 use common::{Agent, assert_tiers_match_oracle};
 
 fn stress_time() -> Duration {
@@ -34,19 +34,19 @@ fn unit_event(i: u64) -> String {
     )
 }
 
-fn check(session: &agentlog::session::AgentSession) {
-    let t = session.totals;
+fn check(current: &agentlog::generation::CurrentGeneration) {
+    let t = current.totals;
     assert_eq!(
         t.input_tokens,
         u128::from(t.api_calls),
         "{t:?} from {}",
-        session.tier
+        current.tier
     );
     assert_eq!(
         t.output_tokens,
         2 * u128::from(t.api_calls),
         "{t:?} from {}",
-        session.tier
+        current.tier
     );
 }
 
@@ -72,12 +72,12 @@ fn many_reader_threads_and_one_writer() {
             thread::spawn(move || {
                 let mut last = 0;
                 while !done.load(Ordering::Relaxed) {
-                    let mut request = SessionRequest::latest();
+                    let mut request = GenerationRequest::latest();
                     request.start_tier = tier;
-                    let session = agent_session_at(&agent.paths, &request).expect("answer");
-                    check(&session);
-                    assert!(session.totals.api_calls >= last, "totals went backwards");
-                    last = session.totals.api_calls;
+                    let current = current_generation_at(&agent.paths, &request).expect("answer");
+                    check(&current);
+                    assert!(current.totals.api_calls >= last, "totals went backwards");
+                    last = current.totals.api_calls;
                     if tier == Tier::Index {
                         let index =
                             Index::open(&agent.paths, &IndexOptions::default()).expect("open");
@@ -140,20 +140,20 @@ fn logs_truncated_and_rewritten_under_readers_never_give_a_wrong_total() {
     let (mut answered, mut refused) = (0, 0);
     while started.elapsed() < stress_time() {
         for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
-            let mut request = SessionRequest::latest();
+            let mut request = GenerationRequest::latest();
             request.start_tier = tier;
-            match agent_session_at(&agent.paths, &request) {
-                Ok(session) => {
-                    check(&session);
+            match current_generation_at(&agent.paths, &request) {
+                Ok(current) => {
+                    check(&current);
                     // Only whole versions' prefixes exist: at most 900 events.
                     assert!(
-                        session.totals.api_calls <= 900,
-                        "tier {tier:?}: {session:?}"
+                        current.totals.api_calls <= 900,
+                        "tier {tier:?}: {current:?}"
                     );
                     answered += 1;
                 }
                 // A scan that saw the log shrink says so rather than answer.
-                Err(SessionError::Read { .. } | SessionError::Index(_)) => refused += 1,
+                Err(GenerationError::Read { .. } | GenerationError::Index(_)) => refused += 1,
                 Err(other) => panic!("unexpected error: {other}"),
             }
         }

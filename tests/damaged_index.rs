@@ -147,14 +147,14 @@ fn a_damaged_row_found_by_a_query_is_rebuilt() {
     assert_index_matches_oracle(&second, &agent.log());
 }
 
-/// Flips one byte of the index between two writer sessions and keeps writing. Whatever the
+/// Flips one byte of the index between two writers' runs and keeps writing. Whatever the
 /// damage does to redb (errors, or panics inside it), the writer must keep appending, heal
 /// the index from the log at its next commit, and close cleanly. The fuzzer found two ways
 /// this went wrong: a commit on a damaged file returned an error instead of rebuilding, and
 /// the rebuild then found the file locked by the handle leaked after redb's panic
 /// (fuzz/regressions/log_ops/writer-*).
 #[test]
-fn a_writer_heals_an_index_damaged_between_its_sessions() {
+fn a_writer_heals_an_index_damaged_between_its_runs() {
     use agentlog::index::{CommitPolicy, Writer, WriterOptions};
     use agentlog::log::SyncPolicy;
     use std::time::Duration;

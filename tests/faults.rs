@@ -6,9 +6,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentlog::generation::{GenerationRequest, Tier, current_generation_at};
 use agentlog::index::{CommitPolicy, IndexError, Writer, WriterOptions};
 use agentlog::log::{FaultKind, FaultPlan, Faults, LogError, SyncPolicy};
-use agentlog::session::{SessionRequest, Tier, agent_session_at};
 use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle, molt, token};
 
 fn writer(agent: &Agent, sync: SyncPolicy, faults: &Arc<Faults>) -> Writer {
@@ -162,9 +162,9 @@ fn a_failing_index_never_fails_an_append_and_is_resynchronised() {
     // Meanwhile another reader still answers right: it steps down to a scan while the index
     // awaits its writer's repair, or, when the writer has let go of a handle it could not
     // reopen, repairs and rebuilds the index itself on its healthy path.
-    let session = agent_session_at(&agent.paths, &SessionRequest::latest()).unwrap();
+    let current = current_generation_at(&agent.paths, &GenerationRequest::latest()).unwrap();
     assert_eq!(
-        common::oracle::OTotals::from(session.totals),
+        common::oracle::OTotals::from(current.totals),
         agent.oracle().since()
     );
     faults.set(|p| p.index_write_budget = None);
@@ -202,17 +202,17 @@ fn a_reader_that_cannot_write_the_index_steps_down_and_still_answers() {
         kind: FaultKind::NoSpace,
         ..FaultPlan::default()
     }));
-    let mut request = SessionRequest::latest();
+    let mut request = GenerationRequest::latest();
     request.index.faults = Some(faults);
-    let session = agent_session_at(&agent.paths, &request).unwrap();
-    assert_ne!(session.tier, Tier::Index);
+    let current = current_generation_at(&agent.paths, &request).unwrap();
+    assert_ne!(current.tier, Tier::Index);
     assert!(
-        session.stepped_aside[0].reason.contains("No space left"),
+        current.stepped_aside[0].reason.contains("No space left"),
         "{:?}",
-        session.stepped_aside
+        current.stepped_aside
     );
     assert_eq!(
-        common::oracle::OTotals::from(session.totals),
+        common::oracle::OTotals::from(current.totals),
         agent.oracle().since()
     );
     // With the disk healthy again the index is built.

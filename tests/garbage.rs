@@ -6,13 +6,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use agentlog::event::{Extractor, Profile, Timestamp, TokenValue};
+use agentlog::generation::{
+    GenerationRequest, Tier, current_generation_at, full_scan, generations_at,
+    read_manifest_molt_count, reverse_scan,
+};
 use agentlog::index::{Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::{
     LineScanner, LogError, LogPaths, LogWriter, SyncPolicy, WindowSum, open_for_read,
-};
-use agentlog::session::{
-    SessionRequest, Tier, agent_session_at, full_scan, generations_at, read_manifest_molt_count,
-    reverse_scan,
 };
 use common::Agent;
 use proptest::prelude::*;
@@ -38,12 +38,12 @@ proptest! {
     fn whole_pipeline_takes_any_log(bytes in proptest::collection::vec(any::<u8>(), 0..2000), window in 0u64..3000) {
         let agent = Agent::with_log(&bytes);
         for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
-            let mut request = SessionRequest::latest();
+            let mut request = GenerationRequest::latest();
             request.start_tier = tier;
             request.reverse_scan_bytes = window;
-            let _ = agent_session_at(&agent.paths, &request);
+            let _ = current_generation_at(&agent.paths, &request);
         }
-        let _ = generations_at(&agent.paths, &SessionRequest::latest());
+        let _ = generations_at(&agent.paths, &GenerationRequest::latest());
         let mut writer = Writer::open(&agent.paths, WriterOptions { sync: SyncPolicy::None, ..WriterOptions::default() }).expect("writer");
         let _ = writer.append_json(&bytes);
         let _ = writer.append_batch_json(&[&bytes[..bytes.len() / 2], &bytes[bytes.len() / 2..]]);
@@ -86,10 +86,10 @@ fn extreme_options_do_not_hang_or_panic() {
         assert_eq!(index.state().events, oracle.events);
     }
     for window in [0, 1, u64::MAX] {
-        let mut request = SessionRequest::latest();
+        let mut request = GenerationRequest::latest();
         request.start_tier = Tier::ReverseScan;
         request.reverse_scan_bytes = window;
-        assert!(agent_session_at(&agent.paths, &request).is_ok());
+        assert!(current_generation_at(&agent.paths, &request).is_ok());
     }
     let index = agent.open_index();
     assert!(index.totals_before(u64::MAX).is_ok());
@@ -121,7 +121,7 @@ fn extreme_options_do_not_hang_or_panic() {
 fn no_log_error(path: &Path) {
     let paths = LogPaths::for_log_file(path);
     assert!(Index::open(&paths, &IndexOptions::default()).is_err());
-    assert!(agent_session_at(&paths, &SessionRequest::latest()).is_err());
+    assert!(current_generation_at(&paths, &GenerationRequest::latest()).is_err());
     assert!(open_for_read(path).is_err());
 }
 
@@ -279,12 +279,12 @@ fn a_blank_line_longer_than_the_limit_is_too_long() {
     let oracle = common::oracle::Oracle::with_max_line(&log, options.max_line);
     assert_eq!(oracle.invalid_lines, 1);
     for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
-        let request = SessionRequest {
+        let request = GenerationRequest {
             start_tier: tier,
             index: options.clone(),
-            ..SessionRequest::latest()
+            ..GenerationRequest::latest()
         };
-        let s = agent_session_at(&agent.paths, &request).unwrap();
+        let s = current_generation_at(&agent.paths, &request).unwrap();
         assert_eq!(s.tier, tier);
         assert_eq!(
             (
@@ -328,6 +328,6 @@ fn a_hostile_log_gets_the_same_answer_from_every_tier() {
         common::assert_tiers_match_oracle(&agent.paths, expected, 8 << 20);
         common::assert_tiers_match_oracle(&agent.paths, expected, 200);
     }
-    let s = agent_session_at(&agent.paths, &SessionRequest::expecting(4)).unwrap();
+    let s = current_generation_at(&agent.paths, &GenerationRequest::expecting(4)).unwrap();
     assert_eq!((s.totals.api_calls, s.totals.input_tokens), (1, 100));
 }

@@ -3,13 +3,13 @@
 
 mod common;
 
+use agentlog::generation::{GenerationRequest, Tier, current_generation_at};
 use agentlog::index::schema::{self, FORMAT_KEY, META, META_KEY, Meta};
 use agentlog::index::{
     Index, IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason, Writer,
     WriterOptions,
 };
 use agentlog::log::SyncPolicy;
-use agentlog::session::{SessionRequest, Tier, agent_session_at};
 use common::{Agent, assert_index_matches_oracle, assert_tiers_match_oracle, synthetic};
 use redb::ReadableTable;
 
@@ -444,13 +444,13 @@ fn stale_index_held_by_a_writer_steps_down_to_a_scan() {
         }) => {}
         other => panic!("unexpected {:?}", other.map(|i| i.outcome().clone())),
     }
-    let session = agent_session_at(&agent.paths, &SessionRequest::latest()).unwrap();
-    assert_eq!(session.tier, Tier::ReverseScan);
-    assert_eq!(session.stepped_aside.len(), 1);
+    let current = current_generation_at(&agent.paths, &GenerationRequest::latest()).unwrap();
+    assert_eq!(current.tier, Tier::ReverseScan);
+    assert_eq!(current.stepped_aside.len(), 1);
     assert!(
-        session.stepped_aside[0].reason.contains("rewritten"),
+        current.stepped_aside[0].reason.contains("rewritten"),
         "{}",
-        session.stepped_aside[0].reason
+        current.stepped_aside[0].reason
     );
     drop(writer);
     assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
@@ -464,12 +464,12 @@ fn unwritable_index_path_steps_down_and_still_answers() {
         Index::open(&agent.paths, &IndexOptions::default()),
         Err(IndexError::Unavailable { .. })
     ));
-    let session = agent_session_at(&agent.paths, &SessionRequest::latest()).unwrap();
-    assert_eq!(session.tier, Tier::ReverseScan);
+    let current = current_generation_at(&agent.paths, &GenerationRequest::latest()).unwrap();
+    assert_eq!(current.tier, Tier::ReverseScan);
     assert!(
-        session.stepped_aside[0].reason.contains("directory"),
+        current.stepped_aside[0].reason.contains("directory"),
         "{:?}",
-        session.stepped_aside
+        current.stepped_aside
     );
     assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
 }

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentlog::generation::{GenerationRequest, Tier, current_generation_at};
 use agentlog::index::{CommitPolicy, Index, IndexOptions, Writer, WriterOptions};
 use agentlog::log::{LogPaths, SyncPolicy};
-use agentlog::session::{SessionRequest, Tier, agent_session_at};
 use serde_json::{Value, json};
 
 use super::data::{extra_lines, self_memory_kib};
@@ -140,7 +140,7 @@ pub const PEAK_JOBS: [&str; 7] = [
 
 /// `peak JOB PATH [ARG]`: runs one job of [`PEAK_JOBS`] once and prints its peak RSS (VmHWM,
 /// which includes the process's start-up, reported apart), its time and its answer.
-/// - `ours_answer`, `ours_reverse_scan`, `ours_full_scan`: `agent_session_at` on the agent
+/// - `ours_answer`, `ours_reverse_scan`, `ours_full_scan`: `current_generation_at` on the agent
 ///   directory PATH, starting at that tier; ARG is the expected molt count.
 /// - `ref_reverse_scan`, `ref_full_scan`: the reference's plain scans of the log PATH.
 /// - `sidecar_pair`: the kernel's query pair on the sidecar PATH (new connections); ARG is
@@ -153,14 +153,14 @@ fn peak(args: &[PathBuf]) {
     let started = Instant::now();
     let answer = match job {
         "ours_answer" | "ours_reverse_scan" | "ours_full_scan" => {
-            let mut req = SessionRequest::expecting(arg_num(&args[2]) as u64);
+            let mut req = GenerationRequest::expecting(arg_num(&args[2]) as u64);
             req.start_tier = match job {
                 "ours_answer" => Tier::Index,
                 "ours_reverse_scan" => Tier::ReverseScan,
                 _ => Tier::FullScan,
             };
             let paths = LogPaths::for_agent_dir(path);
-            let a = agent_session_at(&paths, &req).expect("child: agent_session_at");
+            let a = current_generation_at(&paths, &req).expect("child: current_generation_at");
             json!({"tier": a.tier.as_str(), "api_calls": a.totals.api_calls})
         }
         "ref_reverse_scan" => {

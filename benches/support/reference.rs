@@ -12,9 +12,9 @@ use serde_json::Value;
 /// `DEFAULT_MAX_SCAN_BYTES`.
 pub const MAX_SCAN_BYTES: u64 = 8 * 1024 * 1024;
 
-/// What a reference tier returns (the `AgentSession` fields that matter here).
+/// What a reference tier returns (the `CurrentGeneration` fields that matter here).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RefSession {
+pub struct RefGeneration {
     pub api_calls: u64,
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -50,7 +50,7 @@ fn event_type(ev: &serde_json::Map<String, Value>) -> Option<&str> {
     truthy(ev.get("type")).or_else(|| truthy(ev.get("event")))
 }
 
-fn accumulate(s: &mut RefSession, ev: &serde_json::Map<String, Value>) {
+fn accumulate(s: &mut RefGeneration, ev: &serde_json::Map<String, Value>) {
     s.api_calls += 1;
     s.input_tokens += py_int(ev.get("input_tokens"));
     s.output_tokens += py_int(ev.get("output_tokens"));
@@ -59,7 +59,7 @@ fn accumulate(s: &mut RefSession, ev: &serde_json::Map<String, Value>) {
 }
 
 /// `_rebuild_via_reverse_scan` + `_read_tail_lines`: `None` defers to the full scan.
-pub fn reverse_scan(path: &Path, max_bytes: u64) -> Option<RefSession> {
+pub fn reverse_scan(path: &Path, max_bytes: u64) -> Option<RefGeneration> {
     let mut f = File::open(path).ok()?;
     let size = f.seek(SeekFrom::End(0)).ok()?;
     let start = size.saturating_sub(max_bytes);
@@ -72,7 +72,7 @@ pub fn reverse_scan(path: &Path, max_bytes: u64) -> Option<RefSession> {
     if !hit_start && !lines.is_empty() {
         lines.remove(0);
     }
-    let mut s = RefSession::default();
+    let mut s = RefGeneration::default();
     for line in lines.iter().rev() {
         if line.trim().is_empty() {
             continue;
@@ -97,8 +97,8 @@ pub fn reverse_scan(path: &Path, max_bytes: u64) -> Option<RefSession> {
 }
 
 /// `_rebuild_via_full_scan`: forward, line by line, resetting at each boundary.
-pub fn full_scan(path: &Path) -> RefSession {
-    let mut s = RefSession::default();
+pub fn full_scan(path: &Path) -> RefGeneration {
+    let mut s = RefGeneration::default();
     let Ok(f) = File::open(path) else { return s };
     for line in BufReader::new(f).lines() {
         let Ok(line) = line else { break };
@@ -112,10 +112,10 @@ pub fn full_scan(path: &Path) -> RefSession {
         match event_type(&ev) {
             Some("psyche_molt") => {
                 let scanned = s.scanned;
-                s = RefSession {
+                s = RefGeneration {
                     found_boundary: true,
                     scanned,
-                    ..RefSession::default()
+                    ..RefGeneration::default()
                 };
             }
             Some("llm_response") => accumulate(&mut s, &ev),
@@ -130,7 +130,7 @@ pub fn full_scan(path: &Path) -> RefSession {
 /// `ts >= boundary_ts` counts, wherever it is in the file. This is the sidecar's oracle; it
 /// differs from the truth (file order, which the full scan follows) when a response shares
 /// the molt's millisecond or the clock steps back.
-pub fn by_wall_clock(path: &Path) -> RefSession {
+pub fn by_wall_clock(path: &Path) -> RefGeneration {
     // Two passes over the file, so that memory stays flat at 1 GB.
     let events = || {
         File::open(path).into_iter().flat_map(|f| {
@@ -149,9 +149,9 @@ pub fn by_wall_clock(path: &Path) -> RefSession {
         .filter(|ev| event_type(ev) == Some("psyche_molt"))
         .filter_map(|ev| ts(&ev))
         .max_by(f64::total_cmp);
-    let mut s = RefSession {
+    let mut s = RefGeneration {
         found_boundary: boundary.is_some(),
-        ..RefSession::default()
+        ..RefGeneration::default()
     };
     let since = boundary.unwrap_or(0.0);
     for ev in events() {

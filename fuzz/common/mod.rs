@@ -8,9 +8,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentlog::event::FoldState;
+use agentlog::generation::{
+    GenerationError, GenerationRequest, Tier, current_generation_at, generations_at,
+};
 use agentlog::index::{Index, IndexOptions, IndexOutcome};
 use agentlog::log::LogPaths;
-use agentlog::session::{SessionError, SessionRequest, Tier, agent_session_at, generations_at};
 
 use crate::oracle::{OTotals, Oracle};
 
@@ -167,37 +169,37 @@ impl OracleExt for Oracle {
     }
 }
 
-/// One agent-session request, checked against `Oracle::expect`.
-pub fn check_session(
+/// One generation request, checked against `Oracle::expect`.
+pub fn check_generation(
     paths: &LogPaths,
     oracle: &Oracle,
-    request: &SessionRequest,
+    request: &GenerationRequest,
     strict_tier: bool,
 ) {
     let what = format!(
-        "agent_session(expected {:?}, trust {}, start {}, window {}, max_line {})",
+        "current_generation(expected {:?}, trust {}, start {}, window {}, max_line {})",
         request.expected_molt_count,
         request.trust_unverifiable_boundaries,
         request.start_tier,
         request.reverse_scan_bytes,
         request.index.max_line
     );
-    let got = agent_session_at(paths, request);
+    let got = current_generation_at(paths, request);
     let want = oracle.expect(
         request.expected_molt_count,
         request.trust_unverifiable_boundaries,
     );
     match (got, want) {
-        (Ok(session), Ok(label)) => {
-            assert_eq!(session.molt_count, label, "{what}: label");
+        (Ok(current), Ok(label)) => {
+            assert_eq!(current.molt_count, label, "{what}: label");
             assert_eq!(
-                OTotals::from(session.totals),
+                OTotals::from(current.totals),
                 oracle.since(),
                 "{what}: totals ({:?} answered, stepped aside: {:?})",
-                session.tier,
-                session.stepped_aside
+                current.tier,
+                current.stepped_aside
             );
-            let boundary = session
+            let boundary = current
                 .boundary
                 .as_ref()
                 .map(|b| (b.offset, b.molt_count.value(), b.initiator.clone()));
@@ -207,25 +209,25 @@ pub fn check_session(
                 (Some(n), Some(b)) => b.molt_count == Some(n),
                 _ => false,
             };
-            assert_eq!(session.verified, verified, "{what}: verified");
+            assert_eq!(current.verified, verified, "{what}: verified");
             assert!(
-                session.tier >= request.start_tier,
+                current.tier >= request.start_tier,
                 "{what}: answered by {:?}, above the start tier",
-                session.tier
+                current.tier
             );
             if strict_tier {
                 match request.start_tier {
                     Tier::Index | Tier::FullScan => assert_eq!(
-                        session.tier, request.start_tier,
+                        current.tier, request.start_tier,
                         "{what}: stepped aside: {:?}",
-                        session.stepped_aside
+                        current.stepped_aside
                     ),
                     Tier::ReverseScan => {}
                 }
             }
         }
         (
-            Err(SessionError::MoltMismatch {
+            Err(GenerationError::MoltMismatch {
                 expected,
                 found,
                 boundary,
@@ -243,7 +245,7 @@ pub fn check_session(
 }
 
 /// Every generation, checked against the oracle's generations.
-pub fn check_generations(paths: &LogPaths, oracle: &Oracle, request: &SessionRequest) {
+pub fn check_generations(paths: &LogPaths, oracle: &Oracle, request: &GenerationRequest) {
     let what = format!("generations(start {})", request.start_tier);
     let got = match generations_at(paths, request) {
         Ok(g) => g,
@@ -409,8 +411,8 @@ pub fn request(
     trust: bool,
     window: u64,
     options: &IndexOptions,
-) -> SessionRequest {
-    let mut r = SessionRequest::latest();
+) -> GenerationRequest {
+    let mut r = GenerationRequest::latest();
     r.expected_molt_count = expected;
     r.trust_unverifiable_boundaries = trust;
     r.start_tier = start_tier;

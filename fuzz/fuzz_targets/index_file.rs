@@ -13,7 +13,7 @@
 //! for an index a small tail behind the log, ReadOnly { SmallTail } (never another ReadOnly:
 //! nothing else holds the index); its state (totals since the latest boundary, lifetime
 //! totals, latest boundary, counts) and its boundary rows equal the oracle on the log; the
-//! index tier of `agent_session_at` answers exactly as the oracle; an open that commits any
+//! index tier of `current_generation_at` answers exactly as the oracle; an open that commits any
 //! tail then equals the oracle too; and a second open of the index just written is Fresh and
 //! still equals the oracle. Type filters on the index as it then stands answer only what is
 //! true of the log (exactly the oracle's answer on an index built from scratch), or an error.
@@ -24,9 +24,9 @@
 
 use std::sync::OnceLock;
 
+use agentlog::generation::Tier;
 use agentlog::index::{Index, IndexOptions, IndexOutcome, ReadOnlyReason};
 use agentlog::log::LogPaths;
-use agentlog::session::Tier;
 use agentlog::synth::{SynthOptions, write_lingtai_log};
 use libfuzzer_sys::fuzz_target;
 
@@ -165,7 +165,7 @@ fn check(paths: &LogPaths, fixture: &Fixture) {
     );
     for expected in common::expectations(&fixture.oracle) {
         let request = common::request(Tier::Index, expected, false, 1 << 20, &options);
-        common::check_session(&paths, &fixture.oracle, &request, true);
+        common::check_generation(&paths, &fixture.oracle, &request, true);
     }
     // Committing the small tail a reader may have folded in memory.
     let options = IndexOptions {

@@ -3,7 +3,7 @@
 //! Checks, all against the naive oracle (`tests/common/oracle.rs`) on the same bytes:
 //! * `Index::open` builds the index (outcome Created); its state and boundary rows equal the
 //!   oracle;
-//! * `agent_session_at` with every start tier (Index; ReverseScan with the default 8 MiB window
+//! * `current_generation_at` with every start tier (Index; ReverseScan with the default 8 MiB window
 //!   and windows of 1, 7, 64 bytes and half the log; FullScan), for expected molt counts None,
 //!   0, 1, the latest boundary's count and its successor (and, on the index and full-scan tiers,
 //!   with `trust_unverifiable_boundaries` on as well): the same label, totals and boundary as the
@@ -14,8 +14,8 @@
 //!   `Oracle::with_max_line`.
 #![no_main]
 
+use agentlog::generation::{DEFAULT_REVERSE_SCAN_BYTES, Tier};
 use agentlog::index::{IndexOptions, IndexOutcome, StaleReason};
-use agentlog::session::{DEFAULT_REVERSE_SCAN_BYTES, Tier};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../common/mod.rs"]
@@ -57,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
             };
             for &(tier, window) in tiers {
                 let request = common::request(tier, expected, trust, window, &options);
-                common::check_session(&paths, &oracle, &request, true);
+                common::check_generation(&paths, &oracle, &request, true);
             }
         }
     }
@@ -91,7 +91,7 @@ fuzz_target!(|data: &[u8]| {
             (Tier::FullScan, 0),
         ] {
             let request = common::request(tier, expected, false, window, &small);
-            common::check_session(&paths, &oracle, &request, true);
+            common::check_generation(&paths, &oracle, &request, true);
         }
     }
     for tier in [Tier::Index, Tier::FullScan] {

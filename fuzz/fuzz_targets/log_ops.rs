@@ -11,7 +11,7 @@
 //! to wait for it.
 //!
 //! After each operation: the open writer's `state()` equals the oracle; then every tier of
-//! `agent_session_at` (index, reverse scan with the default and a 48-byte window, full scan;
+//! `current_generation_at` (index, reverse scan with the default and a 48-byte window, full scan;
 //! expected molt counts None, 0, 1, the latest and its successor) answers as the oracle says,
 //! the index tier through the read-only path while the writer is open. With no writer open,
 //! `Index::open`'s state and `generations_at` (index and full scan) equal the oracle too, and
@@ -23,9 +23,9 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::time::Duration;
 
+use agentlog::generation::{DEFAULT_REVERSE_SCAN_BYTES, Tier};
 use agentlog::index::{CommitPolicy, IndexOptions, Writer, WriterOptions};
 use agentlog::log::{LogPaths, SyncPolicy};
-use agentlog::session::{DEFAULT_REVERSE_SCAN_BYTES, Tier};
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -380,7 +380,7 @@ impl World {
                 (Tier::FullScan, 0),
             ] {
                 let request = common::request(tier, expected, false, window, &options);
-                common::check_session(&self.paths, &oracle, &request, false);
+                common::check_generation(&self.paths, &oracle, &request, false);
             }
         }
         if self.writer.is_none() {

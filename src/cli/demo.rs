@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use agentlog::generation::{GenerationRequest, Tier, current_generation_at, generations_at};
 use agentlog::index::{Writer, WriterOptions};
 use agentlog::log::SyncPolicy;
-use agentlog::session::{SessionRequest, Tier, agent_session_at, generations_at};
 use agentlog::synth::{SynthOptions, write_lingtai_log};
 
 use super::table::{render, thousands};
@@ -95,14 +95,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         write_time.as_secs_f64()
     );
 
-    let request = SessionRequest::expecting(summary.molt_count);
-    let session = agent_session_at(&paths, &request)?;
+    let request = GenerationRequest::expecting(summary.molt_count);
+    let current = current_generation_at(&paths, &request)?;
     println!(
         "agentlog status {} (generation {} from .agent.json)",
         dir.display(),
         summary.molt_count
     );
-    let t = &session.totals;
+    let t = &current.totals;
     print!(
         "{}",
         render(&[
@@ -116,7 +116,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
                 "boundary".into()
             ],
             vec![
-                session.tier.to_string(),
+                current.tier.to_string(),
                 thousands(t.api_calls),
                 thousands(t.input_tokens),
                 thousands(t.cached_tokens),
@@ -124,8 +124,8 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
                 thousands(t.thinking_tokens),
                 format!(
                     "{} @ {}",
-                    session.boundary_initiator(),
-                    session.boundary.as_ref().map_or(0, |b| b.offset)
+                    current.boundary_initiator(),
+                    current.boundary.as_ref().map_or(0, |b| b.offset)
                 ),
             ],
         ])
@@ -173,7 +173,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             ),
             format_duration(time),
             thousands(answer.bytes_read),
-            if answer.totals == session.totals {
+            if answer.totals == current.totals {
                 "yes".into()
             } else {
                 disagreeing.push(tier.to_string());
@@ -208,13 +208,13 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
 
 fn median_time(
     paths: &agentlog::log::LogPaths,
-    request: &SessionRequest,
-) -> Result<(Duration, agentlog::session::AgentSession), Failure> {
+    request: &GenerationRequest,
+) -> Result<(Duration, agentlog::generation::CurrentGeneration), Failure> {
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..5 {
         let started = Instant::now();
-        let answer = agent_session_at(paths, request)?;
+        let answer = current_generation_at(paths, request)?;
         times.push(started.elapsed());
         last = Some(answer);
     }

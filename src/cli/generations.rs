@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use agentlog::session::{Generation, SessionRequest, generations_at};
+use agentlog::generation::{Generation, GenerationRequest, generations_at};
 
 use super::table::{render, thousands};
 use super::{EXIT_OK, Failure, agent_paths, print_json};
@@ -53,7 +53,7 @@ fn row(g: &Generation) -> Row<'_> {
 
 pub fn run(args: &Args) -> Result<u8, Failure> {
     let paths = agent_paths(&args.agent_dir);
-    let found = generations_at(&paths, &SessionRequest::latest())?;
+    let found = generations_at(&paths, &GenerationRequest::latest())?;
     if args.json {
         let rows: Vec<Row<'_>> = found.generations.iter().map(row).collect();
         print_json(&rows)?;

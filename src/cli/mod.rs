@@ -18,9 +18,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
+use agentlog::generation::{GenerationError, Tier};
 use agentlog::index::IndexError;
 use agentlog::log::LogError;
-use agentlog::session::{SessionError, Tier};
 
 /// Exit status for success.
 pub const EXIT_OK: u8 = 0;
@@ -120,13 +120,13 @@ impl Failure {
     }
 }
 
-impl From<SessionError> for Failure {
-    fn from(error: SessionError) -> Failure {
+impl From<GenerationError> for Failure {
+    fn from(error: GenerationError) -> Failure {
         let message = error.to_string();
         match error {
-            SessionError::NoLog { path } => Failure::new("no_log", EXIT_NO_LOG, message)
+            GenerationError::NoLog { path } => Failure::new("no_log", EXIT_NO_LOG, message)
                 .with("path", path.display().to_string()),
-            SessionError::MoltMismatch {
+            GenerationError::MoltMismatch {
                 expected,
                 found,
                 boundary,
@@ -136,9 +136,9 @@ impl From<SessionError> for Failure {
                 .with("found", found)
                 .with("boundary_offset", boundary.map(|b| b.offset))
                 .with("tier", tier.as_str()),
-            SessionError::Manifest(_) => Failure::new("bad_manifest", EXIT_BAD_INPUT, message),
-            SessionError::Log(e) => Failure::from(e),
-            SessionError::Index(e) => Failure::from(e),
+            GenerationError::Manifest(_) => Failure::new("bad_manifest", EXIT_BAD_INPUT, message),
+            GenerationError::Log(e) => Failure::from(e),
+            GenerationError::Index(e) => Failure::from(e),
             _ => Failure::new("io_error", EXIT_FAILURE, message),
         }
     }

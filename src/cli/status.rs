@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use agentlog::event::Diagnostics;
-use agentlog::index::IndexOutcome;
-use agentlog::session::{
-    AgentSession, SessionRequest, SteppedAside, agent_session_at, read_manifest_molt_count,
+use agentlog::generation::{
+    CurrentGeneration, GenerationRequest, SteppedAside, current_generation_at,
+    read_manifest_molt_count,
 };
+use agentlog::index::IndexOutcome;
 
 use super::table::thousands;
 use super::{EXIT_OK, Failure, TierArg, agent_paths, display, print_json};
@@ -25,7 +26,7 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "TIER")]
     tier: Option<TierArg>,
     /// How many tail bytes the reverse scan reads.
-    #[arg(long, value_name = "BYTES", default_value_t = agentlog::session::DEFAULT_REVERSE_SCAN_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = agentlog::generation::DEFAULT_REVERSE_SCAN_BYTES)]
     reverse_scan_bytes: u64,
     /// Accept a latest boundary without a valid molt_count as the expected generation.
     #[arg(long)]
@@ -68,13 +69,13 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let (expected, from) = match args.molt_count {
         Some(n) => (Some(n), Some("flag")),
         None => match read_manifest_molt_count(&args.agent_dir)
-            .map_err(agentlog::session::SessionError::from)?
+            .map_err(agentlog::generation::GenerationError::from)?
         {
             Some(n) => (Some(n), Some("manifest")),
             None => (None, None),
         },
     };
-    let mut request = SessionRequest::latest();
+    let mut request = GenerationRequest::latest();
     request.expected_molt_count = expected;
     request.trust_unverifiable_boundaries = args.trust_legacy_boundaries;
     request.reverse_scan_bytes = args.reverse_scan_bytes;
@@ -82,50 +83,50 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     if let Some(tier) = args.tier {
         request.start_tier = tier.into();
     }
-    let session = agent_session_at(&paths, &request)?;
+    let current = current_generation_at(&paths, &request)?;
     if args.json {
-        print_json(&to_json(args, &session, expected, from))?;
+        print_json(&to_json(args, &current, expected, from))?;
     } else {
-        print!("{}", human(&session, expected, from));
+        print!("{}", human(&current, expected, from));
     }
     Ok(EXIT_OK)
 }
 
 fn to_json<'a>(
     args: &Args,
-    session: &'a AgentSession,
+    current: &'a CurrentGeneration,
     expected: Option<u64>,
     from: Option<&'static str>,
 ) -> StatusJson<'a> {
-    let boundary = session.boundary.as_ref();
+    let boundary = current.boundary.as_ref();
     StatusJson {
         agent_dir: display(&args.agent_dir),
-        tier: session.tier.as_str(),
-        molt_count: session.molt_count,
-        verified: session.verified,
+        tier: current.tier.as_str(),
+        molt_count: current.molt_count,
+        verified: current.verified,
         expected_molt_count: expected,
         expected_from: from,
-        input_tokens: session.totals.input_tokens,
-        output_tokens: session.totals.output_tokens,
-        cached_tokens: session.totals.cached_tokens,
-        thinking_tokens: session.totals.thinking_tokens,
-        api_calls: session.totals.api_calls,
+        input_tokens: current.totals.input_tokens,
+        output_tokens: current.totals.output_tokens,
+        cached_tokens: current.totals.cached_tokens,
+        thinking_tokens: current.totals.thinking_tokens,
+        api_calls: current.totals.api_calls,
         boundary_offset: boundary.map(|b| b.offset),
-        boundary_initiator: session.boundary_initiator(),
+        boundary_initiator: current.boundary_initiator(),
         boundary_ts: boundary.and_then(|b| b.time).map(|t| t.as_seconds()),
         boundary_molt_count: boundary.and_then(|b| b.molt_count.value()),
-        index_outcome: session.index_outcome.as_ref().map(IndexOutcome::code),
-        index: session.index_outcome.as_ref(),
-        stepped_aside: &session.stepped_aside,
-        bytes_read: session.bytes_read,
-        diagnostics: &session.diagnostics,
+        index_outcome: current.index_outcome.as_ref().map(IndexOutcome::code),
+        index: current.index_outcome.as_ref(),
+        stepped_aside: &current.stepped_aside,
+        bytes_read: current.bytes_read,
+        diagnostics: &current.diagnostics,
     }
 }
 
-fn human(session: &AgentSession, expected: Option<u64>, from: Option<&str>) -> String {
+fn human(current: &CurrentGeneration, expected: Option<u64>, from: Option<&str>) -> String {
     let mut out = String::new();
     let mut row = |label: &str, value: String| out.push_str(&format!("{label:<16}{value}\n"));
-    let generation = match (session.molt_count, session.verified, from) {
+    let generation = match (current.molt_count, current.verified, from) {
         (Some(n), true, _) => format!("{n} (verified: the log's latest boundary says {n})"),
         (Some(n), false, Some(_)) if expected.is_some() => {
             format!("{n} (trusted: the latest boundary carries no molt_count)")
@@ -134,17 +135,17 @@ fn human(session: &AgentSession, expected: Option<u64>, from: Option<&str>) -> S
         (None, _, _) => "unknown (the latest boundary carries no valid molt_count)".to_owned(),
     };
     row("generation", generation);
-    let outcome = session
+    let outcome = current
         .index_outcome
         .as_ref()
         .map_or(String::new(), |o| format!(" ({o})"));
-    row("tier", format!("{}{outcome}", session.tier));
-    for step in &session.stepped_aside {
+    row("tier", format!("{}{outcome}", current.tier));
+    for step in &current.stepped_aside {
         row("  stepped aside", format!("{}: {}", step.tier, step.reason));
     }
     row(
         "boundary",
-        match &session.boundary {
+        match &current.boundary {
             None => "none: the agent never molted (boot)".to_owned(),
             Some(b) => format!(
                 "offset {}, {}{}",
@@ -155,7 +156,7 @@ fn human(session: &AgentSession, expected: Option<u64>, from: Option<&str>) -> S
             ),
         },
     );
-    let t = &session.totals;
+    let t = &current.totals;
     row("api calls", thousands(t.api_calls));
     row(
         "input tokens",
@@ -167,7 +168,7 @@ fn human(session: &AgentSession, expected: Option<u64>, from: Option<&str>) -> S
     );
     row("output tokens", thousands(t.output_tokens));
     row("thinking tokens", thousands(t.thinking_tokens));
-    let d = &session.diagnostics;
+    let d = &current.diagnostics;
     if d.invalid_lines > 0 || d.token_values_zeroed > 0 || d.token_values_truncated > 0 {
         row(
             "diagnostics",

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use agentlog::generation::{full_scan, full_scan_boundaries};
 use agentlog::index::{Index, IndexError, IndexOptions};
 use agentlog::log::{LineScanner, open_for_read};
-use agentlog::session::{full_scan, full_scan_boundaries};
 
 use super::{EXIT_FAILURE, EXIT_OK, Failure, agent_paths, print_json};
 

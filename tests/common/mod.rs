@@ -7,9 +7,11 @@ pub mod oracle;
 use std::io::Write;
 use std::path::Path;
 
+use agentlog::generation::{
+    GenerationError, GenerationRequest, Tier, current_generation_at, generations_at,
+};
 use agentlog::index::{Index, IndexError, IndexOptions};
 use agentlog::log::LogPaths;
-use agentlog::session::{SessionError, SessionRequest, Tier, agent_session_at, generations_at};
 use oracle::{OTotals, Oracle};
 
 /// An agent directory in a temp dir.
@@ -125,8 +127,8 @@ pub fn lines(parts: &[String]) -> Vec<u8> {
     parts.concat().into_bytes()
 }
 
-pub fn tier_request(tier: Tier, expected: Option<u64>) -> SessionRequest {
-    let mut request = SessionRequest::latest();
+pub fn tier_request(tier: Tier, expected: Option<u64>) -> GenerationRequest {
+    let mut request = GenerationRequest::latest();
     request.expected_molt_count = expected;
     request.start_tier = tier;
     request
@@ -140,34 +142,34 @@ pub fn assert_tiers_match_oracle(paths: &LogPaths, expected: Option<u64>, revers
     for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
         let mut request = tier_request(tier, expected);
         request.reverse_scan_bytes = reverse_bytes;
-        let answer = agent_session_at(paths, &request);
+        let answer = current_generation_at(paths, &request);
         match (oracle.expect(expected, false), answer) {
-            (Ok(label), Ok(session)) => {
-                assert_eq!(session.molt_count, label, "{tier}: label");
+            (Ok(label), Ok(current)) => {
+                assert_eq!(current.molt_count, label, "{tier}: label");
                 assert_eq!(
-                    OTotals::from(session.totals),
+                    OTotals::from(current.totals),
                     oracle.since(),
                     "{tier}: totals"
                 );
                 assert_eq!(
-                    session.boundary.as_ref().map(|b| b.offset),
+                    current.boundary.as_ref().map(|b| b.offset),
                     oracle.latest().map(|b| b.offset),
                     "{tier}: boundary offset"
                 );
                 assert_eq!(
-                    session.boundary_initiator(),
+                    current.boundary_initiator(),
                     oracle.latest().map_or("boot", |b| b.initiator.as_str()),
                     "{tier}: initiator"
                 );
                 assert!(
-                    session.tier >= tier,
+                    current.tier >= tier,
                     "{tier}: answered by a higher tier {}",
-                    session.tier
+                    current.tier
                 );
             }
             (
                 Err(found),
-                Err(SessionError::MoltMismatch {
+                Err(GenerationError::MoltMismatch {
                     found: got,
                     expected: e,
                     ..
@@ -179,7 +181,7 @@ pub fn assert_tiers_match_oracle(paths: &LogPaths, expected: Option<u64>, revers
             (want, got) => panic!("{tier}: oracle says {want:?}, engine says {got:?}"),
         }
     }
-    let generations = generations_at(paths, &SessionRequest::latest()).expect("generations");
+    let generations = generations_at(paths, &GenerationRequest::latest()).expect("generations");
     let got: Vec<OTotals> = generations
         .generations
         .iter()

@@ -227,7 +227,7 @@ impl Oracle {
             .collect()
     }
 
-    /// What a session request must give: `Ok(label)` or `Err(found)` for a mismatch,
+    /// What a generation request must give: `Ok(label)` or `Err(found)` for a mismatch,
     /// restated from the contract (DESIGN §4.2 and the core issue).
     pub fn expect(
         &self,

@@ -1,10 +1,10 @@
-//! Agent sessions: "how many tokens has this agent used since its last molt?", answered by the
+//! Generations: "how many tokens has this agent used since its last molt?", answered by the
 //! index in O(1), or by a bounded reverse scan, or by a full scan, with the same validation in
 //! every tier.
 //!
 //! The answer is labelled with a generation only if the log proves it: the latest boundary (in
 //! file order) carries the expected `molt_count`, or there is no boundary and the expected count
-//! is 0. Otherwise the caller gets a typed [`SessionError::MoltMismatch`] saying what was found,
+//! is 0. Otherwise the caller gets a typed [`GenerationError::MoltMismatch`] saying what was found,
 //! never another generation's totals under its label. This is the bug the reference
 //! implementation has in its scan tiers (lingtai-kernel issue #1546).
 
@@ -26,7 +26,7 @@ use crate::log::{LogError, LogPaths, open_for_read};
 /// The default bound of the reverse scan: the last 8 MiB of the log.
 pub const DEFAULT_REVERSE_SCAN_BYTES: u64 = 8 << 20;
 
-/// Who answers a session question.
+/// Who answers a question about generations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
@@ -76,7 +76,7 @@ pub struct SteppedAside {
 
 /// What to ask, and how.
 #[derive(Clone, Debug)]
-pub struct SessionRequest {
+pub struct GenerationRequest {
     /// The generation the caller believes is current (from its manifest). `None` asks for the
     /// latest generation as found, which is then reported as unverified.
     pub expected_molt_count: Option<u64>,
@@ -91,18 +91,18 @@ pub struct SessionRequest {
     pub index: IndexOptions,
 }
 
-impl SessionRequest {
+impl GenerationRequest {
     /// Asks for generation `molt_count`.
-    pub fn expecting(molt_count: u64) -> SessionRequest {
-        SessionRequest {
+    pub fn expecting(molt_count: u64) -> GenerationRequest {
+        GenerationRequest {
             expected_molt_count: Some(molt_count),
-            ..SessionRequest::latest()
+            ..GenerationRequest::latest()
         }
     }
 
     /// Asks for the latest generation as found (unverified).
-    pub fn latest() -> SessionRequest {
-        SessionRequest {
+    pub fn latest() -> GenerationRequest {
+        GenerationRequest {
             expected_molt_count: None,
             trust_unverifiable_boundaries: false,
             start_tier: Tier::Index,
@@ -114,7 +114,7 @@ impl SessionRequest {
 
 /// The current generation's totals, and who proved them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct AgentSession {
+pub struct CurrentGeneration {
     /// The generation these totals belong to: the expected count when verified (or trusted),
     /// else the latest boundary's count as found (`None` if it has none).
     pub molt_count: Option<u64>,
@@ -139,7 +139,7 @@ pub struct AgentSession {
     pub diagnostics: Diagnostics,
 }
 
-impl AgentSession {
+impl CurrentGeneration {
     /// `"agent"`, `"system"`, ... for a boundary; `"boot"` when the log never molted.
     pub fn boundary_initiator(&self) -> &str {
         self.boundary
@@ -148,10 +148,10 @@ impl AgentSession {
     }
 }
 
-/// Errors of the session layer.
+/// Errors of the generation layer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SessionError {
+pub enum GenerationError {
     /// There is no log to answer from.
     #[error("no log at {path}")]
     NoLog {
@@ -207,15 +207,15 @@ fn describe_found(found: Option<u64>, boundary: Option<&Boundary>) -> String {
 /// Labels a tier's view with a generation, or refuses: the one rule every tier applies.
 pub fn label(
     view: GenerationView,
-    request: &SessionRequest,
+    request: &GenerationRequest,
     tier: Tier,
-) -> Result<AgentSession, SessionError> {
+) -> Result<CurrentGeneration, GenerationError> {
     let (molt_count, verified) = match (request.expected_molt_count, &view.boundary) {
         (None, None) => (Some(0), false),
         (None, Some(b)) => (b.molt_count.value(), false),
         (Some(0), None) => (Some(0), true),
         (Some(expected), None) => {
-            return Err(SessionError::MoltMismatch {
+            return Err(GenerationError::MoltMismatch {
                 expected,
                 found: None,
                 boundary: None,
@@ -228,7 +228,7 @@ pub fn label(
                 (Some(expected), false)
             }
             other => {
-                return Err(SessionError::MoltMismatch {
+                return Err(GenerationError::MoltMismatch {
                     expected,
                     found: other.value(),
                     boundary: Some(b.clone()),
@@ -237,7 +237,7 @@ pub fn label(
             }
         },
     };
-    Ok(AgentSession {
+    Ok(CurrentGeneration {
         molt_count,
         verified,
         totals: view.since,
@@ -253,26 +253,26 @@ pub fn label(
 /// Answers from the state of an in-process [`Writer`](crate::index::Writer): O(1).
 pub fn from_state(
     state: &FoldState,
-    request: &SessionRequest,
-) -> Result<AgentSession, SessionError> {
+    request: &GenerationRequest,
+) -> Result<CurrentGeneration, GenerationError> {
     label(GenerationView::from_state(state), request, Tier::Index)
 }
 
 /// The totals of the expected generation of the agent in `agent_dir`
-/// (`agent_dir/logs/events.jsonl`). See [`agent_session_at`].
-pub fn agent_session(
+/// (`agent_dir/logs/events.jsonl`). See [`current_generation_at`].
+pub fn current_generation(
     agent_dir: impl AsRef<Path>,
-    request: &SessionRequest,
-) -> Result<AgentSession, SessionError> {
-    agent_session_at(&LogPaths::for_agent_dir(agent_dir), request)
+    request: &GenerationRequest,
+) -> Result<CurrentGeneration, GenerationError> {
+    current_generation_at(&LogPaths::for_agent_dir(agent_dir), request)
 }
 
 /// The totals of the expected generation of the log at `paths`: tries the tiers from
 /// `request.start_tier` down until one can answer, and labels the answer by the one rule.
-pub fn agent_session_at(
+pub fn current_generation_at(
     paths: &LogPaths,
-    request: &SessionRequest,
-) -> Result<AgentSession, SessionError> {
+    request: &GenerationRequest,
+) -> Result<CurrentGeneration, GenerationError> {
     let mut stepped_aside = Vec::new();
     let mut index_outcome = None;
     let mut answer = None;
@@ -315,7 +315,7 @@ pub fn agent_session_at(
         None => {
             let log = open_log(&paths.log)?;
             let state = full_scan(&log, request.index.extractor(), request.index.max_line)
-                .map_err(|source| SessionError::Read {
+                .map_err(|source| GenerationError::Read {
                     path: paths.log.clone(),
                     source,
                 })?;
@@ -325,28 +325,28 @@ pub fn agent_session_at(
     for step in &stepped_aside {
         tracing::info!(tier = %step.tier, reason = %step.reason, "tier stepped aside");
     }
-    let mut session = label(view, request, tier)?;
-    session.stepped_aside = stepped_aside;
-    session.index_outcome = index_outcome;
-    tracing::debug!(tier = %session.tier, api_calls = session.totals.api_calls, "agent session answered");
-    Ok(session)
+    let mut current = label(view, request, tier)?;
+    current.stepped_aside = stepped_aside;
+    current.index_outcome = index_outcome;
+    tracing::debug!(tier = %current.tier, api_calls = current.totals.api_calls, "current generation answered");
+    Ok(current)
 }
 
-fn open_log(path: &Path) -> Result<std::fs::File, SessionError> {
+fn open_log(path: &Path) -> Result<std::fs::File, GenerationError> {
     open_for_read(path).map_err(|e| match e {
-        LogError::NotFound { path } => SessionError::NoLog { path },
-        other => SessionError::Log(other),
+        LogError::NotFound { path } => GenerationError::NoLog { path },
+        other => GenerationError::Log(other),
     })
 }
 
 /// Turns an index failure into a step-aside, unless no lower tier could do better (the log
 /// itself is missing or unreadable).
-fn step_aside(tier: Tier, error: IndexError, log: &Path) -> Result<SteppedAside, SessionError> {
+fn step_aside(tier: Tier, error: IndexError, log: &Path) -> Result<SteppedAside, GenerationError> {
     match error {
-        IndexError::Log(LogError::NotFound { .. }) => Err(SessionError::NoLog {
+        IndexError::Log(LogError::NotFound { .. }) => Err(GenerationError::NoLog {
             path: log.to_path_buf(),
         }),
-        IndexError::Log(e) => Err(SessionError::Log(e)),
+        IndexError::Log(e) => Err(GenerationError::Log(e)),
         other => Ok(SteppedAside {
             tier,
             reason: other.to_string(),
@@ -414,8 +414,8 @@ pub fn split_generations(starts: &[GenerationStart], lifetime: Totals) -> Vec<Ge
 /// Every generation of the log at `paths`, from the index, else a full scan.
 pub fn generations_at(
     paths: &LogPaths,
-    request: &SessionRequest,
-) -> Result<Generations, SessionError> {
+    request: &GenerationRequest,
+) -> Result<Generations, GenerationError> {
     let mut stepped_aside = Vec::new();
     if request.start_tier <= Tier::Index {
         match Index::open(paths, &request.index).and_then(|index| {
@@ -436,7 +436,7 @@ pub fn generations_at(
     }
     let log = open_log(&paths.log)?;
     let (starts, lifetime) =
-        full_scan_boundaries(&log, &request.index).map_err(|source| SessionError::Read {
+        full_scan_boundaries(&log, &request.index).map_err(|source| GenerationError::Read {
             path: paths.log.clone(),
             source,
         })?;

@@ -1,22 +1,23 @@
-//! The agent-session contract, with the cases of `lingtai-agent-session.md` §8.1-8.4 ported:
+//! The current-generation contract, with the cases of `lingtai-agent-session.md` §8.1-8.4 ported:
 //! every tier gives the same answer, and a generation label is given only when the log proves
 //! it.
 
 mod common;
 
+use agentlog::generation::{
+    GenerationError, GenerationRequest, Tier, current_generation, current_generation_at,
+    generations_at,
+};
 use agentlog::index::{Writer, WriterOptions};
 use agentlog::log::SyncPolicy;
-use agentlog::session::{
-    SessionError, SessionRequest, Tier, agent_session, agent_session_at, generations_at,
-};
 use common::{Agent, agent_molt, assert_tiers_match_oracle, lines, molt, tier_request, token};
 
 const ALL: [Tier; 3] = [Tier::Index, Tier::ReverseScan, Tier::FullScan];
 
 /// Runs `request` at every tier and checks they answer identically.
-fn every_tier(agent: &Agent, expected: Option<u64>) -> agentlog::session::AgentSession {
+fn every_tier(agent: &Agent, expected: Option<u64>) -> agentlog::generation::CurrentGeneration {
     let mut answers =
-        ALL.map(|tier| agent_session_at(&agent.paths, &tier_request(tier, expected)).unwrap());
+        ALL.map(|tier| current_generation_at(&agent.paths, &tier_request(tier, expected)).unwrap());
     for answer in &answers[1..] {
         assert_eq!(answer.totals, answers[0].totals);
         assert_eq!(answer.boundary, answers[0].boundary);
@@ -35,9 +36,9 @@ fn every_tier(agent: &Agent, expected: Option<u64>) -> agentlog::session::AgentS
 fn mismatch_everywhere(agent: &Agent, expected: u64) -> Option<u64> {
     let found: Vec<Option<u64>> = ALL
         .iter()
-        .map(
-            |&tier| match agent_session_at(&agent.paths, &tier_request(tier, Some(expected))) {
-                Err(SessionError::MoltMismatch {
+        .map(|&tier| {
+            match current_generation_at(&agent.paths, &tier_request(tier, Some(expected))) {
+                Err(GenerationError::MoltMismatch {
                     expected: e,
                     found,
                     tier: t,
@@ -48,8 +49,8 @@ fn mismatch_everywhere(agent: &Agent, expected: u64) -> Option<u64> {
                     found
                 }
                 other => panic!("{tier}: expected a mismatch, got {other:?}"),
-            },
-        )
+            }
+        })
         .collect();
     assert!(found.windows(2).all(|w| w[0] == w[1]), "{found:?}");
     found[0]
@@ -80,7 +81,7 @@ fn reverse_and_full_scan_agree_after_molt() {
 }
 
 #[test]
-fn never_molted_agent_yields_boot_session() {
+fn never_molted_agent_yields_boot_generation() {
     let agent = Agent::with_log(&lines(&[token(1.0, 500, 1, 0), token(2.0, 500, 1, 0)]));
     let s = every_tier(&agent, Some(0));
     assert_eq!((s.totals.api_calls, s.totals.input_tokens), (2, 1000));
@@ -178,7 +179,7 @@ fn stale_index_boundary_is_caught_up_to_the_log() {
     agent.append_raw(&lines(&[molt(3.0, 2, "agent"), token(4.0, 1000, 1, 0)]));
     // A small tail is folded in memory (nothing is written), a larger one committed: the
     // answer is the same.
-    let s = agent_session(agent.path(), &SessionRequest::expecting(2)).unwrap();
+    let s = current_generation(agent.path(), &GenerationRequest::expecting(2)).unwrap();
     assert_eq!(
         (s.tier, s.totals.api_calls, s.totals.input_tokens),
         (Tier::Index, 1, 1000)
@@ -195,9 +196,9 @@ fn stale_index_boundary_is_caught_up_to_the_log() {
         "{:?}",
         s.index_outcome
     );
-    let mut request = SessionRequest::expecting(2);
+    let mut request = GenerationRequest::expecting(2);
     request.index.max_memory_tail = 0;
-    let s = agent_session(agent.path(), &request).unwrap();
+    let s = current_generation(agent.path(), &request).unwrap();
     assert_eq!(
         (s.tier, s.totals.api_calls, s.totals.input_tokens),
         (Tier::Index, 1, 1000)
@@ -212,8 +213,8 @@ fn stale_index_boundary_is_caught_up_to_the_log() {
 fn missing_log_is_a_typed_error() {
     let agent = Agent::new();
     for tier in ALL {
-        match agent_session_at(&agent.paths, &tier_request(tier, Some(0))) {
-            Err(SessionError::NoLog { path }) => assert_eq!(path, agent.paths.log),
+        match current_generation_at(&agent.paths, &tier_request(tier, Some(0))) {
+            Err(GenerationError::NoLog { path }) => assert_eq!(path, agent.paths.log),
             other => panic!("{tier}: {other:?}"),
         }
     }
@@ -226,7 +227,7 @@ fn reverse_scan_defers_to_full_scan_when_boundary_beyond_bound() {
     let agent = Agent::with_log(&lines(&parts));
     let mut request = tier_request(Tier::ReverseScan, Some(1));
     request.reverse_scan_bytes = 200;
-    let s = agent_session_at(&agent.paths, &request).unwrap();
+    let s = current_generation_at(&agent.paths, &request).unwrap();
     assert_eq!((s.tier, s.totals.api_calls), (Tier::FullScan, 50));
     assert_eq!(s.stepped_aside.len(), 1);
     assert_eq!(s.stepped_aside[0].tier, Tier::ReverseScan);
@@ -347,13 +348,13 @@ fn never_molted_log_over_the_scan_bound_falls_to_full_scan() {
     let agent = Agent::with_log(&lines(&parts));
     let mut request = tier_request(Tier::ReverseScan, Some(0));
     request.reverse_scan_bytes = 1000;
-    let s = agent_session_at(&agent.paths, &request).unwrap();
+    let s = current_generation_at(&agent.paths, &request).unwrap();
     assert_eq!(
         (s.tier, s.totals.api_calls, s.boundary_initiator()),
         (Tier::FullScan, 200, "boot")
     );
     // The index answers it directly.
-    let s = agent_session_at(&agent.paths, &tier_request(Tier::Index, Some(0))).unwrap();
+    let s = current_generation_at(&agent.paths, &tier_request(Tier::Index, Some(0))).unwrap();
     assert_eq!((s.tier, s.totals.api_calls), (Tier::Index, 200));
 }
 
@@ -388,7 +389,7 @@ fn legacy_boundary_without_molt_count_is_trusted_only_on_request() {
     for tier in ALL {
         let mut request = tier_request(tier, Some(3));
         request.trust_unverifiable_boundaries = true;
-        let s = agent_session_at(&agent.paths, &request).unwrap();
+        let s = current_generation_at(&agent.paths, &request).unwrap();
         assert_eq!(
             (s.molt_count, s.verified, s.totals.api_calls),
             (Some(3), false, 1)
@@ -419,14 +420,14 @@ fn empty_log_is_generation_zero_with_zero_totals() {
 #[test]
 fn generations_split_the_lifetime_totals() {
     let agent = Agent::with_log(&common::synthetic(3000, 11));
-    let found = generations_at(&agent.paths, &SessionRequest::latest()).unwrap();
+    let found = generations_at(&agent.paths, &GenerationRequest::latest()).unwrap();
     assert!(found.generations.len() > 5);
     assert_eq!(found.generations[0].ordinal, 0);
     assert_eq!(found.generations[0].initiator(), "boot");
     assert!(found.generations.iter().any(|g| g.initiator() == "system"));
     assert!(found.generations.iter().any(|g| g.initiator() == "agent"));
     assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
-    let mut request = SessionRequest::latest();
+    let mut request = GenerationRequest::latest();
     request.start_tier = Tier::FullScan;
     let scanned = generations_at(&agent.paths, &request).unwrap();
     assert_eq!(scanned.generations, found.generations);
@@ -452,7 +453,7 @@ fn writer_state_answers_in_process_like_every_tier() {
         writer.append_json(part.trim().as_bytes()).unwrap();
     }
     let live =
-        agentlog::session::from_state(writer.state(), &SessionRequest::expecting(1)).unwrap();
+        agentlog::generation::from_state(writer.state(), &GenerationRequest::expecting(1)).unwrap();
     writer.close().unwrap();
     let s = every_tier(&agent, Some(1));
     assert_eq!(live.totals, s.totals);
@@ -470,7 +471,7 @@ fn reverse_scan_never_reads_the_partial_first_line_of_its_window() {
     let suffix = decoy.len() - "garbage ".len();
     let mut request = tier_request(Tier::ReverseScan, Some(1));
     request.reverse_scan_bytes = (suffix + tail.len()) as u64;
-    let s = agent_session_at(&agent.paths, &request).unwrap();
+    let s = current_generation_at(&agent.paths, &request).unwrap();
     assert_eq!(
         (s.tier, s.totals.api_calls, s.totals.input_tokens),
         (Tier::FullScan, 1, 100)
