@@ -261,12 +261,12 @@ impl Extractor {
     /// Extracts the index fields from one line (without its `\n`).
     ///
     /// Most lines take a byte-level fast path (`fast`); any line it is not certain about is
-    /// read by serde_json, which defines the answer (see [`Extractor::extract_with_serde`]).
+    /// read by serde_json, which defines the answer.
     pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         if let Some(fields) = fast::extract(self, line, None) {
             return Ok(fields);
         }
-        self.extract_with_serde(line)
+        self.read_with_serde(line)
     }
 
     /// [`Extractor::extract`] for one of a sequence of lines: members that repeat the previous
@@ -281,13 +281,18 @@ impl Extractor {
         if let Some(fields) = fast::extract(self, line, Some(memo)) {
             return Ok(fields);
         }
-        self.extract_with_serde(line)
+        self.read_with_serde(line)
     }
 
     /// [`Extractor::extract`] without the fast path: every line is read by serde_json. The
     /// two always agree; this exists so tests and fuzz targets can check that they do.
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn extract_with_serde<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
+        self.read_with_serde(line)
+    }
+
+    /// The serde_json reading of a line, which defines the answer.
+    fn read_with_serde<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;
         self.extract_text_with_serde(text)
     }

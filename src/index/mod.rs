@@ -18,7 +18,10 @@ mod open;
 mod outcome;
 mod reader;
 mod rows;
+#[cfg(feature = "testing")]
 pub mod schema;
+#[cfg(not(feature = "testing"))]
+mod schema;
 mod seq_runs;
 mod validate;
 mod verify;
@@ -73,7 +76,7 @@ pub struct IndexOptions {
     /// first line it rejects is recorded as [`FoldState::first_break`](crate::event::FoldState).
     pub line_validator: Option<Arc<dyn LineValidator>>,
     /// Injected I/O failures for the log writer and the index (tests only).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub faults: Option<Arc<Faults>>,
 }
 
@@ -88,6 +91,7 @@ impl Default for IndexOptions {
             repair_budget: DEFAULT_REPAIR_BUDGET,
             max_memory_tail: DEFAULT_MAX_MEMORY_TAIL,
             line_validator: None,
+            #[cfg(feature = "testing")]
             faults: None,
         }
     }
@@ -107,5 +111,13 @@ impl IndexOptions {
             hasher.update(validator.name().as_bytes());
         }
         hasher.finalize()
+    }
+
+    /// The injected failures to arm the writers with: `None` outside tests.
+    pub(crate) fn faults(&self) -> Option<&Arc<Faults>> {
+        #[cfg(feature = "testing")]
+        return self.faults.as_ref();
+        #[cfg(not(feature = "testing"))]
+        return None;
     }
 }

@@ -118,7 +118,7 @@ impl WritableIndex {
             path,
             &repair,
             options.repair_budget,
-            options.faults.as_ref(),
+            options.faults(),
             defer_syncs,
         ) {
             // Holding the index for writing, a marker left behind is a dead process's (or a
@@ -308,7 +308,7 @@ impl WritableIndex {
     fn make_durable(&mut self, options: &IndexOptions) -> Result<(), IndexError> {
         match self.unsynced.take() {
             Some(unsynced) => unsynced
-                .finish(options.faults.as_ref())
+                .finish(options.faults())
                 .map_err(|e| IndexError::redb_failure(&self.path, redb::Error::Io(e))),
             None => Ok(()),
         }
@@ -415,7 +415,7 @@ impl WritableIndex {
             &self.path,
             &repair,
             options.repair_budget,
-            options.faults.as_ref(),
+            options.faults(),
             false,
         ) {
             Ok(opened) => {
@@ -620,7 +620,7 @@ fn open_fresh(
         path,
         &RepairFlag::default(),
         options.repair_budget,
-        options.faults.as_ref(),
+        options.faults(),
         defer_syncs,
     ) {
         Ok(opened) => Ok(opened),

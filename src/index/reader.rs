@@ -331,6 +331,7 @@ impl Index {
         };
         let options = IndexOptions {
             read_only: false,
+            #[cfg(feature = "testing")]
             faults: None,
             ..self.options.clone()
         };

@@ -181,6 +181,9 @@ impl EventRow {
 
 /// A block of consecutive events as stored in [`BLOCKS`]. Each event is stored relative to
 /// the one before it, so most of its fields take a byte or two.
+// The format's definition: the block codec writes and reads it field by field, and its tests
+// check the two agree, so only tests and the `testing` surface build one.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     /// Offset of the first event's line.
@@ -194,6 +197,7 @@ pub struct Block {
 }
 
 /// One event of a [`Block`].
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockEntry {
     /// Bytes from the end of the previous event's line (after its `\n`) to this line: blank
@@ -215,6 +219,7 @@ pub struct BlockEntry {
 }
 
 /// Type aliases kept for readers of the schema.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub type BoundaryRow = GenerationStart;
 
 /// Encodes a value as postcard plus crc32, appending to `out`.

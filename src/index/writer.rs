@@ -100,7 +100,7 @@ impl Writer {
     /// [`LogError::Locked`]) and brings its index up to date.
     pub fn open(paths: &LogPaths, options: WriterOptions) -> Result<Writer, IndexError> {
         let log =
-            LogWriter::open_with_faults(&paths.log, options.sync, options.index.faults.clone())?;
+            LogWriter::open_with(&paths.log, options.sync, options.index.faults().cloned())?;
         let started = Instant::now();
         let (index, outcome) = loop {
             match WritableIndex::open(

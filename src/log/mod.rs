@@ -4,6 +4,8 @@
 //! `events.jsonl` is the source of truth. This layer knows bytes and lines, not events.
 
 mod error;
+// Without the `testing` feature nothing can arm a fault: every hook sees `None`.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 mod faults;
 mod file;
 mod lines;
@@ -13,7 +15,9 @@ mod writer;
 use std::path::{Path, PathBuf};
 
 pub use error::LogError;
-#[doc(hidden)]
+#[cfg(not(feature = "testing"))]
+pub(crate) use faults::Faults;
+#[cfg(feature = "testing")]
 pub use faults::{FaultKind, FaultPlan, Faults};
 pub use file::{check_regular, open_for_append, open_for_read};
 pub(crate) use lines::bytes_unchanged;

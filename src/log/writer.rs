@@ -119,12 +119,21 @@ impl LogWriter {
     /// writer lock. If the file does not end with `\n`, the torn fragment is terminated first,
     /// so it can never merge with the next event.
     pub fn open(path: &Path, policy: SyncPolicy) -> Result<LogWriter, LogError> {
-        LogWriter::open_with_faults(path, policy, None)
+        LogWriter::open_with(path, policy, None)
     }
 
     /// [`LogWriter::open`] with injected I/O failures, for tests.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn open_with_faults(
+        path: &Path,
+        policy: SyncPolicy,
+        faults: Option<Arc<Faults>>,
+    ) -> Result<LogWriter, LogError> {
+        LogWriter::open_with(path, policy, faults)
+    }
+
+    /// [`LogWriter::open`], with the failures `faults` injects (none in production).
+    pub(crate) fn open_with(
         path: &Path,
         policy: SyncPolicy,
         faults: Option<Arc<Faults>>,
