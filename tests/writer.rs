@@ -57,7 +57,9 @@ fn a_batch_with_one_bad_event_writes_nothing() {
         b"{\"a\":\"\\ud800\"}",
     ] {
         match writer.append_batch_json(&[&br#"{"type":"ok"}"#[..], bad]) {
-            Err(IndexError::Log(LogError::InvalidEvent { index: 1, reason })) => {
+            Err(IndexError::Log(LogError::InvalidEvent {
+                index: 1, reason, ..
+            })) => {
                 assert!(!reason.is_empty())
             }
             other => panic!("{:?}: {other:?}", String::from_utf8_lossy(bad)),

@@ -130,7 +130,7 @@ fn append(writer: &mut Writer, batch: &[Vec<u8>], acks: &mut Acks) -> Result<(),
             acks.pending.extend(receipts);
             Ok(())
         }
-        Err(IndexError::Log(LogError::InvalidEvent { index, reason })) => {
+        Err(IndexError::Log(LogError::InvalidEvent { index, reason, .. })) => {
             let good = batch.get(..index).unwrap_or_default();
             if !good.is_empty() {
                 acks.pending.extend(writer.append_batch_json(good)?);

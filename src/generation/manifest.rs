@@ -15,13 +15,19 @@ pub enum ManifestError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// It is not a JSON object.
-    #[error("{path} is not a JSON object: {detail}")]
-    NotAnObject {
+    /// It is not JSON.
+    #[error("{path} is not a JSON object: {source}")]
+    NotJson {
         /// The manifest path.
         path: PathBuf,
         /// What the parser said.
-        detail: String,
+        source: serde_json::Error,
+    },
+    /// It is JSON, but not an object.
+    #[error("{path} is not a JSON object: the top level is not an object")]
+    NotAnObject {
+        /// The manifest path.
+        path: PathBuf,
     },
     /// Its `molt_count` is not a JSON integer >= 0.
     #[error(
@@ -45,15 +51,12 @@ pub fn read_manifest_molt_count(agent_dir: &Path) -> Result<Option<u64>, Manifes
         Err(source) => return Err(ManifestError::Read { path, source }),
     };
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| ManifestError::NotAnObject {
+        serde_json::from_slice(&bytes).map_err(|source| ManifestError::NotJson {
             path: path.clone(),
-            detail: e.to_string(),
+            source,
         })?;
     let Some(object) = value.as_object() else {
-        return Err(ManifestError::NotAnObject {
-            path,
-            detail: "the top level is not an object".to_owned(),
-        });
+        return Err(ManifestError::NotAnObject { path });
     };
     match object.get("molt_count") {
         None => Ok(Some(0)),
@@ -64,5 +67,32 @@ pub fn read_manifest_molt_count(agent_dir: &Path) -> Result<Option<u64>, Manifes
                 path,
                 found: v.to_string(),
             }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn a_manifest_that_is_not_json_keeps_the_parsers_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".agent.json"), b"{molt_count: 1").unwrap();
+        let e = read_manifest_molt_count(dir.path()).unwrap_err();
+        let source = e
+            .source()
+            .and_then(|s| s.downcast_ref::<serde_json::Error>());
+        assert!(source.is_some_and(|s| s.is_syntax()), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("is not a JSON object: key must be a string"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join(".agent.json"), b"[1]").unwrap();
+        let e = read_manifest_molt_count(dir.path()).unwrap_err();
+        assert!(matches!(e, ManifestError::NotAnObject { .. }), "{e:?}");
+        assert!(e.source().is_none());
     }
 }

@@ -196,13 +196,13 @@ impl WritableIndex {
             // but the database it was using is not to be trusted or closed either.
             Err(panic) => {
                 leak(db, path);
-                return Err(IndexError::Damaged {
-                    path: path.clone(),
-                    detail: format!(
+                return Err(IndexError::damaged(
+                    path,
+                    format!(
                         "the index writer thread panicked: {}",
                         panic_message(&*panic)
                     ),
-                });
+                ));
             }
         };
         read?;

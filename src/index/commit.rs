@@ -20,7 +20,7 @@ use redb::Database;
 
 use super::IndexError;
 use super::db::{UnsyncedBuild, panic_message};
-use super::error::Unwritable;
+use super::error::{Cause, Unwritable};
 use super::rows::RowBuffer;
 use super::schema::Meta;
 use crate::log::WindowSum;
@@ -73,10 +73,7 @@ pub(super) fn commit_rows(
             rows.clear();
             let detail = format!("redb panicked while committing: {}", panic_message(&*panic));
             tracing::error!(index = %path.display(), %detail, "index damaged");
-            Err(CommitError::Panicked(IndexError::Damaged {
-                path: path.to_path_buf(),
-                detail,
-            }))
+            Err(CommitError::Panicked(IndexError::damaged(path, detail)))
         }
     }
 }
@@ -172,9 +169,10 @@ pub(super) fn remove_index(path: &Path) -> Result<(), Unwritable> {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(Unwritable::NotWritable(format!(
-                "cannot remove the stale index: {e}"
-            )));
+            return Err(Unwritable::NotWritable(Cause {
+                detail: format!("cannot remove the stale index: {e}"),
+                source: Some(e.into()),
+            }));
         }
     }
     let _ = std::fs::remove_file(CommitMarker::path(path));
@@ -190,9 +188,9 @@ pub(super) fn close_contained(db: Database, path: &Path) -> Result<(), IndexErro
     let _marker = CommitMarker::begin(path);
     match catch_unwind(AssertUnwindSafe(|| db.close())) {
         Ok(result) => result.map_err(|e| IndexError::redb_failure(path, e)),
-        Err(panic) => Err(IndexError::Damaged {
-            path: path.to_path_buf(),
-            detail: format!("redb panicked while closing: {}", panic_message(&*panic)),
-        }),
+        Err(panic) => Err(IndexError::damaged(
+            path,
+            format!("redb panicked while closing: {}", panic_message(&*panic)),
+        )),
     }
 }

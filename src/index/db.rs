@@ -20,6 +20,7 @@ use redb::{
     StorageBackend, StorageError,
 };
 
+use super::error::Cause;
 use crate::log::Faults;
 
 /// How long redb may spend repairing the index after an unclean shutdown before we give up
@@ -38,9 +39,9 @@ pub(crate) enum WritableOpenError {
     Busy,
     /// The file or directory cannot be written (permissions, read-only file system, a
     /// directory in the way). Nothing should be deleted.
-    NotWritable(String),
+    NotWritable(Cause),
     /// The file is not a usable index; it may be deleted and rebuilt.
-    Damaged(String),
+    Damaged(Cause),
 }
 
 /// Whether the last open had to repair the file (an unclean shutdown).
@@ -107,10 +108,10 @@ pub(crate) fn open_writable(
     defer_syncs: bool,
 ) -> Result<Opened, WritableOpenError> {
     if path.is_dir() {
-        return Err(WritableOpenError::NotWritable(format!(
+        return Err(WritableOpenError::NotWritable(Cause::described(format!(
             "{} is a directory",
             path.display()
-        )));
+        ))));
     }
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -131,7 +132,7 @@ pub(crate) fn open_writable(
         };
         builder(repair, budget).create_with_backend(backend)
     })
-    .map_err(WritableOpenError::Damaged)?;
+    .map_err(|panic| WritableOpenError::Damaged(Cause::described(panic)))?;
     match opened {
         Ok(db) => Ok(Opened { db, unsynced }),
         Err(e) => Err(classify(e)),
@@ -345,24 +346,29 @@ impl StorageBackend for IndexBackend {
 }
 
 /// Opens an existing index read-only. `None` if there is no index file.
-pub(crate) fn open_read_only(path: &Path) -> Result<Option<ReadOnlyDatabase>, String> {
+pub(crate) fn open_read_only(path: &Path) -> Result<Option<ReadOnlyDatabase>, Cause> {
     if !path.exists() {
         return Ok(None);
     }
     if UnsyncedBuild::left_behind(path) {
         // Being built right now by another process, or torn by a power cut during a build:
         // only the process that holds it for writing can tell, so never believe it here.
-        return Err("the index was built without syncs and not yet synced (a build in progress, or one a power cut interrupted)".to_owned());
+        return Err(Cause::described(
+            "the index was built without syncs and not yet synced (a build in progress, or one a power cut interrupted)",
+        ));
     }
     let repair = RepairFlag::default();
     let opened = guarded("opening the index", || {
         builder(&repair, Duration::ZERO).open_read_only(path)
-    })?;
+    })
+    .map_err(Cause::described)?;
     opened.map(Some).map_err(|e| match e {
-        DatabaseError::RepairAborted => {
-            "the index needs a repair after a crash, which only its writer can do".to_owned()
-        }
-        other => other.to_string(),
+        DatabaseError::RepairAborted => Cause {
+            detail: "the index needs a repair after a crash, which only its writer can do"
+                .to_owned(),
+            source: Some(e.into()),
+        },
+        other => Cause::error(other),
     })
 }
 
@@ -377,14 +383,14 @@ fn classify(error: DatabaseError) -> WritableOpenError {
             | std::io::ErrorKind::IsADirectory
             | std::io::ErrorKind::NotFound
             | std::io::ErrorKind::StorageFull
-            | std::io::ErrorKind::QuotaExceeded => WritableOpenError::NotWritable(io.to_string()),
+            | std::io::ErrorKind::QuotaExceeded => WritableOpenError::NotWritable(Cause::error(io)),
             // A file too short to hold redb's header reads as an early end of file.
             std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData => {
-                WritableOpenError::Damaged(io.to_string())
+                WritableOpenError::Damaged(Cause::error(io))
             }
-            _ => WritableOpenError::NotWritable(io.to_string()),
+            _ => WritableOpenError::NotWritable(Cause::error(io)),
         },
-        other => WritableOpenError::Damaged(other.to_string()),
+        other => WritableOpenError::Damaged(Cause::error(other)),
     }
 }
 

@@ -1,3 +1,4 @@
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -38,6 +39,8 @@ pub enum IndexError {
         path: PathBuf,
         /// Why.
         detail: String,
+        /// The error behind it, when there is one (redb's or the file system's).
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The log changed (shrank) while it was being indexed; open again to re-validate.
     #[error("the log behind {path} changed while it was being indexed; open it again")]
@@ -56,29 +59,93 @@ pub enum IndexError {
         source: std::io::Error,
     },
     /// The storage engine failed while reading or writing the index.
-    #[error("index {path}: storage error: {detail}")]
+    #[error("index {path}: storage error: {source}")]
     Storage {
         /// The index file.
         path: PathBuf,
-        /// What redb reported.
-        detail: String,
+        /// What redb reported: its error, or what went wrong where it gave none (a row that
+        /// does not decode, a panic inside it).
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A row of the index failed its checksum or decoding during a query.
     #[error("index {path} is damaged ({detail}); reopen it to rebuild from the log")]
     Damaged {
         /// The index file.
         path: PathBuf,
-        /// Which row.
+        /// Which row, or what failed.
         detail: String,
+        /// The storage error the damage was found by, if it was found by one.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 
+/// The error behind an [`IndexError`], inside the crate.
+pub(crate) type Source = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why the index cannot be used or written, as found below [`IndexError`]: what to tell the
+/// user, and the error behind it when there is one (a panic inside redb, or a state of the
+/// files, has none).
+#[derive(Debug)]
+pub(crate) struct Cause {
+    /// What happened, in words (the source's message when there is a source).
+    pub(crate) detail: String,
+    pub(crate) source: Option<Source>,
+}
+
+impl Cause {
+    /// A cause that is an error.
+    pub(crate) fn error(e: impl Into<Source>) -> Cause {
+        let source = e.into();
+        Cause {
+            detail: source.to_string(),
+            source: Some(source),
+        }
+    }
+
+    /// A cause with no error behind it.
+    pub(crate) fn described(detail: impl Into<String>) -> Cause {
+        Cause {
+            detail: detail.into(),
+            source: None,
+        }
+    }
+
+    /// The cause as an error: its source, or its description.
+    pub(crate) fn into_source(self) -> Source {
+        self.source.unwrap_or_else(|| self.detail.into())
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
 impl IndexError {
-    /// The storage engine failed on the index file, saying `e`.
-    pub(crate) fn storage(path: &Path, e: impl std::fmt::Display) -> IndexError {
+    /// The storage engine failed on the index file with `e`.
+    pub(crate) fn storage(path: &Path, e: impl Into<Source>) -> IndexError {
         IndexError::Storage {
             path: path.to_path_buf(),
-            detail: e.to_string(),
+            source: e.into(),
+        }
+    }
+
+    /// The index is damaged: `detail` says where, with no error behind it.
+    pub(crate) fn damaged(path: &Path, detail: impl Into<String>) -> IndexError {
+        IndexError::Damaged {
+            path: path.to_path_buf(),
+            detail: detail.into(),
+            source: None,
+        }
+    }
+
+    /// No usable index, for `cause`.
+    pub(crate) fn unavailable(path: &Path, cause: Cause) -> IndexError {
+        IndexError::Unavailable {
+            path: path.to_path_buf(),
+            detail: cause.detail,
+            source: cause.source,
         }
     }
 
@@ -111,10 +178,7 @@ impl IndexError {
 
     /// The index after a write panicked inside redb: its handle was leaked and is gone.
     pub(crate) fn damaged_earlier(path: &Path) -> IndexError {
-        IndexError::Damaged {
-            path: path.to_path_buf(),
-            detail: "an earlier write panicked inside redb".to_owned(),
-        }
+        IndexError::damaged(path, "an earlier write panicked inside redb")
     }
 }
 
@@ -123,7 +187,7 @@ pub(crate) enum Unwritable {
     /// Another process holds the index for writing.
     Busy,
     /// The index cannot be written here.
-    NotWritable(String),
+    NotWritable(Cause),
     /// Any other failure.
     Failed(IndexError),
 }
@@ -131,5 +195,51 @@ pub(crate) enum Unwritable {
 impl From<IndexError> for Unwritable {
     fn from(e: IndexError) -> Unwritable {
         Unwritable::Failed(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn a_storage_error_keeps_redbs_error_as_its_source() {
+        let path = Path::new("events.index.redb");
+        let corrupted = || redb::Error::Corrupted("page 3".to_owned());
+        let e = IndexError::redb_failure(path, corrupted());
+        assert_eq!(
+            e.to_string(),
+            format!("index events.index.redb: storage error: {}", corrupted())
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<redb::Error>());
+        assert!(matches!(source, Some(redb::Error::Corrupted(_))), "{e:?}");
+        // A file shorter than its pages say is storage damage too, with the I/O error behind.
+        let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        let e = IndexError::redb_failure(path, redb::Error::Io(eof));
+        let source = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            source.map(|s| s.kind()),
+            Some(std::io::ErrorKind::UnexpectedEof)
+        );
+    }
+
+    #[test]
+    fn an_unavailable_index_keeps_the_error_behind_it_and_a_description_has_none() {
+        let path = Path::new("events.index.redb");
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = IndexError::unavailable(path, Cause::error(denied));
+        let source = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            source.map(|s| s.kind()),
+            Some(std::io::ErrorKind::PermissionDenied)
+        );
+        let e = IndexError::unavailable(path, Cause::described("there is no index"));
+        assert!(e.source().is_none());
+        assert_eq!(
+            e.to_string(),
+            "no usable index at events.index.redb: there is no index"
+        );
     }
 }

@@ -139,11 +139,13 @@ impl WritableIndex {
             Ok(opened) => (opened, None),
             Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
             Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
-            Err(WritableOpenError::Damaged(detail)) => {
+            Err(WritableOpenError::Damaged(cause)) => {
                 remove_index(path)?;
                 (
                     open_fresh(path, options, defer_syncs)?,
-                    Some(StaleReason::Unreadable { detail }),
+                    Some(StaleReason::Unreadable {
+                        detail: cause.detail,
+                    }),
                 )
             }
         };
@@ -459,7 +461,8 @@ impl WritableIndex {
             // redb reports damage it meets while closing (saving allocator state, say) as a
             // corruption error, or panics (contained, `Damaged`): either way a rebuild heals it.
             // An I/O error (`Io`) is not damage: it is returned.
-            Err(IndexError::Damaged { detail, .. } | IndexError::Storage { detail, .. }) => detail,
+            Err(IndexError::Damaged { detail, .. }) => detail,
+            Err(IndexError::Storage { source, .. }) => source.to_string(),
             Err(e) => return Err(e),
         };
         tracing::warn!(index = %paths.index.display(), %detail, "index damaged at close; rebuilding it");
@@ -473,10 +476,10 @@ impl WritableIndex {
             Err(Unwritable::Failed(e)) => Err(e),
             // The damaged file was closed and this process holds the log's writer lock or
             // just wrote the index: neither can happen; report the damage as found.
-            Err(Unwritable::Busy | Unwritable::NotWritable(_)) => Err(IndexError::Damaged {
-                path: paths.index.clone(),
-                detail: "damaged at close, and could not be rebuilt".to_owned(),
-            }),
+            Err(Unwritable::Busy | Unwritable::NotWritable(_)) => Err(IndexError::damaged(
+                &paths.index,
+                "damaged at close, and could not be rebuilt",
+            )),
         }
     }
 }
@@ -547,10 +550,7 @@ impl WritableIndex {
                 landed.result
             }
             // The database went down with the thread: rebuild as after a panic in redb.
-            Some(Err(detail)) => Err(IndexError::Damaged {
-                path: self.path.clone(),
-                detail,
-            }),
+            Some(Err(detail)) => Err(IndexError::damaged(&self.path, detail)),
         }
     }
 
@@ -626,8 +626,9 @@ fn open_fresh(
         Ok(opened) => Ok(opened),
         Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
         Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
-        Err(WritableOpenError::Damaged(detail)) => {
-            Err(Unwritable::Failed(IndexError::storage(path, detail)))
-        }
+        Err(WritableOpenError::Damaged(cause)) => Err(Unwritable::Failed(IndexError::storage(
+            path,
+            cause.into_source(),
+        ))),
     }
 }

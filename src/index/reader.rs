@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use redb::{ReadOnlyDatabase, ReadableDatabase};
 
 use super::db::{self, guarded};
-use super::error::Unwritable;
+use super::error::{Cause, Source, Unwritable};
 use super::open::{Progress, Then, WritableIndex, expected, log_len};
 use super::rows::TypeMap;
 use super::schema::Meta;
@@ -127,7 +127,7 @@ impl Index {
                 });
             }
             Err(Unwritable::Busy) => ReadOnlyReason::HeldByAnotherProcess,
-            Err(Unwritable::NotWritable(why)) => ReadOnlyReason::NotWritable(why),
+            Err(Unwritable::NotWritable(why)) => ReadOnlyReason::NotWritable(why.detail),
             Err(Unwritable::Failed(e)) => return Err(e),
         };
         Index::open_read_only(paths, options, log, why)
@@ -179,10 +179,11 @@ impl Index {
                     why,
                 });
             }
-            Look::Unavailable(detail) => {
+            Look::Unavailable(cause) => {
                 return Err(IndexError::Unavailable {
                     path: paths.index.clone(),
-                    detail: format!("{detail}, and {why}"),
+                    detail: format!("{cause}, and {why}"),
+                    source: cause.source,
                 });
             }
         };
@@ -320,14 +321,14 @@ impl Index {
             log: self.paths.log.clone(),
             index: scratch_dir.path().join("rebuild.redb"),
         };
-        let scratch_failed = |detail: String| IndexError::Io {
+        let scratch_failed = |error: Source| IndexError::Io {
             path: paths.index.clone(),
-            source: std::io::Error::other(detail),
+            source: std::io::Error::other(error),
         };
         // A failure to read the log is the log's, and said so; any other is the scratch file's.
         let building_failed = |e: IndexError| match e {
             IndexError::Log(_) => e,
-            other => scratch_failed(other.to_string()),
+            other => scratch_failed(other.into()),
         };
         let options = IndexOptions {
             read_only: false,
@@ -338,8 +339,8 @@ impl Index {
         let mut fresh = WritableIndex::build_scratch(&paths, &self.log, &options, self.watermark())
             .map_err(|e| match e {
                 Unwritable::Failed(e) => building_failed(e),
-                Unwritable::Busy => scratch_failed("held by another process".to_owned()),
-                Unwritable::NotWritable(why) => scratch_failed(why),
+                Unwritable::Busy => scratch_failed("held by another process".into()),
+                Unwritable::NotWritable(why) => scratch_failed(why.into_source()),
             })?;
         const ATTEMPTS: usize = 3;
         for attempt in 1..=ATTEMPTS {
@@ -349,7 +350,7 @@ impl Index {
                     db.begin_read()
                         .map_err(|e| IndexError::redb_failure(&paths.index, e))
                 })
-                .map_err(|e| scratch_failed(e.to_string()))?;
+                .map_err(|e| scratch_failed(e.into()))?;
             let built_to = fresh.meta.watermark();
             let compared = self.read(|stored| {
                 let committed = verify::committed_watermark(stored)
@@ -365,7 +366,7 @@ impl Index {
                     Err(CompareError::Stored(e)) => {
                         Err(IndexError::redb_failure(&self.paths.index, e))
                     }
-                    Err(CompareError::Fresh(e)) => Ok(Err(Retry::ScratchFailed(e.to_string()))),
+                    Err(CompareError::Fresh(e)) => Ok(Err(Retry::ScratchFailed(e.into()))),
                 }
             })?;
             drop(fresh_txn);
@@ -377,7 +378,7 @@ impl Index {
                     .map_err(building_failed)?,
             }
         }
-        Err(scratch_failed("the index kept moving".to_owned()))
+        Err(scratch_failed("the index kept moving".into()))
     }
 
     fn db(&self) -> Result<&ReadOnlyDatabase, IndexError> {
@@ -386,11 +387,11 @@ impl Index {
         }
         match db::open_read_only(&self.paths.index) {
             Ok(Some(db)) => Ok(self.db.get_or_init(|| db)),
-            Ok(None) => Err(IndexError::Unavailable {
-                path: self.paths.index.clone(),
-                detail: "the index file disappeared".to_owned(),
-            }),
-            Err(detail) => Err(IndexError::storage(&self.paths.index, detail)),
+            Ok(None) => Err(IndexError::unavailable(
+                &self.paths.index,
+                Cause::described("the index file disappeared"),
+            )),
+            Err(cause) => Err(IndexError::storage(&self.paths.index, cause.into_source())),
         }
     }
 
@@ -398,7 +399,11 @@ impl Index {
     /// it and was not asked to leave it alone (`read_only`), so the next open is sound (a
     /// corrupt index is rebuilt, never believed).
     fn damaged(&self, detail: impl Into<String>) -> IndexError {
-        let detail = detail.into();
+        self.damaged_by(detail.into(), None)
+    }
+
+    /// [`Index::damaged`], for damage found by the storage error `source`.
+    fn damaged_by(&self, detail: String, source: Option<Source>) -> IndexError {
         tracing::warn!(index = %self.paths.index.display(), %detail, "damaged index row");
         if self.options.read_only {
             // `verify` reports the damage; a reader free to write rebuilds it when it meets it.
@@ -419,6 +424,7 @@ impl Index {
         IndexError::Damaged {
             path: self.paths.index.clone(),
             detail,
+            source,
         }
     }
 
@@ -436,7 +442,9 @@ impl Index {
             f(&txn)
         });
         match outcome {
-            Ok(Err(IndexError::Storage { detail, .. })) => Err(self.damaged(detail)),
+            Ok(Err(IndexError::Storage { source, .. })) => {
+                Err(self.damaged_by(source.to_string(), Some(source)))
+            }
             Ok(result) => result,
             Err(panic) => Err(self.damaged(panic)),
         }
@@ -463,7 +471,7 @@ enum Retry {
     /// again.
     MovedTo(u64),
     /// The fresh build could not be read.
-    ScratchFailed(String),
+    ScratchFailed(Source),
 }
 
 /// What a read-only look at the index's last commit found.
@@ -479,7 +487,7 @@ enum Look {
     Stale(StaleReason),
     /// There is no commit to look at (no file, an empty index, a file needing repair or
     /// unreadable).
-    Unavailable(String),
+    Unavailable(Cause),
 }
 
 /// Opens the index read-only and validates its last commit against the log. Takes no write
@@ -487,8 +495,8 @@ enum Look {
 fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, IndexError> {
     let db = match db::open_read_only(&paths.index) {
         Ok(Some(db)) => db,
-        Ok(None) => return Ok(Look::Unavailable("there is no index".to_owned())),
-        Err(detail) => return Ok(Look::Unavailable(detail)),
+        Ok(None) => return Ok(Look::Unavailable(Cause::described("there is no index"))),
+        Err(cause) => return Ok(Look::Unavailable(cause)),
     };
     let loaded = guarded("reading the index", || {
         let txn = db.begin_read()?;
@@ -501,13 +509,13 @@ fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, In
     let (meta, types) = match loaded {
         Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
         Ok(Ok(Loaded::Empty)) => {
-            return Ok(Look::Unavailable(
-                "the index holds no commit yet".to_owned(),
-            ));
+            return Ok(Look::Unavailable(Cause::described(
+                "the index holds no commit yet",
+            )));
         }
         Ok(Ok(Loaded::Stale(reason))) => return Ok(Look::Stale(reason)),
-        Ok(Err(e)) => return Ok(Look::Unavailable(e.to_string())),
-        Err(panic) => return Ok(Look::Unavailable(panic)),
+        Ok(Err(e)) => return Ok(Look::Unavailable(Cause::error(e))),
+        Err(panic) => return Ok(Look::Unavailable(Cause::described(panic))),
     };
     let current = match validate::validate(&meta, &expected(options), log, log_len)
         .map_err(|e| IndexError::log_read(&paths.log, e))?

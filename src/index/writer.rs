@@ -99,8 +99,7 @@ impl Writer {
     /// Opens the log for writing (taking its lock; a second writer gets
     /// [`LogError::Locked`]) and brings its index up to date.
     pub fn open(paths: &LogPaths, options: WriterOptions) -> Result<Writer, IndexError> {
-        let log =
-            LogWriter::open_with(&paths.log, options.sync, options.index.faults().cloned())?;
+        let log = LogWriter::open_with(&paths.log, options.sync, options.index.faults().cloned())?;
         let started = Instant::now();
         let (index, outcome) = loop {
             match WritableIndex::open(
@@ -120,11 +119,8 @@ impl Writer {
                         waited: started.elapsed(),
                     });
                 }
-                Err(Unwritable::NotWritable(detail)) => {
-                    return Err(IndexError::Unavailable {
-                        path: paths.index.clone(),
-                        detail,
-                    });
+                Err(Unwritable::NotWritable(cause)) => {
+                    return Err(IndexError::unavailable(&paths.index, cause));
                 }
                 Err(Unwritable::Failed(e)) => return Err(e),
             }
@@ -165,6 +161,7 @@ impl Writer {
         let bytes = serde_json::to_vec(event).map_err(|e| LogError::InvalidEvent {
             index: 0,
             reason: format!("cannot serialize: {e}"),
+            source: Some(e),
         })?;
         self.append_json(&bytes)
     }
@@ -509,7 +506,13 @@ fn validate_event<'a>(
     index: usize,
 ) -> Result<EventFields<'a>, IndexError> {
     let trimmed = event.trim_ascii();
-    let reject = |reason: String| IndexError::Log(LogError::InvalidEvent { index, reason });
+    let reject = |reason: String| {
+        IndexError::Log(LogError::InvalidEvent {
+            index,
+            reason,
+            source: None,
+        })
+    };
     if trimmed.len() > max_line {
         return Err(reject(format!(
             "the event is {} bytes; the maximum line size is {max_line}",

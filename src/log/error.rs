@@ -35,6 +35,8 @@ pub enum LogError {
         index: usize,
         /// What is wrong with it.
         reason: String,
+        /// The error behind it, for an event that could not be serialized.
+        source: Option<serde_json::Error>,
     },
     /// A write failed. `rolled_back` says whether the partial bytes were removed again; if not,
     /// the next append terminates the fragment first so it cannot merge with a new event.

@@ -49,7 +49,8 @@ struct SyncState {
     written: u64,
     durable: u64,
     stop: bool,
-    failure: Option<String>,
+    /// The group commit's last failed sync, reported to every later `wait_durable`.
+    failure: Option<Arc<std::io::Error>>,
 }
 
 #[derive(Default)]
@@ -231,6 +232,7 @@ impl LogWriter {
             return Err(LogError::InvalidEvent {
                 index: 0,
                 reason: "appended bytes must end with a newline".to_owned(),
+                source: None,
             });
         }
         if self.torn {
@@ -365,7 +367,7 @@ impl LogWriter {
                 return Err(LogError::io(
                     "sync",
                     &self.path,
-                    std::io::Error::other(failure.clone()),
+                    std::io::Error::new(failure.kind(), Arc::clone(failure)),
                 ));
             }
             state = self
@@ -451,7 +453,7 @@ fn group_commit(file: &File, shared: &SyncShared, every: Duration) {
             state = shared.lock();
             match result {
                 Ok(()) => state.durable = state.durable.max(target),
-                Err(e) => state.failure = Some(e.to_string()),
+                Err(e) => state.failure = Some(Arc::new(e)),
             }
             shared.synced.notify_all();
         }
