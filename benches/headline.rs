@@ -212,7 +212,7 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     // (f) The SQLite sidecar's tier-1 pair.
     let db = ds.sidecar();
     let pair = sidecar::pair_fresh_connections(&db, ds.molt_count);
-    // The pair counts by wall clock (`ts >= boundary_ts`, §1.5): a response logged in the
+    // The pair counts by wall clock (`ts >= boundary_ts`): a response logged in the
     // molt's millisecond, before it, counts too. The generator logs a molt in its response's
     // millisecond when no tool call came between (a third of molts). So the port is checked
     // against its own rule, computed by a plain pass, and whether that gives the truth is

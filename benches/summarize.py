@@ -142,10 +142,10 @@ def main():
             v = one * 1e9 if one else None
         return v
 
-    row("sidecar: offline rebuild, one transaction (§2.4)", lambda s: f"{fmt_time(sidecar_rebuild_ns(s))} = {disk(s, 'log_bytes') / sidecar_rebuild_ns(s) * 1e3:.1f} MB/s" + (" (1 run)" if t(f'build/{s}/sidecar_offline_rebuild') is None else ""))
+    row("sidecar: offline rebuild, one transaction", lambda s: f"{fmt_time(sidecar_rebuild_ns(s))} = {disk(s, 'log_bytes') / sidecar_rebuild_ns(s) * 1e3:.1f} MB/s" + (" (1 run)" if t(f'build/{s}/sidecar_offline_rebuild') is None else ""))
     row("sidecar: offline rebuild, insert+commit phase only", lambda s: (lambda p: f"{p['import_secs']:.2f} s = {disk(s, 'log_bytes') / p['import_secs'] / 1e6:.1f} MB/s")(rep[f"build/{s}/sidecar_offline_rebuild_phases"]))
     rt = lambda s: t(f"build/{s}/sidecar_runtime_import_per_event")
-    row("sidecar: runtime import, per event into this sidecar (§2.4)", lambda s: f"{fmt_time(rt(s))}/event")
+    row("sidecar: runtime import, per event into this sidecar", lambda s: f"{fmt_time(rt(s))}/event")
     row("sidecar: runtime import of the whole log (extrapolated)", lambda s: f"≈ {fmt_time(rt(s) * disk(s, 'lines'))}")
     row("ratio: offline rebuild / ours", lambda s: fmt_ratio(ratio(sidecar_rebuild_ns(s), b(s))))
     row("ratio: offline insert+commit phase / ours", lambda s: fmt_ratio(ratio(rep[f"build/{s}/sidecar_offline_rebuild_phases"]["import_secs"] * 1e9, b(s))))
@@ -264,7 +264,7 @@ def main():
     for k, d in wrong:
         print(f"- {k[len('checks/'):]}: {d.get('by_wall_clock_api_calls')} calls since the molt, the truth is "
               f"{d.get('truth_api_calls')}: the reference's `ts >= boundary_ts` counts a response logged "
-              "in the molt's millisecond, before it (lingtai-agent-session.md §1.5)")
+              "in the molt's millisecond, before it")
 
 
 if __name__ == "__main__":

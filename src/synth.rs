@@ -1,7 +1,7 @@
 //! Synthetic lingtai-shaped logs, for the demo, benchmarks and tests.
 //!
-//! The lines follow the shapes the lingtai kernel writes (see
-//! `reference/lingtai-agent-session.md` §4): Python's `", "`/`": "` separators, the envelope keys
+//! The lines follow the shapes the lingtai kernel writes: Python's `", "`/`": "` separators, the
+//! envelope keys
 //! (`type`, `address`, `agent_name`, `ts`, `kernel_*` identity), `llm_call`/`llm_response` pairs,
 //! tool calls and results of realistic sizes, and `psyche_molt` boundaries every few hundred to
 //! few thousand responses, started by the agent (no `initiator` key) or the system. The output
@@ -212,7 +212,7 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
 
 /// Responses needed for a log of about `bytes` bytes (for benchmarks).
 pub fn responses_for_bytes(bytes: u64) -> u64 {
-    // Measured: about 1.6 KB of log per response with the default mix.
+    // The default mix writes about this much log per response (docs/PERFORMANCE.md).
     (bytes / 1_600).max(1)
 }
 

@@ -1,7 +1,7 @@
 //! Damaged index files: opening them must never panic or abort, must give the oracle's
 //! answers, and a damaged row, once found, must be rebuilt rather than met again. Some files
-//! are the fuzzer's findings (fuzz/regressions/index_file, written in index format 1: they
-//! now also exercise a rebuild from an old format whose file is damaged).
+//! are the fuzzer's findings (fuzz/regressions/index_file, written in index format 1, so they
+//! also exercise a rebuild from an old format whose file is damaged).
 
 mod common;
 
@@ -43,7 +43,7 @@ fn open_query_reopen(agent: &Agent) {
     common::assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
 }
 
-/// The commit marker beside an agent's index (FORMAT.md §2.3).
+/// The commit marker beside an agent's index (docs/FORMAT.md, "Commits").
 fn commit_marker(agent: &Agent) -> std::path::PathBuf {
     agent.paths.index.with_extension("redb.committing")
 }
@@ -149,10 +149,9 @@ fn a_damaged_row_found_by_a_query_is_rebuilt() {
 
 /// Flips one byte of the index between two writers' runs and keeps writing. Whatever the
 /// damage does to redb (errors, or panics inside it), the writer must keep appending, heal
-/// the index from the log at its next commit, and close cleanly. The fuzzer found two ways
-/// this went wrong: a commit on a damaged file returned an error instead of rebuilding, and
-/// the rebuild then found the file locked by the handle leaked after redb's panic
-/// (fuzz/regressions/log_ops/writer-*).
+/// the index from the log at its next commit, and close cleanly: a commit on a damaged file
+/// rebuilds instead of returning an error, and the rebuild does not find the file locked by the
+/// handle leaked after redb's panic (fuzz/regressions/log_ops/writer-*).
 #[test]
 fn a_writer_heals_an_index_damaged_between_its_runs() {
     use agentlog::index::{CommitPolicy, Writer, WriterOptions};
@@ -307,7 +306,7 @@ fn aborts_once_then_rebuilds(log: &[u8], index: &[u8]) {
     assert_index_matches_oracle(&index, &agent.log());
 }
 
-/// The sweep behind RELIABILITY.md's row on damage met in commits: every byte in the range
+/// The sweep behind docs/RELIABILITY.md's row on damage met in commits: every byte in the range
 /// `AGENTLOG_SWEEP_BYTES` (`FROM..TO`) of a real index, flipped by 0x01 and by 0x80, with the
 /// log grown by one event so every open must commit a catch-up. Each open is a separate
 /// `agentlog status` process, because some flips make redb abort the process; the next process
@@ -396,7 +395,7 @@ fn sweep_single_bit_flips_through_the_cli() {
     );
 }
 
-/// The marker of a build that ran without syncs (FORMAT.md §2.3), left beside a file that a
+/// The marker of a build that ran without syncs (docs/FORMAT.md, "Commits"), left beside a file that a
 /// power cut tore (whole, with pages zeroed as blocks that never reached the disk read, or cut
 /// short): a read-only open refuses the file rather than believe it, and the next writable
 /// open rebuilds it.
@@ -598,9 +597,9 @@ fn a_read_only_reader_reports_a_damaged_row_and_writes_nothing() {
 
 /// Keys and values read back from a damaged index are arithmetic operands too: a block moved
 /// under the largest key, a seq run pointing past the last event ordinal, or block totals at
-/// the top of their range must make the index inconsistent or damaged, never overflow (the
-/// `index_file` fuzzer found a block number that made the open's structure check overflow,
-/// FUZZING.md F17). Debug builds check overflow, so each would panic here.
+/// the top of their range must make the index inconsistent or damaged, never overflow (a block
+/// number can make the open's structure check overflow). Debug builds check overflow, so each
+/// would panic here.
 #[test]
 fn extreme_keys_and_values_in_the_index_are_damage_not_an_overflow() {
     use agentlog::index::schema::{BLOCKS, SEQ_RUNS};
@@ -647,9 +646,9 @@ fn extreme_keys_and_values_in_the_index_are_damage_not_an_overflow() {
 }
 
 /// Type names carry no crc of their own: a name changed, two names swapped or an id moved must
-/// make a writable open rebuild (their sum in the meta record, FORMAT.md §2.1) and a read-only
-/// one refuse, and a type filter must never answer with another type's events (the
-/// `index_file` fuzzer found a catch-up on a moved id doing that: FUZZING.md F18).
+/// make a writable open rebuild (their sum in the meta record: docs/FORMAT.md, "Tables") and a
+/// read-only one refuse, and a type filter must never answer with another type's events, even
+/// after a catch-up on a moved id.
 #[test]
 fn a_damaged_type_name_is_rebuilt_never_believed() {
     use agentlog::index::schema::TYPES;

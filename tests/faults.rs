@@ -453,9 +453,9 @@ fn a_writer_dropped_after_a_panic_on_its_commit_thread_frees_the_index() {
     assert_index_matches_oracle(&index, &agent.log());
 }
 
-/// A writer that builds its index from scratch (a small log: without syncs, FORMAT.md §2.3)
+/// A writer that builds its index from scratch (a small log: without syncs, docs/FORMAT.md, "Commits")
 /// syncs it before `open` returns: its marker is gone, and its later commits reach the disk
-/// (an index sync failure now fails the commit instead of being skipped).
+/// (an index sync failure fails the commit; it is not skipped).
 #[test]
 fn a_writers_build_from_scratch_is_synced_before_open_returns() {
     let agent = Agent::with_log(&common::synthetic(60, 7));

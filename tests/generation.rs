@@ -1,4 +1,4 @@
-//! The current-generation contract, with the cases of `lingtai-agent-session.md` §8.1-8.4 ported:
+//! The current-generation contract, with the reference implementation's own cases ported:
 //! every tier gives the same answer, and a generation label is given only when the log proves
 //! it.
 
@@ -260,7 +260,7 @@ fn since_molt_excludes_earlier_generations() {
 
 #[test]
 fn crash_between_manifest_bump_and_boundary_append_is_a_mismatch() {
-    // §6 #1546: the manifest says 2, the log's latest boundary is still 1.
+    // The reference's scan-tier bug: the manifest says 2, the log's latest boundary is still 1.
     let agent = Agent::with_log(&lines(&[molt(1.0, 1, "agent"), token(2.0, 100, 1, 0)]));
     agent.write_manifest(2);
     assert_eq!(mismatch_everywhere(&agent, 2), Some(1));

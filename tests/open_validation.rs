@@ -191,8 +191,8 @@ fn torn_tail_is_not_indexed_until_completed() {
     assert_index_matches_oracle(&index, &agent.log());
     let calls = index.state().totals.api_calls;
     drop(index);
-    // Every complete line is indexed, so both kinds of open find the index fresh, and a
-    // reader's open writes nothing (it used to report an empty in-memory tail instead).
+    // Every complete line is indexed, so both kinds of open find the index fresh (not an empty
+    // in-memory tail), and a reader's open writes nothing.
     for committing in [true, false] {
         let before = std::fs::read(&agent.paths.index).unwrap();
         let index = if committing {

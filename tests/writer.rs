@@ -282,7 +282,7 @@ fn reopening_after_close_is_fresh_and_appends_continue() {
 
 #[test]
 fn an_empty_batch_is_a_no_op() {
-    // Found by fuzzing (log_ops): an empty batch used to be rejected as bytes without a newline.
+    // An empty batch writes nothing; it is not bytes without a newline.
     let agent = Agent::new();
     let mut writer = Writer::open(&agent.paths, options(SyncPolicy::Fsync)).unwrap();
     let none: [&[u8]; 0] = [];

@@ -1,4 +1,4 @@
-//! The reference's plain scans (`reference/lingtai-agent-session.md` §1.6-1.7), written as
+//! The reference's plain scans (its reverse and full scan tiers), written as
 //! plainly as the Python does them, but in Rust: a full `serde_json::Value` per line, the
 //! 8 MiB tail read in one `read()`, lossy decoding and `splitlines()`. Compiled Rust, so these
 //! are a lower bound on what the Python kernel pays.
@@ -125,7 +125,7 @@ pub fn full_scan(path: &Path) -> RefGeneration {
     s
 }
 
-/// What Tier 1's two statements mean (§1.5), computed by a plain pass instead of SQL: the
+/// What Tier 1's two statements mean, computed by a plain pass instead of SQL: the
 /// `psyche_molt` with the greatest `ts` is the boundary, and every `llm_response` with
 /// `ts >= boundary_ts` counts, wherever it is in the file. This is the sidecar's oracle; it
 /// differs from the truth (file order, which the full scan follows) when a response shares

@@ -1,6 +1,5 @@
 //! The lingtai kernel's SQLite sidecar (`logs/log.sqlite`), rebuilt in Rust as faithfully as
-//! the reference notes allow (`reference/lingtai-agent-session.md` §1.4-1.5 and §2.3-2.5):
-//! the schema-v3 script, the writer pragmas, `event_row` normalisation (with Python's `", "` /
+//! the kernel's source describes it: the schema-v3 script, the writer pragmas, `event_row` normalisation (with Python's `", "` /
 //! `": "` separators and key order), the runtime per-event import (a new connection, the whole
 //! schema script and a commit per event, then close), the offline batched rebuild (one
 //! transaction, integrity check, checkpoint, atomic replace), and the tier-1 query pair.
@@ -19,7 +18,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
-/// `SQLiteEventIndex._ensure_schema` (§2.3), schema version 3.
+/// `SQLiteEventIndex._ensure_schema`, schema version 3.
 pub const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS schema_migrations (
   version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
@@ -151,7 +150,7 @@ pub fn py_dumps(value: &impl Serialize) -> String {
     String::from_utf8(out).expect("utf-8")
 }
 
-/// One `events` row, as `event_row` (§2.3) normalises an event dict.
+/// One `events` row, as `event_row` normalises an event dict.
 #[derive(Clone, Debug)]
 pub struct EventRow {
     pub ts: f64,
@@ -272,7 +271,7 @@ pub fn ensure_schema(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("COMMIT")
 }
 
-/// The runtime path, `SQLiteEventIndex.log_event` with `keep_open=False` (§2.4): open a new
+/// The runtime path, `SQLiteEventIndex.log_event` with `keep_open=False`: open a new
 /// connection, run the pragmas and the whole schema script, insert, commit, close. When no other
 /// connection is open, closing checkpoints and removes the WAL, as in the kernel.
 pub fn runtime_log_event(
@@ -329,7 +328,7 @@ pub struct RebuildStats {
     pub finish: Duration,
 }
 
-/// `rebuild_sqlite_event_index` (§2.4) for one source, `logs/events.jsonl`: build in a temp
+/// `rebuild_sqlite_event_index` for one source, `logs/events.jsonl`: build in a temp
 /// dir in one transaction, integrity check, checkpoint, replace `target` atomically.
 pub fn offline_rebuild(log: &Path, target: &Path) -> rusqlite::Result<RebuildStats> {
     let started = Instant::now();
@@ -407,7 +406,7 @@ pub struct PairAnswer {
     pub thinking_tokens: i64,
 }
 
-/// `query_sqlite_event_index` (§2.5): a new read-only connection per statement, `query_only`
+/// `query_sqlite_event_index`: a new read-only connection per statement, `query_only`
 /// on, run, reset, close.
 pub fn query_fresh<T>(
     db: &Path,
@@ -466,7 +465,7 @@ fn run_q2(conn: &Connection, sql: &str) -> rusqlite::Result<PairAnswer> {
     })
 }
 
-/// `_rebuild_via_sqlite(query, molt_count)` at HEAD (§1.5), given a way to run one statement.
+/// `_rebuild_via_sqlite(query, molt_count)` at HEAD, given a way to run one statement.
 fn tier1(
     molt_count: u64,
     mut q1: impl FnMut(&str) -> rusqlite::Result<Q1Row>,

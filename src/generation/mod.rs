@@ -5,8 +5,8 @@
 //! The answer is labelled with a generation only if the log proves it: the latest boundary (in
 //! file order) carries the expected `molt_count`, or there is no boundary and the expected count
 //! is 0. Otherwise the caller gets a typed [`GenerationError::MoltMismatch`] saying what was found,
-//! never another generation's totals under its label. This is the bug the reference
-//! implementation has in its scan tiers (lingtai-kernel issue #1546).
+//! never another generation's totals under its label, as the reference implementation's scan
+//! tiers give (docs/TOKENS.md, "Labelling").
 
 mod manifest;
 mod scan;

@@ -595,7 +595,7 @@ struct Chunk {
 const REREAD_BYTES: u64 = 1 << 20;
 
 /// The smallest chunk an unsynced build commits in on two threads: below it, a commit's fixed
-/// writes (~30 pages) outweigh the overlap (a 1 MB log built in 256 KiB chunks was slower).
+/// writes outweigh what the overlap saves.
 const MIN_UNSYNCED_CHUNK: u64 = 2 << 20;
 
 #[cfg(test)]

@@ -28,8 +28,8 @@ use crate::log::Faults;
 pub const DEFAULT_REPAIR_BUDGET: Duration = Duration::from_secs(2);
 
 /// redb's page cache. Builds only append at the right edge of each B-tree and queries read a
-/// handful of pages, so a small cache costs nothing measurable and keeps a build's memory flat
-/// in the log's size (28 MB peak for a 112 MB log, 32 MB for 1.1 GB).
+/// handful of pages, so a small cache costs them nothing and keeps a build's memory flat in
+/// the log's size (docs/PERFORMANCE.md).
 const CACHE_BYTES: usize = 16 << 20;
 
 /// Why a writable open did not give us a database.
@@ -141,9 +141,8 @@ pub(crate) fn open_writable(
 
 /// A new index file being built without syncs.
 ///
-/// A build from scratch of a small log is a handful of milliseconds, and redb's commit protocol
-/// would spend most of them in `fdatasync` (a 1 MB log's build made 12: creating the file,
-/// growing it twice, committing, closing). Until [`UnsyncedBuild::finish`], the index's syncs
+/// A build from scratch of a small log is quick, and redb's commit protocol would spend most of
+/// it in `fdatasync`s (creating the file, growing it, committing, closing). Until [`UnsyncedBuild::finish`], the index's syncs
 /// are skipped; `finish` then syncs the file once. The page cache sees every write in order, so
 /// readers and a later writer in a running system see exactly what redb wrote; only a power
 /// loss could leave a torn file, and that is what the marker is for.

@@ -41,8 +41,8 @@ pub use writer::{CommitPolicy, Writer, WriterOptions};
 use crate::event::{Extractor, LineValidator, Profile};
 use crate::log::{DEFAULT_MAX_LINE, Faults};
 
-/// The default of [`IndexOptions::max_memory_tail`]: folding 256 KiB of lines (~450
-/// lingtai events) in memory costs about as much as committing them once.
+/// The default of [`IndexOptions::max_memory_tail`]: folding this much of a log in memory costs
+/// about as much as committing it once (docs/PERFORMANCE.md).
 pub const DEFAULT_MAX_MEMORY_TAIL: u64 = 256 << 10;
 
 /// How to read the log and maintain its index.
@@ -69,7 +69,7 @@ pub struct IndexOptions {
     /// read-only open does: [`ReadOnlyReason::SmallTail`]) instead of committing it to the
     /// index. Default 256 KiB: a reader polling a log that another program appends to then
     /// writes nothing until that much has accumulated, where each commit would cost a
-    /// writable open, a durable redb commit and a close (several `fdatasync`s, ~2 ms). `0`
+    /// writable open, a durable redb commit and a close (several `fdatasync`s). `0`
     /// commits every catch-up. A [`Writer`] always commits.
     pub max_memory_tail: u64,
     /// A check of whole lines beyond JSON validity (the session layer's envelope rules); the

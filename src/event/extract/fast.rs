@@ -8,8 +8,8 @@
 //! Strings are scanned eight bytes at a time as one `u64` (SWAR): a word's bytes that end or
 //! interrupt a string's plain run (`"`, `\` and control bytes) are found with a few integer
 //! operations, and the first is a `trailing_zeros` away. The same pass notes whether the line
-//! has a non-ASCII byte: an all-ASCII line needs no UTF-8 check. (Wider SIMD compares, with
-//! the `wide` crate, gained about 2% of a build on lingtai's short strings; DECISIONS.md.) Positions travel as arguments and
+//! has a non-ASCII byte: an all-ASCII line needs no UTF-8 check (wider SIMD compares gain
+//! little on lingtai's short strings: docs/DECISIONS.md). Positions travel as arguments and
 //! results, not fields, so that they stay in registers along the walk's chain of dependent
 //! steps, and lingtai's `": "` and `", "` separators are matched before any general
 //! whitespace handling.
@@ -193,8 +193,8 @@ impl<'a> ValueReader<'a> for ValueBytes<'a> {
             }
             Shape::Str { escaped: true } | Shape::Other => {}
         }
-        // `from_str`, not `from_slice`: the serde path's own instantiation, which LTO then
-        // inlines as before (a second one made serde_json's string scan out of line there).
+        // `from_str`, not `from_slice`: the serde path's own instantiation, so LTO keeps one
+        // copy of serde_json's string scan, inlined (a second instantiation puts it out of line).
         match std::str::from_utf8(self.bytes) {
             Ok(text) => serde_json::from_str(text),
             Err(_) => Err(serde::de::Error::custom("not UTF-8")),

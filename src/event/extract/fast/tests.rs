@@ -334,7 +334,7 @@ fn repetitive_lines() -> impl Strategy<Value = Vec<Vec<u8>>> {
     })
 }
 
-/// Lingtai's shapes, as the kernel writes them (reference §4), and lines that differ from
+/// Lingtai's shapes, as the kernel writes them, and lines that differ from
 /// them in one place each: a changed envelope value, an index key inside the envelope, a
 /// non-ASCII value, invalid UTF-8, a broken member, a missing comma.
 fn lingtai_sequence() -> Vec<String> {
