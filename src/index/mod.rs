@@ -35,6 +35,7 @@ pub use error::IndexError;
 pub use open::Progress;
 pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use reader::Index;
+pub use schema::EventRow;
 pub use verify::TableComparison;
 pub use writer::{CommitPolicy, Writer, WriterOptions};
 

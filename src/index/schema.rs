@@ -158,11 +158,12 @@ pub struct EventRow {
     pub seq: u64,
     /// Timestamp in microseconds, if readable.
     pub time: Option<Timestamp>,
-    /// Type id (see [`TYPES`]).
+    /// Type id; [`Index::type_name`](crate::index::Index::type_name) gives its name.
     pub type_id: u32,
     /// Generation ordinal (0 before the first boundary).
     pub generation: u64,
-    /// See [`flags`].
+    /// Bit flags: 1, the seq came from the line; 2, a token event; 4, a boundary (see
+    /// [`EventRow::kind`]).
     pub flags: u8,
 }
 
