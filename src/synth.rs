@@ -212,7 +212,7 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
 
 /// Responses needed for a log of about `bytes` bytes (for benchmarks).
 pub fn responses_for_bytes(bytes: u64) -> u64 {
-    // The default mix writes about this much log per response (docs/PERFORMANCE.md).
+    // The default mix writes about this much log per response.
     (bytes / 1_600).max(1)
 }
 

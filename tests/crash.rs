@@ -338,7 +338,7 @@ fn a_build_killed_at_random_moments_resumes_or_rebuilds_and_answers_right() {
 }
 
 /// The same for a log of 4-16 MiB, whose new index is built without syncs, on two threads, in
-/// commits of a quarter of the log (docs/FORMAT.md, "Commits"): a kill leaves the unsynced-build marker,
+/// commits of a quarter of the log (docs/FORMAT.md, "Builds without syncs"): a kill leaves the unsynced-build marker,
 /// and the next open rebuilds.
 #[test]
 fn an_unsynced_build_killed_at_random_moments_is_rebuilt_and_answers_right() {

@@ -43,7 +43,7 @@ fn open_query_reopen(agent: &Agent) {
     common::assert_tiers_match_oracle(&agent.paths, None, 8 << 20);
 }
 
-/// The commit marker beside an agent's index (docs/FORMAT.md, "Commits").
+/// The commit marker beside an agent's index (docs/FORMAT.md, "Commit marker").
 fn commit_marker(agent: &Agent) -> std::path::PathBuf {
     agent.paths.index.with_extension("redb.committing")
 }
@@ -395,7 +395,7 @@ fn sweep_single_bit_flips_through_the_cli() {
     );
 }
 
-/// The marker of a build that ran without syncs (docs/FORMAT.md, "Commits"), left beside a file that a
+/// The marker of a build that ran without syncs (docs/FORMAT.md, "Builds without syncs"), left beside a file that a
 /// power cut tore (whole, with pages zeroed as blocks that never reached the disk read, or cut
 /// short): a read-only open refuses the file rather than believe it, and the next writable
 /// open rebuilds it.
@@ -646,7 +646,7 @@ fn extreme_keys_and_values_in_the_index_are_damage_not_an_overflow() {
 }
 
 /// Type names carry no crc of their own: a name changed, two names swapped or an id moved must
-/// make a writable open rebuild (their sum in the meta record: docs/FORMAT.md, "Tables") and a
+/// make a writable open rebuild (their sum in the meta record: docs/FORMAT.md, "The meta record") and a
 /// read-only one refuse, and a type filter must never answer with another type's events, even
 /// after a catch-up on a moved id.
 #[test]

@@ -453,7 +453,7 @@ fn a_writer_dropped_after_a_panic_on_its_commit_thread_frees_the_index() {
     assert_index_matches_oracle(&index, &agent.log());
 }
 
-/// A writer that builds its index from scratch (a small log: without syncs, docs/FORMAT.md, "Commits")
+/// A writer that builds its index from scratch (a small log: without syncs, docs/FORMAT.md, "Builds without syncs")
 /// syncs it before `open` returns: its marker is gone, and its later commits reach the disk
 /// (an index sync failure fails the commit; it is not skipped).
 #[test]

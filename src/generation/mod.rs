@@ -6,7 +6,7 @@
 //! file order) carries the expected `molt_count`, or there is no boundary and the expected count
 //! is 0. Otherwise the caller gets a typed [`GenerationError::MoltMismatch`] saying what was found,
 //! never another generation's totals under its label, as the reference implementation's scan
-//! tiers give (docs/TOKENS.md, "Labelling").
+//! tiers give (docs/TOKENS.md, "The labelling rule").
 
 mod manifest;
 mod scan;

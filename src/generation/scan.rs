@@ -69,7 +69,7 @@ pub(crate) fn scan_whole(
     }
     // A log truncated and rewritten in place while it was read (as `>` does) can be as long as
     // before, and the lines read stitched from two versions: the bytes must still be the ones
-    // folded (docs/RELIABILITY.md).
+    // folded (docs/DECISIONS.md, "The scans refuse what a rewrite could stitch").
     let (end, crc) = (scanner.end(), scanner.crc());
     if !bytes_unchanged(log, (0, 0), end, crc)? {
         return Err(rewritten());

@@ -29,7 +29,7 @@ pub const DEFAULT_REPAIR_BUDGET: Duration = Duration::from_secs(2);
 
 /// redb's page cache. Builds only append at the right edge of each B-tree and queries read a
 /// handful of pages, so a small cache costs them nothing and keeps a build's memory flat in
-/// the log's size (docs/PERFORMANCE.md).
+/// the log's size (docs/DECISIONS.md, "Build memory is bounded").
 const CACHE_BYTES: usize = 16 << 20;
 
 /// Why a writable open did not give us a database.

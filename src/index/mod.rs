@@ -43,7 +43,8 @@ use crate::event::{Extractor, LineValidator, Profile};
 use crate::log::{DEFAULT_MAX_LINE, Faults};
 
 /// The default of [`IndexOptions::max_memory_tail`]: folding this much of a log in memory costs
-/// about as much as committing it once (docs/PERFORMANCE.md).
+/// about as much as committing it once. See
+/// docs/DECISIONS.md, "A reader folds a small unindexed tail in memory".
 pub const DEFAULT_MAX_MEMORY_TAIL: u64 = 256 << 10;
 
 /// How to read the log and maintain its index.

@@ -2,7 +2,7 @@
 //! on new complete lines, or rebuild it from the log; reopen and close it. Used by readers
 //! that find the index free and by the writer.
 //!
-//! A new index for a small log is built without syncs ([`UnsyncedBuild`]; docs/FORMAT.md, "Commits") and
+//! A new index for a small log is built without syncs ([`UnsyncedBuild`]; docs/FORMAT.md, "Builds without syncs") and
 //! synced once at the end: at the close for a reader ([`Then::Close`]), before the open
 //! returns for the writer ([`Then::Write`]).
 //!

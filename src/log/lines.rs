@@ -426,8 +426,8 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<boo
 /// read (`crc_to`, continuing `crc_from`): `Ok(false)` if they differ or the file is now
 /// shorter. A log rewritten in place while it was read, against its append-only contract, can
 /// hand a reader lines stitched from two versions; reading the bytes again is how a fold
-/// tells (found by `concurrency::logs_truncated_and_rewritten_under_readers_never_give_a_wrong_total`).
-/// Who reads again, and who does not: docs/RELIABILITY.md.
+/// tells. Who reads again, and who does not:
+/// docs/DECISIONS.md, "What was folded is read again where that is cheap".
 pub(crate) fn bytes_unchanged(
     file: &File,
     (from, crc_from): (u64, u32),

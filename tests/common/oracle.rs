@@ -1,6 +1,6 @@
 //! A naive full-scan oracle, written independently of the implementation: whole lines split
 //! on `\n`, parsed with `serde_json::Value`, the coercion rule re-derived from its statement in
-//! docs/TOKENS.md. Every aggregate the engine computes is checked against it.
+//! docs/TOKENS.md, "The coercion rule". Every aggregate the engine computes is checked against it.
 #![allow(dead_code)]
 
 use serde_json::Value;
@@ -228,7 +228,7 @@ impl Oracle {
     }
 
     /// What a generation request must give: `Ok(label)` or `Err(found)` for a mismatch,
-    /// restated from the labelling rule (docs/TOKENS.md, "Labelling").
+    /// restated from the labelling rule (docs/TOKENS.md, "The labelling rule").
     pub fn expect(
         &self,
         expected: Option<u64>,

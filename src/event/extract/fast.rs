@@ -9,7 +9,7 @@
 //! interrupt a string's plain run (`"`, `\` and control bytes) are found with a few integer
 //! operations, and the first is a `trailing_zeros` away. The same pass notes whether the line
 //! has a non-ASCII byte: an all-ASCII line needs no UTF-8 check (wider SIMD compares gain
-//! little on lingtai's short strings: docs/DECISIONS.md). Positions travel as arguments and
+//! little on lingtai's short strings: docs/DECISIONS.md, "Not used: memmap2, fs4, wide, libc"). Positions travel as arguments and
 //! results, not fields, so that they stay in registers along the walk's chain of dependent
 //! steps, and lingtai's `": "` and `", "` separators are matched before any general
 //! whitespace handling.
