@@ -6,6 +6,7 @@
 //! written) and when a log is read (so a damaged or foreign log is refused instead of
 //! being half understood). They never guess: a malformed event is an error, not a repair.
 
+use serde::{Deserialize, Deserializer, de::Error as _};
 use serde_json::{Map, Value};
 
 use crate::query::error::Violation;
@@ -13,6 +14,27 @@ use crate::query::json::{
     MAX_SAFE_INTEGER, as_non_empty_str, as_safe_i64, as_safe_u64, check_lossless, is_safe_i64,
 };
 use crate::query::types::{SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SurfaceOp};
+
+// Deserializing runs the same rules as reading a log, so a value of these types read from
+// JSON has always passed them; the impls live here, with the rules, so `types` needs nothing
+// from this module.
+impl<'de> Deserialize<'de> for SessionHeader {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_header(&Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for SurfaceOp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_surface_op(&Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_event(Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
 
 /// The event types this build knows (`KNOWN_SESSION_EVENT_TYPES`, 48 entries).
 ///

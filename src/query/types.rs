@@ -2,8 +2,9 @@
 //! query service returns.
 //!
 //! Deserializing a [`SessionHeader`], [`SessionEvent`] or [`SurfaceOp`] runs the exact
-//! envelope rules of [`crate::query::envelope`], so a value of these types read from JSON has
-//! always passed them. Serializing writes the canonical key order
+//! envelope rules (implemented beside those rules, so this module depends on nothing else in
+//! the query layer), so a value of these types read from JSON has always passed them.
+//! Serializing writes the canonical key order
 //! (`type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable?`), so what we write,
 //! we read back byte for byte.
 
@@ -26,8 +27,7 @@ pub fn is_surface_type(event_type: &str) -> bool {
 ///
 /// Immutable after creation. Fields this build does not know are kept in `extra` and
 /// written back unchanged.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "Value")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionHeader {
     /// Log format version; always [`SESSION_FORMAT_VERSION`] for a readable log.
     pub version: u64,
@@ -137,16 +137,8 @@ impl Serialize for SessionHeader {
     }
 }
 
-impl TryFrom<Value> for SessionHeader {
-    type Error = crate::query::envelope::HeaderError;
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_header(&value)
-    }
-}
-
 /// How a surface event changes the surface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(try_from = "Value")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SurfaceOp {
     /// Push the event onto the end of the surface (`"append"`).
     Append,
@@ -175,16 +167,8 @@ impl Serialize for SurfaceOp {
     }
 }
 
-impl TryFrom<Value> for SurfaceOp {
-    type Error = String;
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_surface_op(&value)
-    }
-}
-
 /// One event of a session log. Addressed by `(session id, seq)`; it has no id of its own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "Value")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionEvent {
     /// Slash-namespaced discriminant, e.g. `user/message`.
     #[serde(rename = "type")]
@@ -249,13 +233,6 @@ impl SessionEvent {
     /// The canonical JSON line of this event, without the trailing newline.
     pub fn to_line(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)
-    }
-}
-
-impl TryFrom<Value> for SessionEvent {
-    type Error = crate::query::error::Violation;
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_event(value)
     }
 }
 
