@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use agentlog::query::extract::extract_text;
+use agentlog::query::text::event_text;
 use agentlog::query::filter::{parse_event_filters, parse_session_filters};
 use agentlog::query::types::{
     SessionEvent, SessionEventDocument, SessionEventRecord, SessionHeader, SessionRecord,
@@ -559,7 +559,7 @@ fn naive_events(f: &Fixture, id: &str, filters: &[EventFilter]) -> R<Vec<Session
         .zip(records)
         .map(|(e, record)| SessionEventDocument {
             record,
-            text: extract_text(e),
+            text: event_text(e),
         })
         .filter(|d| !d.text.is_empty());
     let keep = |d: &SessionEventDocument| {

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog::query::envelope::{Vocabulary, check_message_shape, parse_header};
-use agentlog::query::extract::extract_text;
+use agentlog::query::text::event_text;
 use agentlog::query::legacy::normalize_log;
 use agentlog::query::source::{SourceError, scan_log};
 use agentlog::query::types::{
@@ -1223,7 +1223,7 @@ fn check_model(m: &Model, got: &Answers, plan: &Plan, p_header: &SessionHeader) 
     assert_eq!(got.surface, Ok(want_surface), "model: read_surface");
     let docs: Vec<SessionEventDocument> = events
         .iter()
-        .map(|e| (record(e, fold), extract_text(e)))
+        .map(|e| (record(e, fold), event_text(e)))
         .filter(|(_, text)| !text.is_empty())
         .map(|(record, text)| SessionEventDocument { record, text })
         .collect();

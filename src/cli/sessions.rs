@@ -196,7 +196,7 @@ pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
         });
     }
     let records: Vec<SessionEventRecord> = match &args.text {
-        // Text filters work on extracted text, so they read whole events.
+        // Text filters match an event's searchable text, so they read whole events.
         Some(text) => {
             filters.push(EventFilter::Text { text: text.clone() });
             service

@@ -92,7 +92,7 @@ pub enum EventFilter {
         /// Accepted classes.
         values: Vec<SurfaceClass>,
     },
-    /// The extracted text contains `text`, literally, ignoring case and whitespace width.
+    /// The event's searchable text contains `text`, literally, ignoring case and whitespace width.
     Text {
         /// The text to find; must not be blank.
         text: String,

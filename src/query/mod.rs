@@ -54,7 +54,7 @@
 
 pub mod envelope;
 pub mod error;
-pub mod extract;
+pub mod text;
 pub mod filter;
 pub mod indexed;
 pub mod json;

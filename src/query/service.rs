@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use crate::query::envelope::{Vocabulary, check_message_shape};
 use crate::query::error::{QueryError, Result};
-use crate::query::extract::extract_text;
+use crate::query::text::event_text;
 use crate::query::filter::{
     EventFilter, SessionFilter, compile_event_filters, compile_session_filters,
 };
@@ -240,7 +240,7 @@ impl<'s> QueryService<'s> {
             .collect())
     }
 
-    /// The events with extracted text that pass every filter, ascending seq.
+    /// The events with searchable text that pass every filter, ascending seq.
     pub fn filter_events(
         &self,
         session_id: &str,
@@ -253,7 +253,7 @@ impl<'s> QueryService<'s> {
             .events
             .iter()
             .filter_map(|e| {
-                let text = extract_text(e);
+                let text = event_text(e);
                 (!text.is_empty()).then(|| SessionEventDocument {
                     record: event_record(session_id, e, &fold),
                     text,

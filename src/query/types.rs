@@ -290,13 +290,13 @@ pub struct SessionEventRecord {
     pub surface: SurfaceClass,
 }
 
-/// An event record with its extracted text (§4.5); only events with text have one.
+/// An event record with its searchable text; only events with text have one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionEventDocument {
     /// The event.
     #[serde(flatten)]
     pub record: SessionEventRecord,
-    /// Its extracted text, never empty.
+    /// Its searchable text, never empty.
     pub text: String,
 }
 
