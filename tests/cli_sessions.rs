@@ -2,8 +2,7 @@
 
 mod common;
 
-use agentlog::query::types::{SessionEvent, SessionHeader, SurfaceOp};
-use agentlog::query::{Store, StoreConfig};
+use agentlog::query::{SessionEvent, SessionHeader, Store, StoreConfig, SurfaceOp};
 use common::{agentlog, json};
 use serde_json::{Value, json};
 

@@ -3,8 +3,9 @@
 //! gaps, blank lines, and turn/end events before or after the damage. Reads go through the
 //! index built from scratch, then fresh, then caught up after an append.
 
-use agentlog::query::types::SessionHeader;
-use agentlog::query::{IndexedSource, JsonlSource, PersistedSource, SourceError, StoredSlice};
+use agentlog::query::{
+    IndexedSource, JsonlSource, PersistedSource, SessionHeader, SourceError, StoredSlice,
+};
 use proptest::prelude::*;
 
 const TYPES: [&str; 4] = ["turn/start", "step/start", "turn/end", "tool/call"];

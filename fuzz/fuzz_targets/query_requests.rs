@@ -29,15 +29,11 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use agentlog::query::text::event_text;
-use agentlog::query::filter::{parse_event_filters, parse_session_filters};
-use agentlog::query::types::{
-    SessionEvent, SessionEventDocument, SessionEventRecord, SessionHeader, SessionRecord,
-    SurfaceClass, SurfaceOp,
-};
 use agentlog::query::{
     Availability, CheckpointPolicy, EventFilter, QueryConfig, QueryError, QueryService,
-    SessionFilter, Store, StoreConfig, WindowRequest,
+    SessionEvent, SessionEventDocument, SessionEventRecord, SessionFilter, SessionHeader,
+    SessionRecord, Store, StoreConfig, SurfaceClass, SurfaceOp, WindowRequest, event_text,
+    parse_event_filters, parse_session_filters,
 };
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;

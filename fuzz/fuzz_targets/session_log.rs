@@ -34,18 +34,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentlog::query::envelope::{Vocabulary, check_message_shape, parse_header};
-use agentlog::query::text::event_text;
-use agentlog::query::legacy::normalize_log;
-use agentlog::query::source::{SourceError, scan_log};
-use agentlog::query::types::{
-    SessionEvent, SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow,
-    SessionHeader, SessionLineageTrace, SessionLogSnapshot, SessionRecord, SessionSurfaceSnapshot,
-    SurfaceClass, SurfaceOp,
-};
+use agentlog::query::testing::{check_message_shape, normalize_log, parse_header, scan_log};
 use agentlog::query::{
-    CheckpointPolicy, JsonlSource, QueryConfig, QueryError, QueryService, Store, StoreConfig,
-    SurfaceState, WindowRequest,
+    CheckpointPolicy, JsonlSource, QueryConfig, QueryError, QueryService, SessionEvent,
+    SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow,
+    SessionHeader, SessionLineageTrace, SessionLogSnapshot, SessionRecord, SessionSurfaceSnapshot,
+    SourceError, Store, StoreConfig, SurfaceClass, SurfaceOp, SurfaceState, Vocabulary,
+    WindowRequest, event_text,
 };
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;

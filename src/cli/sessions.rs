@@ -9,9 +9,9 @@ use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use agentlog::query::types::{SessionEventRecord, SessionLineageNode, SessionRecord, SurfaceClass};
 use agentlog::query::{
-    EventFilter, QueryConfig, QueryError, QueryService, Store, StoreConfig, WindowRequest,
+    EventFilter, LineageResolution, QueryConfig, QueryError, QueryService, SessionEventRecord,
+    SessionLineageNode, SessionRecord, Store, StoreConfig, SurfaceClass, WindowRequest,
 };
 
 use super::table::render;
@@ -299,10 +299,10 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
         );
     }
     let (complete, root, unresolved) = match &trace.resolution {
-        agentlog::query::types::LineageResolution::Complete { root } => {
+        LineageResolution::Complete { root } => {
             (true, Some(root.header.id.clone()), None)
         }
-        agentlog::query::types::LineageResolution::Unresolved {
+        LineageResolution::Unresolved {
             unresolved_parent_id,
         } => (false, None, Some(unresolved_parent_id.clone())),
     };

@@ -208,7 +208,7 @@ const KNOWN_HEADER_KEYS: [&str; 11] = [
 ];
 
 /// Validates the typed fields of a header (used on creation and after parsing).
-pub fn validate_header(header: &SessionHeader) -> Result<(), String> {
+pub(crate) fn validate_header(header: &SessionHeader) -> Result<(), String> {
     if header.version != SESSION_FORMAT_VERSION {
         return Err(format!(
             "version must be {SESSION_FORMAT_VERSION}, not {}",
@@ -265,7 +265,7 @@ fn is_absolute_path(path: &str) -> bool {
 }
 
 /// Parses a `surfaceOp` value: `"append"` or exactly `{op:"replace", start, end}`.
-pub fn parse_surface_op(value: &Value) -> Result<SurfaceOp, String> {
+pub(crate) fn parse_surface_op(value: &Value) -> Result<SurfaceOp, String> {
     if value.as_str() == Some("append") {
         return Ok(SurfaceOp::Append);
     }
@@ -305,7 +305,7 @@ fn parse_source_seqs(value: &Value) -> Result<Vec<u64>, String> {
 
 /// Parses one event line's JSON into an event, enforcing the exact envelope (§1.2). The
 /// value is taken so that its `data`, most of an event, moves into the event uncopied.
-pub fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
+pub(crate) fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
     let Value::Object(mut map) = value else {
         return Err(Violation::log("invalid event envelope: not a JSON object"));
     };
@@ -366,7 +366,7 @@ pub fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
 
 /// Checks the envelope rules a typed event can still break: safe-integer ranges, a
 /// non-empty type and a lossless payload.
-pub fn validate_envelope(event: &SessionEvent) -> Result<(), Violation> {
+pub(crate) fn validate_envelope(event: &SessionEvent) -> Result<(), Violation> {
     let fail = |m: &str| Violation::at(event.seq, format!("invalid event envelope: {m}"));
     if event.event_type.is_empty() {
         return Err(fail("type must be a non-empty string"));
@@ -485,7 +485,7 @@ pub fn check_message_shape(event: &SessionEvent) -> Result<(), Violation> {
 }
 
 /// Why an event type or shape is retired and can neither be appended nor read, if it is.
-pub fn retired_shape(event: &SessionEvent) -> Option<String> {
+pub(crate) fn retired_shape(event: &SessionEvent) -> Option<String> {
     match event.event_type.as_str() {
         "request/header-delta" | "mode/set" => Some(format!(
             "retired event type {} is no longer supported",

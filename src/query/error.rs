@@ -245,7 +245,7 @@ impl QueryError {
 }
 
 /// Shorthand for results of this crate.
-pub type Result<T, E = QueryError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = QueryError> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {

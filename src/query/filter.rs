@@ -151,13 +151,13 @@ impl Range {
 
 /// Validated, owned session filters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionMatcher {
+pub(crate) struct SessionMatcher {
     filters: Vec<SessionFilter>,
     created: Vec<Option<Range>>,
 }
 
 /// Validates and copies session filters.
-pub fn compile_session_filters(filters: &[SessionFilter]) -> Result<SessionMatcher> {
+pub(crate) fn compile_session_filters(filters: &[SessionFilter]) -> Result<SessionMatcher> {
     let created = filters
         .iter()
         .map(|f| match f {
@@ -205,12 +205,12 @@ enum EventClause {
 
 /// Validated, owned event filters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EventMatcher {
+pub(crate) struct EventMatcher {
     clauses: Vec<EventClause>,
 }
 
 /// Validates and copies event filters (a blank text fails here, before any read).
-pub fn compile_event_filters(filters: &[EventFilter]) -> Result<EventMatcher> {
+pub(crate) fn compile_event_filters(filters: &[EventFilter]) -> Result<EventMatcher> {
     let clauses = filters
         .iter()
         .map(|f| {
@@ -245,7 +245,7 @@ impl EventMatcher {
 
 /// A literal, whitespace-tolerant, case-insensitive pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextPattern {
+pub(crate) struct TextPattern {
     parts: Vec<Vec<char>>,
 }
 

@@ -21,12 +21,12 @@ use crate::query::json::{as_non_empty_str, as_safe_u64, has_exact_keys};
 use crate::query::types::{SessionEvent, SurfaceOp};
 
 /// The deterministic id of a legacy message.
-pub fn legacy_message_id(session_id: &str, seq: u64) -> String {
+pub(crate) fn legacy_message_id(session_id: &str, seq: u64) -> String {
     format!("legacy-message:{session_id}:{seq}")
 }
 
 /// Refuses the whole log if it holds a retired event type or shape (fatal, §6).
-pub fn check_no_retired(events: &[SessionEvent]) -> Result<(), Violation> {
+pub(crate) fn check_no_retired(events: &[SessionEvent]) -> Result<(), Violation> {
     match events
         .iter()
         .find_map(|e| retired_shape(e).map(|m| Violation::at(e.seq, m)))
@@ -58,12 +58,12 @@ pub fn normalize_log(
 
 /// Whether reading `event` correctly needs the events before it (its normalization
 /// may inherit an id recorded earlier), so a range read must start at seq 0.
-pub fn needs_prefix(event: &SessionEvent) -> bool {
+pub(crate) fn needs_prefix(event: &SessionEvent) -> bool {
     event.event_type == "steering/message" || pre_identity_kind(event).is_some()
 }
 
 /// The message id an event carries, if it is a message event.
-pub fn message_id(event: &SessionEvent) -> Option<&str> {
+pub(crate) fn message_id(event: &SessionEvent) -> Option<&str> {
     let message = match event.event_type.as_str() {
         "user/message" => &event.data,
         "assistant/message" | "tool/result" => event.data.get("message")?,
@@ -75,7 +75,7 @@ pub fn message_id(event: &SessionEvent) -> Option<&str> {
 /// Normalizes one event, given the message ids already recorded for earlier seqs.
 ///
 /// Steps A–D of §6, in order. Returns the event unchanged when no legacy shape applies.
-pub fn normalize_event(
+pub(crate) fn normalize_event(
     session_id: &str,
     event: SessionEvent,
     ids: &HashMap<u64, String>,

@@ -17,15 +17,16 @@ use std::collections::BTreeMap;
 
 use crate::query::envelope::{Vocabulary, check_message_shape};
 use crate::query::error::{QueryError, Result};
-use crate::query::text::event_text;
 use crate::query::filter::{
     EventFilter, SessionFilter, compile_event_filters, compile_session_filters,
 };
 use crate::query::json::MAX_SAFE_INTEGER;
 use crate::query::legacy::{check_no_retired, needs_prefix, normalize_log};
+use crate::query::source::validate_session_id;
 use crate::query::source::{SourceError, StoredSlice};
-use crate::query::store::{Store, validate_session_id};
+use crate::query::store::Store;
 use crate::query::surface::{SurfaceFold, fold_surface, fold_surface_events};
+use crate::query::text::event_text;
 use crate::query::trace::{trace_event, trace_lineage};
 use crate::query::types::{
     SURFACE_EVENT_TYPES, SessionEvent, SessionEventDocument, SessionEventRecord, SessionEventTrace,

@@ -141,7 +141,7 @@ pub fn validate_session_id(id: &str) -> Result<(), QueryError> {
 }
 
 /// The log path of session `id` under `root`, after validating the id.
-pub fn session_log_path(root: &Path, id: &str) -> Result<PathBuf, QueryError> {
+pub(crate) fn session_log_path(root: &Path, id: &str) -> Result<PathBuf, QueryError> {
     validate_session_id(id)?;
     Ok(root.join(id).join(LOG_FILE_NAME))
 }
@@ -181,7 +181,7 @@ impl JsonlSource {
 /// The log path of a stored session, refusing symbolic links: a store holds its sessions, it
 /// does not point at files elsewhere, so neither `ROOT/<id>` nor its `events.jsonl` may be a
 /// link. An id that cannot be a directory name cannot be stored ([`SourceError::NotFound`]).
-pub fn stored_log_path(root: &Path, id: &str) -> Result<PathBuf, SourceError> {
+pub(crate) fn stored_log_path(root: &Path, id: &str) -> Result<PathBuf, SourceError> {
     stored_log(root, id).map(|(path, _)| path)
 }
 

@@ -35,11 +35,9 @@ use crate::query::envelope::{
 use crate::query::error::{QueryError, Result, Violation};
 use crate::query::indexed::{IndexedSource, session_index_options};
 use crate::query::legacy::normalize_event;
-use crate::query::source::{PersistedSource, SourceError, session_log_path};
+use crate::query::source::{PersistedSource, SourceError, session_log_path, validate_session_id};
 use crate::query::surface::{Chained, SurfaceState, Undo};
 use crate::query::types::{SessionEvent, SessionHeader};
-
-pub use crate::query::source::validate_session_id;
 
 /// When buffered events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

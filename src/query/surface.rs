@@ -51,11 +51,11 @@ impl EventLookup for Vec<SessionEvent> {
 
 /// A committed log followed by a batch still being validated.
 #[derive(Debug, Clone, Copy)]
-pub struct Chained<'a> {
+pub(crate) struct Chained<'a> {
     /// The committed events, seqs from 0.
-    pub log: &'a [SessionEvent],
+    pub(crate) log: &'a [SessionEvent],
     /// The pending events that follow them.
-    pub pending: &'a [SessionEvent],
+    pub(crate) pending: &'a [SessionEvent],
 }
 
 impl EventLookup for Chained<'_> {
@@ -443,7 +443,7 @@ pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
 /// The surface fold from a log's surface events alone (ascending seq, other events left out):
 /// classifies surface events exactly like [`fold_surface`] over the whole log, at the cost of
 /// the surface events only.
-pub fn fold_surface_events(surface: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
+pub(crate) fn fold_surface_events(surface: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
     for (i, event) in surface.iter().enumerate() {
         state.skip_to(event.seq);

@@ -18,7 +18,7 @@ use crate::query::types::{
 };
 
 /// Traces the lineage of `target_id` within one corpus listing.
-pub fn trace_lineage(records: &[SessionRecord], target_id: &str) -> Result<SessionLineageTrace> {
+pub(crate) fn trace_lineage(records: &[SessionRecord], target_id: &str) -> Result<SessionLineageTrace> {
     let by_id: HashMap<&str, &SessionRecord> =
         records.iter().map(|r| (r.header.id.as_str(), r)).collect();
     let target = *by_id
@@ -129,7 +129,7 @@ fn build_descendants(
 ///
 /// The target's existence is checked before the fold, so a missing event is
 /// [`QueryError::EventNotFound`] even in a log whose surface is broken.
-pub fn trace_event(
+pub(crate) fn trace_event(
     session_id: &str,
     events: &[SessionEvent],
     seq: u64,

@@ -19,7 +19,7 @@ pub const SESSION_FORMAT_VERSION: u64 = 0;
 pub const SURFACE_EVENT_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
 
 /// Whether `event_type` is one of [`SURFACE_EVENT_TYPES`].
-pub fn is_surface_type(event_type: &str) -> bool {
+pub(crate) fn is_surface_type(event_type: &str) -> bool {
     SURFACE_EVENT_TYPES.contains(&event_type)
 }
 

@@ -103,7 +103,7 @@ impl WindowRequest {
 /// least the window).
 ///
 /// Returns `None` when the target is absent.
-pub fn cut_window(
+pub(crate) fn cut_window(
     events: Vec<SessionEvent>,
     seq: u64,
     before: u64,
