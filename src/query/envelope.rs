@@ -9,7 +9,7 @@
 use serde::{Deserialize, Deserializer, de::Error as _};
 use serde_json::{Map, Value};
 
-use crate::query::error::Violation;
+use crate::query::error::{HeaderError, Violation};
 use crate::query::json::{
     MAX_SAFE_INTEGER, as_non_empty_str, as_safe_i64, as_safe_u64, check_lossless, is_safe_i64,
 };
@@ -100,17 +100,6 @@ const EVENT_KEYS: [&str; 7] = [
     "sourceEventSeqs",
     "ignorable",
 ];
-
-/// Why a header was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderError {
-    /// The header is well formed but its format version is not the one this build reads.
-    #[error("{0}")]
-    Unsupported(String),
-    /// The header breaks a shape rule.
-    #[error("invalid session header: {0}")]
-    Invalid(String),
-}
 
 /// Parses and validates a header line (§1.5).
 ///

@@ -102,21 +102,27 @@ pub enum EventFilter {
 fn invalid(reason: impl Into<String>) -> QueryError {
     QueryError::InvalidFilter {
         reason: reason.into(),
+        cause: None,
+    }
+}
+
+fn unparsable(e: serde_json::Error) -> QueryError {
+    QueryError::InvalidFilter {
+        reason: e.to_string(),
+        cause: Some(e),
     }
 }
 
 /// Parses session filters from JSON (`[{"kind": ...}, ...]`), rejecting unknown kinds.
 pub fn parse_session_filters(value: &Value) -> Result<Vec<SessionFilter>> {
-    let filters: Vec<SessionFilter> =
-        serde_json::from_value(value.clone()).map_err(|e| invalid(e.to_string()))?;
+    let filters: Vec<SessionFilter> = serde_json::from_value(value.clone()).map_err(unparsable)?;
     compile_session_filters(&filters)?;
     Ok(filters)
 }
 
 /// Parses event filters from JSON (`[{"kind": ...}, ...]`), rejecting unknown kinds.
 pub fn parse_event_filters(value: &Value) -> Result<Vec<EventFilter>> {
-    let filters: Vec<EventFilter> =
-        serde_json::from_value(value.clone()).map_err(|e| invalid(e.to_string()))?;
+    let filters: Vec<EventFilter> = serde_json::from_value(value.clone()).map_err(unparsable)?;
     compile_event_filters(&filters)?;
     Ok(filters)
 }

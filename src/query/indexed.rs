@@ -170,7 +170,7 @@ impl IndexedSource {
                     .turn_end_after(at)
                     .map_err(|e| failed(session_id, e))?
                 {
-                    return Err(SourceError::Corrupt(format!(
+                    return Err(SourceError::corrupt(format!(
                         "damaged committed event at byte {at} of session \"{session_id}\": a later turn/end shows it was acknowledged"
                     )));
                 }
@@ -435,14 +435,16 @@ fn seq_of(line: &[u8]) -> Option<u64> {
 
 fn parse(session_id: &str, offset: u64, line: &[u8]) -> Result<SessionEvent, SourceError> {
     let value: Value = serde_json::from_slice(line).map_err(|e| {
-        SourceError::Corrupt(format!(
-            "unparsable committed event at byte {offset} of session \"{session_id}\": {e}"
-        ))
+        SourceError::corrupt_by(
+            format!("unparsable committed event at byte {offset} of session \"{session_id}\": {e}"),
+            e,
+        )
     })?;
     parse_event(value).map_err(|v| {
-        SourceError::Corrupt(format!(
-            "invalid committed event at byte {offset} of session \"{session_id}\": {v}"
-        ))
+        SourceError::corrupt_by(
+            format!("invalid committed event at byte {offset} of session \"{session_id}\": {v}"),
+            v,
+        )
     })
 }
 

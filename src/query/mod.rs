@@ -74,8 +74,8 @@ mod proptests;
 #[cfg(test)]
 mod test_support;
 
-pub use envelope::{HeaderError, KNOWN_EVENT_TYPES, Vocabulary};
-pub use error::{Cause, QueryError, Violation};
+pub use envelope::{KNOWN_EVENT_TYPES, Vocabulary};
+pub use error::{Cause, HeaderError, QueryError, Violation};
 pub use filter::{
     Availability, EventFilter, SessionFilter, parse_event_filters, parse_session_filters,
 };

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use crate::query::envelope::{Vocabulary, check_message_shape};
-use crate::query::error::{QueryError, Result};
+use crate::query::error::{QueryError, Result, Violation};
 use crate::query::filter::{
     EventFilter, SessionFilter, compile_event_filters, compile_session_filters,
 };
@@ -377,7 +377,7 @@ impl<'s> QueryService<'s> {
         let retired = source
             .read_types(session_id, &RETIRED_TYPES)
             .map_err(|e| source_error(session_id, "reading the log", e))?;
-        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
+        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, v))?;
         check_compatible(&listed, &retired.header)?;
         Ok(listed)
     }
@@ -409,14 +409,14 @@ impl<'s> QueryService<'s> {
         session_id: &str,
         stored: Vec<SessionEvent>,
     ) -> Result<Vec<SessionEvent>> {
-        let events = normalize_log(session_id, stored).map_err(|v| corrupt(session_id, &v))?;
+        let events = normalize_log(session_id, stored).map_err(|v| corrupt(session_id, v))?;
         for event in &events {
-            check_message_shape(event).map_err(|v| corrupt(session_id, &v))?;
+            check_message_shape(event).map_err(|v| corrupt(session_id, v))?;
             self.vocabulary
                 .check(event)
                 .map_err(|v| QueryError::UnsupportedFormat {
                     session_id: session_id.to_string(),
-                    reason: v.to_string(),
+                    cause: Box::new(v),
                 })?;
         }
         Ok(events)
@@ -440,13 +440,13 @@ fn source_error(session_id: &str, operation: &str, err: SourceError) -> QueryErr
         SourceError::NotFound if !session_id.is_empty() => QueryError::SessionNotFound {
             session_id: session_id.to_string(),
         },
-        SourceError::Corrupt(reason) => QueryError::CorruptSession {
+        SourceError::Corrupt { .. } => QueryError::CorruptSession {
             session_id: session_id.to_string(),
-            reason,
+            cause: Box::new(err),
         },
-        SourceError::Unsupported(reason) => QueryError::UnsupportedFormat {
+        SourceError::Unsupported(_) => QueryError::UnsupportedFormat {
             session_id: session_id.to_string(),
-            reason,
+            cause: Box::new(err),
         },
         SourceError::Failed { context, cause } => QueryError::PersistenceFailed {
             operation: format!("{operation} ({context})"),
@@ -459,10 +459,10 @@ fn source_error(session_id: &str, operation: &str, err: SourceError) -> QueryErr
     }
 }
 
-fn corrupt(session_id: &str, violation: &crate::query::error::Violation) -> QueryError {
+fn corrupt(session_id: &str, violation: Violation) -> QueryError {
     QueryError::CorruptSession {
         session_id: session_id.to_string(),
-        reason: violation.to_string(),
+        cause: Box::new(violation),
     }
 }
 

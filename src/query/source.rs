@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use memchr::{memchr, memmem};
 use serde_json::Value;
 
-use crate::query::envelope::{HeaderError, parse_event, parse_header};
-use crate::query::error::{Cause, QueryError};
+use crate::query::envelope::{parse_event, parse_header};
+use crate::query::error::{Cause, HeaderError, QueryError};
 use crate::query::types::{SessionEvent, SessionHeader};
 
 /// Name of the log file inside a session directory.
@@ -31,11 +31,17 @@ pub enum SourceError {
     NotFound,
     /// The stored log is damaged (unparsable or non-contiguous committed records, a bad
     /// header, an identity mismatch).
-    #[error("{0}")]
-    Corrupt(String),
+    #[error("{reason}")]
+    Corrupt {
+        /// What is damaged, and where.
+        reason: String,
+        /// The error that found it (a JSON error, a broken event or header rule), if any.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// The stored log uses a format version this build does not read.
     #[error("{0}")]
-    Unsupported(String),
+    Unsupported(#[source] HeaderError),
     /// The backend failed (I/O, index); the data may be intact.
     #[error("{context}: {cause}")]
     Failed {
@@ -48,6 +54,26 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// Damage described by `reason` alone.
+    pub fn corrupt(reason: impl Into<String>) -> Self {
+        Self::Corrupt {
+            reason: reason.into(),
+            cause: None,
+        }
+    }
+
+    /// Damage found by `cause`; `reason` says what and where, and its text ends with the
+    /// cause's.
+    pub(crate) fn corrupt_by(
+        reason: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Corrupt {
+            reason: reason.into(),
+            cause: Some(Box::new(cause)),
+        }
+    }
+
     pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
         if err.kind() == io::ErrorKind::NotFound {
             Self::NotFound
@@ -63,8 +89,8 @@ impl SourceError {
 impl From<HeaderError> for SourceError {
     fn from(e: HeaderError) -> Self {
         match e {
-            HeaderError::Unsupported(m) => Self::Unsupported(m),
-            HeaderError::Invalid(m) => Self::Corrupt(m),
+            HeaderError::Unsupported(_) => Self::Unsupported(e),
+            HeaderError::Invalid(ref m) => Self::corrupt_by(m.clone(), e),
         }
     }
 }
@@ -168,7 +194,7 @@ impl JsonlSource {
             .map_err(|e| SourceError::io(format!("reading {}", path.display()), e))?;
         let scanned = scan_log(&bytes)?;
         if scanned.header.id != id {
-            return Err(SourceError::Corrupt(format!(
+            return Err(SourceError::corrupt(format!(
                 "{} holds session \"{}\", not \"{id}\"",
                 path.display(),
                 scanned.header.id
@@ -194,7 +220,7 @@ pub(crate) fn stored_log(
     let path = session_log_path(root, id).map_err(|_| SourceError::NotFound)?;
     let is_link = |m: &std::fs::Metadata| m.file_type().is_symlink();
     let link = |candidate: &Path| {
-        SourceError::Corrupt(format!(
+        SourceError::corrupt(format!(
             "{} is a symbolic link; agentlog does not follow links out of a session store",
             candidate.display()
         ))
@@ -219,7 +245,7 @@ pub(crate) fn read_stored_header(
 ) -> Result<SessionHeader, SourceError> {
     let header = read_header_file(path)?;
     if header.id != session_id {
-        return Err(SourceError::Corrupt(format!(
+        return Err(SourceError::corrupt(format!(
             "the log of \"{session_id}\" holds session \"{}\"",
             header.id
         )));
@@ -236,10 +262,9 @@ fn read_header_file(path: &Path) -> Result<SessionHeader, SourceError> {
         .read_until(b'\n', &mut line)
         .map_err(|e| SourceError::io(format!("reading {}", path.display()), e))?;
     if line.last() != Some(&b'\n') {
-        return Err(SourceError::Corrupt("the header line is incomplete".into()));
+        return Err(SourceError::corrupt("the header line is incomplete"));
     }
-    let value: Value = serde_json::from_slice(&line)
-        .map_err(|e| SourceError::Corrupt(format!("the header line is not JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(&line).map_err(header_not_json)?;
     Ok(parse_header(&value)?)
 }
 
@@ -333,10 +358,9 @@ pub struct ScannedLog {
 /// corruption, not a torn write.
 pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
     let header_end = memchr(b'\n', bytes)
-        .ok_or_else(|| SourceError::Corrupt("the header line is incomplete".into()))?;
+        .ok_or_else(|| SourceError::corrupt("the header line is incomplete"))?;
     let header_line = bytes.get(..header_end).unwrap_or_default();
-    let header_value: Value = serde_json::from_slice(header_line)
-        .map_err(|e| SourceError::Corrupt(format!("the header line is not JSON: {e}")))?;
+    let header_value: Value = serde_json::from_slice(header_line).map_err(header_not_json)?;
     let header = parse_header(&header_value)?;
 
     let mut events = Vec::new();
@@ -351,14 +375,17 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         };
         let line = rest.get(..len).unwrap_or_default();
         let expected = events.len() as u64;
+        let unparsable = |cause: &dyn std::fmt::Display| {
+            format!("unparsable committed event at byte {pos}: {cause}")
+        };
         let issue = match serde_json::from_slice::<Value>(line) {
-            Err(e) => Some(format!("unparsable committed event at byte {pos}: {e}")),
+            Err(e) => Some(SourceError::corrupt_by(unparsable(&e), e)),
             Ok(value) => match parse_event(value) {
-                Err(v) => Some(format!("unparsable committed event at byte {pos}: {v}")),
-                Ok(event) if event.seq != expected => Some(format!(
+                Err(v) => Some(SourceError::corrupt_by(unparsable(&v), v)),
+                Ok(event) if event.seq != expected => Some(SourceError::corrupt(format!(
                     "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
                     event.seq
-                )),
+                ))),
                 Ok(event) => {
                     events.push(event);
                     None
@@ -368,7 +395,7 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         let next = pos + len + 1;
         if let Some(issue) = issue {
             if later_turn_end(bytes.get(next..).unwrap_or_default()) {
-                return Err(SourceError::Corrupt(issue));
+                return Err(issue);
             }
             tracing::warn!(offset = pos, %issue, "treating the damaged tail after the last turn/end as torn");
             break;
@@ -381,6 +408,10 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         events,
         committed_bytes,
     })
+}
+
+fn header_not_json(e: serde_json::Error) -> SourceError {
+    SourceError::corrupt_by(format!("the header line is not JSON: {e}"), e)
 }
 
 /// Whether any complete line of `rest` is a `turn/end` event.
@@ -479,7 +510,7 @@ mod tests {
     fn header_without_newline_is_corrupt_and_newer_version_is_unsupported() {
         assert!(matches!(
             scan_log(HEADER.as_bytes()),
-            Err(SourceError::Corrupt(_))
+            Err(SourceError::Corrupt { .. })
         ));
         let newer = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"createdAt\":1}\n";
         assert!(matches!(scan_log(newer), Err(SourceError::Unsupported(_))));

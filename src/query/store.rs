@@ -32,7 +32,7 @@ use crate::log::{LogPaths, SyncPolicy};
 use crate::query::envelope::{
     Vocabulary, check_message_shape, retired_shape, validate_envelope, validate_header,
 };
-use crate::query::error::{QueryError, Result, Violation};
+use crate::query::error::{HeaderError, QueryError, Result, Violation};
 use crate::query::indexed::{IndexedSource, session_index_options};
 use crate::query::legacy::normalize_event;
 use crate::query::source::{PersistedSource, SourceError, session_log_path, validate_session_id};
@@ -203,7 +203,9 @@ impl Store {
     /// live or stored session already has this id.
     pub fn create_session(&self, header: SessionHeader) -> Result<()> {
         validate_session_id(&header.id)?;
-        validate_header(&header).map_err(|reason| QueryError::InvalidHeader { reason })?;
+        validate_header(&header).map_err(|reason| QueryError::InvalidHeader {
+            cause: HeaderError::Invalid(reason),
+        })?;
         let mut live = self.lock();
         if live.contains_key(&header.id) {
             return Err(QueryError::SessionAlreadyExists {
@@ -219,7 +221,7 @@ impl Store {
                 });
             }
             // Something is stored under this id, even if unreadable: never overwrite it.
-            Ok(_) | Err(SourceError::Corrupt(_) | SourceError::Unsupported(_)) => {
+            Ok(_) | Err(SourceError::Corrupt { .. } | SourceError::Unsupported(_)) => {
                 return Err(QueryError::SessionAlreadyExists {
                     session_id: header.id,
                 });

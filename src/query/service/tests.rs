@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::query::error::HeaderError;
 use crate::query::filter::Availability;
 use crate::query::source::{JsonlSource, PersistedSource};
 use crate::query::store::StoreConfig;
@@ -205,7 +206,7 @@ impl Flaky {
     fn check(&self) -> Result<(), SourceError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.corrupt.load(Ordering::SeqCst) {
-            return Err(SourceError::Corrupt("bad checksum in frame 2".into()));
+            return Err(SourceError::corrupt("bad checksum in frame 2"));
         }
         if self.failing.load(Ordering::SeqCst) {
             return Err(SourceError::Failed {
@@ -629,4 +630,53 @@ fn type_reads_see_legacy_steering_messages_as_user_messages() {
             );
         }
     }
+}
+
+/// The chain of `source()`s below `err`, outermost first.
+fn causes(err: &dyn std::error::Error) -> Vec<String> {
+    std::iter::successors(err.source(), |e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn refusals_keep_the_errors_that_found_them() {
+    let dir = tempfile::tempdir().unwrap();
+    persist(dir.path(), SessionHeader::new("s", 1), simple_turn(0));
+    let log = dir.path().join("s/events.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let store = manual_store(dir.path());
+
+    // A header that is not JSON: the query error, the source's damage, the JSON error.
+    std::fs::write(&log, text.replacen("{", "{{", 1)).unwrap();
+    let err = service(&store).list_events("s").unwrap_err();
+    assert_eq!(err.code(), "corrupt_session");
+    let chain = causes(&err);
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    assert!(
+        chain[0].starts_with("the header line is not JSON: "),
+        "{chain:?}"
+    );
+    assert!(err.to_string().contains(&chain[0]), "{err}");
+    let json = std::error::Error::source(&err)
+        .and_then(std::error::Error::source)
+        .unwrap();
+    assert!(json.downcast_ref::<serde_json::Error>().is_some());
+
+    // A newer format version: the header error is kept.
+    std::fs::write(&log, text.replacen("\"version\":0", "\"version\":7", 1)).unwrap();
+    let err = service(&store).list_events("s").unwrap_err();
+    assert_eq!(err.code(), "unsupported_format");
+    let header = std::error::Error::source(&err)
+        .and_then(std::error::Error::source)
+        .and_then(|e| e.downcast_ref::<HeaderError>());
+    assert!(matches!(header, Some(HeaderError::Unsupported(_))), "{err}");
+
+    // A filter that does not parse keeps its JSON error.
+    let err = crate::query::filter::parse_event_filters(&json!([{"kind": 3}])).unwrap_err();
+    assert_eq!(err.code(), "invalid_filter");
+    assert!(
+        std::error::Error::source(&err)
+            .is_some_and(|e| e.downcast_ref::<serde_json::Error>().is_some())
+    );
 }
