@@ -917,7 +917,8 @@ fn same(what: &str, a: &Answers, b: &Answers, live: bool) {
 struct Model {
     /// The header as listed (`None`: not listed).
     listed: Option<SessionHeader>,
-    /// Where the header, scan or retired-type check fails (every read fails the same way).
+    /// Where the header, the scan (which applies every rule one line is checked for), the
+    /// retired-type or the unknown-type check fails: every read fails the same way.
     early: R<(SessionHeader, Vec<SessionEvent>)>,
     /// The normalized, checked events (or the code of the first read rule broken).
     events: R<Vec<SessionEvent>>,
@@ -949,18 +950,24 @@ fn model(log: &[u8]) -> Model {
                     || (e.event_type == "request/header"
                         && e.data.get("reason").and_then(Value::as_str) == Some("fallback"))
             });
+            // A steering message is read as a user message, a known type.
+            let vocabulary = Vocabulary::default();
+            let unknown = s.events.iter().any(|e| {
+                e.event_type != "steering/message" && vocabulary.check(e).is_err()
+            });
             if retired {
                 Err("corrupt_session")
+            } else if unknown {
+                Err("unsupported_format")
             } else {
                 Ok((s.header, s.events))
             }
         });
+    // What only the whole log shows: a legacy rewrite's inherited id.
     let events = early.clone().and_then(|(_, stored)| {
         let events = normalize_log(SID, stored).map_err(|_| "corrupt_session")?;
-        let vocabulary = Vocabulary::default();
         for e in &events {
             check_message_shape(e).map_err(|_| "corrupt_session")?;
-            vocabulary.check(e).map_err(|_| "unsupported_format")?;
         }
         Ok(events)
     });

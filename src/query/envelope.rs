@@ -6,6 +6,8 @@
 //! written) and when a log is read (so a damaged or foreign log is refused instead of
 //! being half understood). They never guess: a malformed event is an error, not a repair.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Deserializer, de::Error as _};
 use serde_json::{Map, Value};
 
@@ -382,6 +384,54 @@ pub(crate) fn validate_envelope(event: &SessionEvent) -> Result<(), Violation> {
     }
     check_lossless(&event.data)
         .map_err(|m| Violation::at(event.seq, format!("{} event: {m}", event.event_type)))
+}
+
+/// Checks the fields only surface events may carry, on one event alone: `surfaceOp` and
+/// `sourceEventSeqs` are refused on a log-only type, `surfaceOp` is required on a surface type,
+/// and `sourceEventSeqs` is non-empty (but on `assistant/message`), without duplicates, and
+/// cites only earlier seqs (docs/SESSIONS.md, "Surface events and replace"). The surface fold
+/// runs it on every event; a stored line that fails it ends the committed region.
+pub(crate) fn check_surface_fields(c: &SessionEvent) -> Result<(), Violation> {
+    let fail = |m: String| Violation::at(c.seq, m);
+    let ty = c.event_type.as_str();
+    if !c.is_surface() {
+        if c.surface_op.is_some() {
+            return Err(fail(format!("{ty} cannot carry surfaceOp")));
+        }
+        if c.source_event_seqs.is_some() {
+            return Err(fail(format!("{ty} cannot carry sourceEventSeqs")));
+        }
+        return Ok(());
+    }
+    if c.surface_op.is_none() {
+        return Err(fail(format!("{ty} requires a surfaceOp")));
+    }
+    let Some(sources) = &c.source_event_seqs else {
+        return Ok(());
+    };
+    if sources.is_empty() && ty != "assistant/message" {
+        return Err(fail(format!("sourceEventSeqs must not be empty on {ty}")));
+    }
+    let mut seen = HashSet::with_capacity(sources.len());
+    for &s in sources {
+        if s > MAX_SAFE_INTEGER {
+            return Err(fail(
+                "sourceEventSeqs must contain only non-negative safe integers".into(),
+            ));
+        }
+        if !seen.insert(s) {
+            return Err(fail(format!(
+                "sourceEventSeqs must not contain duplicates ({s})"
+            )));
+        }
+        if s >= c.seq {
+            return Err(fail(format!(
+                "sourceEventSeqs must reference earlier events ({s} is not before {})",
+                c.seq
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that a message event carries a well-formed message (§1.4).

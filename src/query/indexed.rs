@@ -2,17 +2,18 @@
 //! return, not the log's length.
 //!
 //! Each session log has its own index (`events.index.redb` beside it), built with the session
-//! profile: contiguous seqs and the dsh envelope as line validator, so the index records
-//! where the committed region ends (`FoldState::first_break`). The rules are the JSONL
-//! scanner's ([`scan_log`](super::source::scan_log)): the first unparsable, envelope-invalid or
-//! out-of-place line ends the committed region, unless a `turn/end` follows it, which makes the
-//! log corrupt. Here that costs two index lookups instead of a scan.
+//! profile: contiguous seqs and the rule for one stored line as line validator, so the index
+//! records where the log stops being clean (`FoldState::first_break`). The rules are the JSONL
+//! scanner's ([`scan_log`](super::source::scan_log)): damage at the first break ends the
+//! committed region, unless a `turn/end` follows it, which makes the log corrupt; an event that
+//! breaks a read rule makes it corrupt wherever it stands. Here that costs two index lookups
+//! and, when the log has a break, reading that one line, instead of a scan.
 //!
 //! A session's validated index and header are kept between calls ([`SessionCache`]) while
-//! its log stays as it was: a window read then costs its rows, not an open and a validation
-//! (about 200 µs). "As it was" is the log's stamp (inode, length, mtime, ctime), taken before
-//! the validation; a log changed within [`SETTLED`] of its stamp is not kept, because a
-//! change inside the filesystem's timestamp granularity could leave the stamp equal.
+//! its log stays as it was: a window read then costs its rows, not an open and a validation.
+//! "As it was" is the log's stamp (inode, length, mtime, ctime), taken before the validation;
+//! a log changed within [`SETTLED`] of its stamp is not kept, because a change inside the
+//! filesystem's timestamp granularity could leave the stamp equal.
 
 use std::collections::VecDeque;
 use std::os::unix::fs::MetadataExt;
@@ -26,6 +27,7 @@ use super::envelope::parse_event;
 use super::source::{
     JsonlSource, PersistedSource, SourceError, StoredSlice, read_stored_header, stored_log,
 };
+use super::stored::{LineFault, parse_stored_line};
 use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
@@ -34,19 +36,19 @@ use crate::log::{Line, LineScanner, LogError, LogPaths};
 /// The event type whose presence after damage proves the damage is in acknowledged history.
 const TURN_END: &str = "turn/end";
 
-/// The dsh envelope rules, as the index's line validator.
+/// The rule for one stored event line ([`parse_stored_line`]), as the index's line validator.
 #[derive(Debug)]
-struct EnvelopeValidator;
+struct EventLineValidator;
 
-impl LineValidator for EnvelopeValidator {
+impl LineValidator for EventLineValidator {
     fn name(&self) -> &str {
-        "dsh-envelope/1"
+        // Version 2 added the surface fields, message shapes and legacy shapes to version 1's
+        // envelope; a new name makes every index built under the old rule rebuild.
+        "dsh-envelope/2"
     }
 
     fn accepts(&self, line: &[u8]) -> bool {
-        serde_json::from_slice::<Value>(line)
-            .ok()
-            .is_some_and(|value| parse_event(value).is_ok())
+        parse_stored_line(line).is_ok()
     }
 }
 
@@ -55,7 +57,7 @@ impl LineValidator for EnvelopeValidator {
 pub fn session_index_options() -> IndexOptions {
     IndexOptions {
         profile: Profile::session(),
-        line_validator: Some(Arc::new(EnvelopeValidator)),
+        line_validator: Some(Arc::new(EventLineValidator)),
         ..IndexOptions::default()
     }
 }
@@ -166,13 +168,12 @@ impl IndexedSource {
         match state.first_break {
             None => committed.count = state.events,
             Some(at) => {
-                if committed
+                let acknowledged = committed
                     .turn_end_after(at)
-                    .map_err(|e| failed(session_id, e))?
-                {
-                    return Err(SourceError::corrupt(format!(
-                        "damaged committed event at byte {at} of session \"{session_id}\": a later turn/end shows it was acknowledged"
-                    )));
+                    .map_err(|e| failed(session_id, e))?;
+                let fault = committed.fault_at(at).map_err(|e| failed(session_id, e))?;
+                if acknowledged || !fault.is_damage() {
+                    return Err(fault.refusal(session_id, at));
                 }
                 tracing::warn!(session = %session_id, offset = at, "treating the damaged tail after the last turn/end as torn");
                 committed.end = at;
@@ -304,6 +305,40 @@ impl Committed {
         }))
     }
 
+    /// What is wrong with the line at the first break `at`, read back from the log (one line).
+    fn fault_at(&self, at: u64) -> Result<BreakFault, IndexError> {
+        let line = match self.tail.iter().find(|(offset, _)| *offset == at) {
+            Some((_, line)) => Some(line.clone()),
+            None => self.index.line_at(at)?,
+        };
+        Ok(match line.map(|line| parse_stored_line(&line)) {
+            None => BreakFault::NotAnEvent,
+            Some(Err(fault)) => BreakFault::Line(fault),
+            Some(Ok(event)) => BreakFault::OutOfPlace(event.seq),
+        })
+    }
+
+    /// The event types of the index (and of the lines after its watermark), or `None` when there
+    /// are so many that listing them one id at a time would cost more than reading the log.
+    fn type_names(&self) -> Option<Vec<String>> {
+        // Ids are given out from 0 upwards; the index only looks a name up by id linearly.
+        const MOST_LISTED: u32 = 1024;
+        let mut names: Vec<String> = (0..=MOST_LISTED)
+            .map_while(|id| self.index.type_name(id).map(str::to_owned))
+            .collect();
+        if names.len() > MOST_LISTED as usize {
+            return None;
+        }
+        for (_, line) in &self.tail {
+            if let Some(name) = type_of(line) {
+                names.push(name);
+            }
+        }
+        names.sort_unstable();
+        names.dedup();
+        Some(names)
+    }
+
     /// How many events lie before `at`; in the clean region seq equals position, so it is the
     /// seq of the last one plus one.
     fn events_before(&self, at: u64) -> Result<u64, IndexError> {
@@ -405,6 +440,23 @@ impl PersistedSource for IndexedSource {
             })
         })
     }
+
+    fn event_types(&self, session_id: &str) -> Result<Vec<String>, SourceError> {
+        self.with_session(session_id, |session| match session.committed.type_names() {
+            Some(names) => Ok(names),
+            None => {
+                let mut names: Vec<String> = session
+                    .committed
+                    .range(session_id, 0, u64::MAX)?
+                    .into_iter()
+                    .map(|e| e.event_type)
+                    .collect();
+                names.sort_unstable();
+                names.dedup();
+                Ok(names)
+            }
+        })
+    }
 }
 
 /// The complete lines after the index's watermark (those a read-only open folded in memory).
@@ -424,6 +476,17 @@ fn read_tail(index: &Index, options: &IndexOptions) -> Result<Vec<(u64, Vec<u8>)
         }
     }
     Ok(lines)
+}
+
+fn type_of(line: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<Value>(line)
+        .ok()?
+        .get_mut("type")?
+        .take()
+    {
+        Value::String(name) => Some(name),
+        _ => None,
+    }
 }
 
 fn seq_of(line: &[u8]) -> Option<u64> {
@@ -446,6 +509,48 @@ fn parse(session_id: &str, offset: u64, line: &[u8]) -> Result<SessionEvent, Sou
             v,
         )
     })
+}
+
+/// What the line where a log stops being clean is.
+enum BreakFault {
+    /// No event row: a line that is not a JSON object, blank, or too long.
+    NotAnEvent,
+    /// A line the rule refuses.
+    Line(LineFault),
+    /// An event that passes the rule, with this seq, out of place.
+    OutOfPlace(u64),
+}
+
+impl BreakFault {
+    /// Whether a crash can leave it (so it is torn unless a later `turn/end` follows), rather
+    /// than an event that breaks a read rule (corrupt wherever it stands).
+    fn is_damage(&self) -> bool {
+        match self {
+            Self::Line(fault) => fault.is_damage(),
+            Self::NotAnEvent | Self::OutOfPlace(_) => true,
+        }
+    }
+
+    /// The refusal of the session whose first break, at `at`, this is.
+    fn refusal(self, session_id: &str, at: u64) -> SourceError {
+        let event = format!("committed event at byte {at} of session \"{session_id}\"");
+        let acknowledged = "a later turn/end shows it was acknowledged";
+        match self {
+            Self::NotAnEvent => SourceError::corrupt(format!(
+                "damaged {event}: not a JSON object; {acknowledged}"
+            )),
+            Self::OutOfPlace(seq) => SourceError::corrupt(format!(
+                "damaged {event}: seq {seq} out of place; {acknowledged}"
+            )),
+            Self::Line(fault) if fault.is_damage() => SourceError::corrupt_by(
+                format!("damaged {event}: {fault}; {acknowledged}"),
+                fault.into_cause(),
+            ),
+            Self::Line(fault) => {
+                SourceError::corrupt_by(format!("invalid {event}: {fault}"), fault.into_cause())
+            }
+        }
+    }
 }
 
 fn failed(session_id: &str, error: IndexError) -> SourceError {
@@ -473,14 +578,21 @@ mod tests {
         let header = serde_json::to_string(&SessionHeader::new(id, 1)).unwrap_or_default();
         let mut text = format!("{header}\n");
         for seq in 0..events {
+            let kind = match (seq % 3) as usize {
+                kind @ (0 | 1) => kind ^ swap,
+                kind => kind,
+            };
+            let data = match TYPES[kind] {
+                "turn/end" => r#"{"turn":1,"reason":{"kind":"completed"}}"#.to_owned(),
+                _ => format!(
+                    "{{\"turn\":1,\"note\":\"{}\"}}",
+                    letter.to_string().repeat(8)
+                ),
+            };
             text.push_str(&format!(
-                "{{\"type\":\"{}\",\"seq\":{seq},\"time\":{},\"data\":{{\"turn\":1,\"note\":\"{}\"}}}}\n",
-                TYPES[match (seq % 3) as usize {
-                    kind @ (0 | 1) => kind ^ swap,
-                    kind => kind,
-                }],
+                "{{\"type\":\"{}\",\"seq\":{seq},\"time\":{},\"data\":{data}}}\n",
+                TYPES[kind],
                 1000 + seq,
-                letter.to_string().repeat(8)
             ));
         }
         text
@@ -586,7 +698,9 @@ mod tests {
         agrees(&source, "s");
         let notes = source.read_all("s").unwrap().events;
         assert!(
-            notes.iter().all(|e| e.data["note"] == "zzzzzzzz"),
+            notes
+                .iter()
+                .all(|e| e.event_type == "turn/end" || e.data["note"] == "zzzzzzzz"),
             "{notes:?}"
         );
     }

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::query::envelope::retired_shape;
+use crate::query::envelope::{check_message_shape, check_surface_fields, retired_shape};
 use crate::query::error::Violation;
 use crate::query::json::{as_non_empty_str, as_safe_u64, has_exact_keys};
 use crate::query::types::{SessionEvent, SurfaceOp};
@@ -60,6 +60,35 @@ pub fn normalize_log(
 /// may inherit an id recorded earlier), so a range read must start at seq 0.
 pub(crate) fn needs_prefix(event: &SessionEvent) -> bool {
     event.event_type == "steering/message" || pre_identity_kind(event).is_some()
+}
+
+/// Checks what one stored event can be checked for alone, in the shape the reader sees: a
+/// legacy shape must normalize, and the event it then is (or is as stored) must carry the
+/// surface fields where they belong and a well-formed message.
+///
+/// A legacy `tool/result` rewrite inherits its message id from the event it replaces, which
+/// only the whole log knows; here it is given a stand-in, and the whole-log read checks the
+/// real one.
+pub(crate) fn check_event_alone(event: &SessionEvent) -> Result<(), Violation> {
+    let legacy = match event.event_type.as_str() {
+        "turn/start" => event.data.get("trigger").is_some(),
+        "turn/end" | "steering/message" => true,
+        _ => pre_identity_kind(event).is_some(),
+    };
+    let check = |event: &SessionEvent| {
+        check_surface_fields(event)?;
+        check_message_shape(event)
+    };
+    if !legacy {
+        return check(event);
+    }
+    let ids = match event.surface_op {
+        Some(SurfaceOp::Replace { start, .. }) => {
+            HashMap::from([(start, "inherited-legacy-message".to_owned())])
+        }
+        _ => HashMap::new(),
+    };
+    check(&normalize_event("", event.clone(), &ids)?)
 }
 
 /// The message id an event carries, if it is a message event.

@@ -63,6 +63,7 @@ mod repair;
 mod service;
 mod source;
 mod store;
+mod stored;
 mod surface;
 mod text;
 mod trace;

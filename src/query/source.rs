@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use memchr::{memchr, memmem};
 use serde_json::Value;
 
-use crate::query::envelope::{parse_event, parse_header};
+use crate::query::envelope::parse_header;
 use crate::query::error::{Cause, HeaderError, QueryError};
+use crate::query::stored::parse_stored_line;
 use crate::query::types::{SessionEvent, SessionHeader};
 
 /// Name of the log file inside a session directory.
@@ -64,13 +65,10 @@ impl SourceError {
 
     /// Damage found by `cause`; `reason` says what and where, and its text ends with the
     /// cause's.
-    pub(crate) fn corrupt_by(
-        reason: impl Into<String>,
-        cause: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    pub(crate) fn corrupt_by(reason: impl Into<String>, cause: impl Into<Cause>) -> Self {
         Self::Corrupt {
             reason: reason.into(),
-            cause: Some(Box::new(cause)),
+            cause: Some(cause.into()),
         }
     }
 
@@ -100,17 +98,19 @@ impl From<HeaderError> for SourceError {
 pub struct StoredSlice {
     /// The stored header.
     pub header: SessionHeader,
-    /// The requested committed events, ascending seq, envelope-valid, *as stored* (not
-    /// legacy-normalized).
+    /// The requested committed events, ascending seq, each passing the rules one stored line
+    /// is checked for, *as stored* (not legacy-normalized).
     pub events: Vec<SessionEvent>,
 }
 
 /// Read access to stored sessions.
 ///
 /// Contract for every method:
-/// - events are committed events only (never a torn tail), in ascending seq, each
-///   envelope-valid ([`crate::query::envelope::parse_event`]), exactly as stored;
-/// - a session that is not stored is [`SourceError::NotFound`]; damage is
+/// - events are committed events only (never a torn tail), in ascending seq, each passing
+///   the rules one stored line is checked for (the envelope, the surface fields, the message
+///   and legacy shapes: docs/SESSIONS.md, "Torn tails and corruption"), exactly as stored;
+/// - a session that is not stored is [`SourceError::NotFound`]; damage in acknowledged
+///   history, or a committed event that breaks one of those rules, is
 ///   [`SourceError::Corrupt`], a foreign format version [`SourceError::Unsupported`],
 ///   and anything else [`SourceError::Failed`];
 /// - the header returned with events is the one stored with them (the caller compares it
@@ -132,6 +132,22 @@ pub trait PersistedSource: Send + Sync {
     /// Every committed event.
     fn read_all(&self, session_id: &str) -> Result<StoredSlice, SourceError> {
         self.read_range(session_id, 0, u64::MAX)
+    }
+
+    /// The event types of the log, each once, in no particular order: at least those of the
+    /// committed events, and possibly some found only past the committed region. Readers use
+    /// it to look for retired and unknown types without reading every event, so an
+    /// implementation should answer it from an index when it has one; the default reads all.
+    fn event_types(&self, session_id: &str) -> Result<Vec<String>, SourceError> {
+        let mut types: Vec<String> = self
+            .read_all(session_id)?
+            .events
+            .into_iter()
+            .map(|e| e.event_type)
+            .collect();
+        types.sort_unstable();
+        types.dedup();
+        Ok(types)
     }
 }
 
@@ -350,12 +366,13 @@ pub struct ScannedLog {
     pub committed_bytes: usize,
 }
 
-/// Scans a whole log file (§2.3 rules).
+/// Scans a whole log file (docs/SESSIONS.md, "Torn tails and corruption").
 ///
-/// The first record that does not parse, or whose seq breaks contiguity, ends the
-/// committed region *unless* a later line holds a `turn/end`: a completed turn after the
-/// damage proves the damage is inside history that was acknowledged, which is
-/// corruption, not a torn write.
+/// The first line that is not JSON, breaks the envelope, or whose seq breaks contiguity ends
+/// the committed region *unless* a later line holds a `turn/end`: a completed turn after the
+/// damage proves the damage is inside history that was acknowledged, which is corruption,
+/// not a torn write. An event that breaks a read rule (surface fields, message or legacy
+/// shape) is corruption wherever it stands.
 pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
     let header_end = memchr(b'\n', bytes)
         .ok_or_else(|| SourceError::corrupt("the header line is incomplete"))?;
@@ -375,22 +392,25 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         };
         let line = rest.get(..len).unwrap_or_default();
         let expected = events.len() as u64;
-        let unparsable = |cause: &dyn std::fmt::Display| {
-            format!("unparsable committed event at byte {pos}: {cause}")
-        };
-        let issue = match serde_json::from_slice::<Value>(line) {
-            Err(e) => Some(SourceError::corrupt_by(unparsable(&e), e)),
-            Ok(value) => match parse_event(value) {
-                Err(v) => Some(SourceError::corrupt_by(unparsable(&v), v)),
-                Ok(event) if event.seq != expected => Some(SourceError::corrupt(format!(
-                    "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
-                    event.seq
-                ))),
-                Ok(event) => {
-                    events.push(event);
-                    None
-                }
-            },
+        let issue = match parse_stored_line(line) {
+            Err(fault) if !fault.is_damage() => {
+                return Err(SourceError::corrupt_by(
+                    format!("invalid committed event at byte {pos}: {fault}"),
+                    fault.into_cause(),
+                ));
+            }
+            Err(fault) => Some(SourceError::corrupt_by(
+                format!("unparsable committed event at byte {pos}: {fault}"),
+                fault.into_cause(),
+            )),
+            Ok(event) if event.seq != expected => Some(SourceError::corrupt(format!(
+                "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
+                event.seq
+            ))),
+            Ok(event) => {
+                events.push(event);
+                None
+            }
         };
         let next = pos + len + 1;
         if let Some(issue) = issue {

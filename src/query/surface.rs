@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::query::envelope::check_surface_fields;
 use crate::query::error::Violation;
-use crate::query::json::MAX_SAFE_INTEGER;
 use crate::query::types::{Replacement, SessionEvent, SurfaceClass, SurfaceOp};
 
 /// Finds an earlier event by seq (needed to check a tool-result rewrite against its target).
@@ -319,24 +319,11 @@ impl SurfaceState {
             )));
         }
         let ty = c.event_type.as_str();
-        if !c.is_surface() {
-            if c.surface_op.is_some() {
-                return Err(fail(format!("{ty} cannot carry surfaceOp")));
-            }
-            if c.source_event_seqs.is_some() {
-                return Err(fail(format!("{ty} cannot carry sourceEventSeqs")));
-            }
-            return Ok(Plan::LogOnly);
-        }
-        let op = c
-            .surface_op
-            .ok_or_else(|| fail(format!("{ty} requires a surfaceOp")))?;
-        if let Some(sources) = &c.source_event_seqs {
-            check_sources(ty, seq, sources).map_err(fail)?;
-        }
-        let (start, end) = match op {
-            SurfaceOp::Append => return Ok(Plan::Append),
-            SurfaceOp::Replace { start, end } => (start, end),
+        check_surface_fields(c)?;
+        let (start, end) = match c.surface_op {
+            None => return Ok(Plan::LogOnly),
+            Some(SurfaceOp::Append) => return Ok(Plan::Append),
+            Some(SurfaceOp::Replace { start, end }) => (start, end),
         };
         let label_of = |s: u64, which: &str| {
             self.label_of(s)
@@ -390,28 +377,6 @@ impl SurfaceState {
             range,
         })
     }
-}
-
-/// Checks `sourceEventSeqs` beyond its element types (§3 rule 4).
-fn check_sources(ty: &str, seq: u64, sources: &[u64]) -> Result<(), String> {
-    if sources.is_empty() && ty != "assistant/message" {
-        return Err(format!("sourceEventSeqs must not be empty on {ty}"));
-    }
-    let mut seen = HashSet::with_capacity(sources.len());
-    for s in sources {
-        if *s > MAX_SAFE_INTEGER {
-            return Err("sourceEventSeqs must contain only non-negative safe integers".into());
-        }
-        if !seen.insert(*s) {
-            return Err(format!("sourceEventSeqs must not contain duplicates ({s})"));
-        }
-        if *s >= seq {
-            return Err(format!(
-                "sourceEventSeqs must reference earlier events ({s} is not before {seq})"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The tool-result payload with the one rewritable part blanked out.
