@@ -348,13 +348,12 @@ fn a_session_that_is_a_symlink_out_of_the_store_is_refused() {
 }
 
 /// 100,000 sessions in one chain: the JSON and the human output are written without one
-/// call frame per level (the CLI's main thread has 8 MiB of stack; serde would need several
-/// hundred bytes per level).
+/// call frame per level, which the CLI's main thread stack could not hold at this depth.
 #[test]
 fn trace_session_writes_a_100_000_deep_chain() {
     const N: usize = 100_000;
-    // 100,000 directories: in memory where there is a tmpfs (several times faster to create
-    // and remove than on a disk).
+    // In memory where there is a tmpfs: creating and removing the directories on a disk would
+    // be most of the test's time.
     let shm = std::path::Path::new("/dev/shm");
     let dir = if shm.is_dir() {
         tempfile::tempdir_in(shm).unwrap()

@@ -207,7 +207,7 @@ fn write_raw(root: &std::path::Path, h: &SessionHeader, events: &[Value]) {
     std::fs::write(dir.join("events.jsonl"), text).unwrap();
 }
 
-/// The legacy worked example of spec §6 (pre-identity messages, a legacy prune).
+/// dsh's legacy worked example (pre-identity messages, a legacy prune).
 fn legacy_events() -> Vec<Value> {
     let ev = |ty: &str, seq: u64, data: Value| json!({"type": ty, "seq": seq, "time": -50 + seq as i64, "data": data});
     let mut v = vec![

@@ -19,7 +19,8 @@ const SURFACE_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/res
 /// An answer, or the code of the error that refused it.
 pub type R<T> = Result<T, &'static str>;
 
-/// Spec §1.1: 1-255 bytes, no separators, controls or `..`, no leading `.`.
+/// docs/SESSIONS.md, "Store layout": 1-255 bytes, no separators, controls or `..`, no leading
+/// `.`.
 fn id_is_valid(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 255
@@ -88,7 +89,7 @@ fn js_space(c: char) -> bool {
     )
 }
 
-/// Simple case folding, approximated per character as the spec's `/iu` regex compares:
+/// Simple case folding, approximated per character as dsh's `/iu` regex compares:
 /// upper then lower case when each is one character, else lower case, else the character.
 fn fold(c: char) -> char {
     fn single(mut it: impl Iterator<Item = char>) -> Option<char> {

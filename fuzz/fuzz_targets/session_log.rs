@@ -358,7 +358,7 @@ fn check_live(m: &Model, stored: &Answers, plan: &Plan, live_root: &Path) {
 
 /// A log whose only fault is its surface is refused as one append batch, and the refusal
 /// takes back every surface push the batch made: the live session is as it was, and the
-/// events before the first fault are then accepted and fold as the spec says.
+/// events before the first fault are then accepted and fold as the naive fold says.
 fn check_refused_batch(header: &SessionHeader, events: &[SessionEvent], live_root: &Path) {
     let Some(fault) = (0..events.len()).find(|&k| naive_fold(&events[..=k]).is_err()) else {
         panic!("the naive fold refuses the log but no prefix of it");

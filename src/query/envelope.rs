@@ -1,4 +1,4 @@
-//! The exact envelope rules (§1.2, §1.4, §1.5 of the dsh spec).
+//! The exact envelope rules (docs/SESSIONS.md, "The header line" and "The event envelope").
 //!
 //! An event line is accepted only if its top level has exactly the known keys with the
 //! right types; a message event must also carry a well-formed message. These rules run
@@ -103,7 +103,7 @@ const EVENT_KEYS: [&str; 7] = [
     "ignorable",
 ];
 
-/// Parses and validates a header line (§1.5).
+/// Parses and validates a header line.
 ///
 /// The version is checked first, before the shape, so a newer writer's header is
 /// refused as "newer" even if its shape changed too.
@@ -294,7 +294,7 @@ fn parse_source_seqs(value: &Value) -> Result<Vec<u64>, String> {
         .collect()
 }
 
-/// Parses one event line's JSON into an event, enforcing the exact envelope (§1.2). The
+/// Parses one event line's JSON into an event, enforcing the exact envelope. The
 /// value is taken so that its `data`, most of an event, moves into the event uncopied.
 pub(crate) fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
     let Value::Object(mut map) = value else {
@@ -434,7 +434,8 @@ pub(crate) fn check_surface_fields(c: &SessionEvent) -> Result<(), Violation> {
     Ok(())
 }
 
-/// Checks that a message event carries a well-formed message (§1.4).
+/// Checks that a message event carries a well-formed message (docs/SESSIONS.md, "The event
+/// envelope", message shapes).
 ///
 /// `user/message` data *is* the message; `assistant/message` and `tool/result` hold it
 /// under `message`. Other types pass unchecked.

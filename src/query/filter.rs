@@ -1,4 +1,4 @@
-//! Session and event filters (§4.4).
+//! Session and event filters (docs/SESSIONS.md, "Filters").
 //!
 //! Filters in a list are ANDed; the values inside one clause are ORed; an empty value
 //! list matches nothing; ranges are inclusive. Filters are validated and compiled into

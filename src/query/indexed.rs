@@ -42,8 +42,8 @@ struct EventLineValidator;
 
 impl LineValidator for EventLineValidator {
     fn name(&self) -> &str {
-        // Version 2 added the surface fields, message shapes and legacy shapes to version 1's
-        // envelope; a new name makes every index built under the old rule rebuild.
+        // The name is part of the index's profile fingerprint: a new rule needs a new name, so
+        // that an index built under another rule is rebuilt, not believed.
         "dsh-envelope/2"
     }
 
@@ -63,7 +63,7 @@ pub fn session_index_options() -> IndexOptions {
 }
 
 /// How many sessions keep their validated index open between calls. Each holds two file
-/// handles and up to the index's page cache (16 MiB, filled only by what is read).
+/// handles and up to the index's page cache, filled only by what is read.
 const CACHED_SESSIONS: usize = 8;
 
 /// How long a log must have been left alone before its stamp is trusted to show any change:

@@ -1,5 +1,5 @@
-//! Legacy normalization (§6): reading logs written before message identity and before
-//! the react-loop refactor.
+//! Legacy normalization: reading logs written before message identity and before the
+//! react-loop refactor (docs/SESSIONS.md, "Legacy import").
 //!
 //! Normalization runs on every read path and never on stored bytes: it takes events and
 //! returns new, owned events in the current shapes. It is deterministic (a legacy
@@ -25,7 +25,8 @@ pub(crate) fn legacy_message_id(session_id: &str, seq: u64) -> String {
     format!("legacy-message:{session_id}:{seq}")
 }
 
-/// Refuses the whole log if it holds a retired event type or shape (fatal, §6).
+/// Refuses the whole log if it holds a retired event type or shape (docs/SESSIONS.md, "The
+/// event envelope").
 pub(crate) fn check_no_retired(events: &[SessionEvent]) -> Result<(), Violation> {
     match events
         .iter()
@@ -103,7 +104,8 @@ pub(crate) fn message_id(event: &SessionEvent) -> Option<&str> {
 
 /// Normalizes one event, given the message ids already recorded for earlier seqs.
 ///
-/// Steps A–D of §6, in order. Returns the event unchanged when no legacy shape applies.
+/// The four steps of docs/SESSIONS.md, "Legacy import", in order (A to D below). Returns the
+/// event unchanged when no legacy shape applies.
 pub(crate) fn normalize_event(
     session_id: &str,
     event: SessionEvent,
@@ -320,7 +322,7 @@ mod tests {
 
     const SID: &str = "old";
 
-    /// The §6 worked example: a pre-identity log with a pruning replacement.
+    /// dsh's worked example: a pre-identity log with a pruning replacement.
     pub(crate) fn legacy_message_log() -> Vec<SessionEvent> {
         vec![
             log_only("turn/start", 0, json!({"turn": 1, "trigger": {"kind": "user"}})),

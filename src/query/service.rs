@@ -205,8 +205,8 @@ impl<'s> QueryService<'s> {
         let mut to_read: Vec<&str> = types.to_vec();
         if types.iter().any(|t| is_surface_type(t)) {
             to_read.extend(SURFACE_EVENT_TYPES);
-            // A legacy steering message is read as a `user/message` (§6 C), so it is part of
-            // the surface; finding one sends the read down the whole-log path below.
+            // A legacy steering message is read as a `user/message`, so it is part of the
+            // surface; finding one sends the read down the whole-log path below.
             to_read.push(STEERING);
         }
         let slice = source.read_types(session_id, &to_read).map_err(read_err)?;
@@ -277,8 +277,7 @@ impl<'s> QueryService<'s> {
         let fold = fold(session_id, &loaded)?;
         let captured_through_seq = loaded.events.last().map(|e| e.seq);
         // Events ascend by seq, and each node is a distinct seq: each is found by binary
-        // search (a linear search per node made a long session's surface quadratic) and
-        // moved out once.
+        // search and moved out once, so a long surface costs n log n, not n squared.
         let seqs: Vec<u64> = loaded.events.iter().map(|e| e.seq).collect();
         let mut events: Vec<Option<SessionEvent>> = loaded.events.into_iter().map(Some).collect();
         let surface = fold

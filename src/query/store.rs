@@ -284,8 +284,8 @@ impl Store {
 
     /// Checks every event of a batch against the session and the batch before it, folding
     /// each into the session's surface as it passes. If one is rejected, the surface is put
-    /// back as it was and the error is returned. (Folding into a copy of the surface cost each
-    /// append the surface's length.)
+    /// back as it was and the error is returned. Folding in place, not into a copy, keeps an
+    /// append at the cost of its own events, whatever the surface's length.
     fn fold_batch(&self, session: &mut LiveSession, batch: &[SessionEvent]) -> Result<()> {
         let reject = |violation: Violation| QueryError::InvalidEvent {
             session_id: session.header.id.clone(),

@@ -1,4 +1,5 @@
-//! The surface fold (§3): which events form the model-visible history.
+//! The surface fold: which events form the model-visible history (docs/SESSIONS.md, "Surface
+//! events and replace" and "Surface fold").
 //!
 //! The raw log is never edited. History is rewritten by *appending* a surface event
 //! whose `surfaceOp` replaces a range of the current surface. Ranges are positional: the
@@ -60,8 +61,8 @@ pub(crate) struct Chained<'a> {
 
 impl EventLookup for Chained<'_> {
     fn event_at(&self, seq: u64) -> Option<&SessionEvent> {
-        // Each seq is looked for in the one part that can hold it: a pending seq looked for
-        // in the log first failed its binary search and then scanned the whole log.
+        // Each seq is looked for in the one part that can hold it: looking for a pending seq in
+        // the log would fail its binary search and then scan the whole log.
         match self.pending.first() {
             Some(first) if seq >= first.seq => self.pending.event_at(seq),
             _ => self.log.event_at(seq),
@@ -162,8 +163,7 @@ enum Change {
 /// label is its own seq, which is above every label so far; a replacing node takes the label
 /// of the first node of the range it replaces, which puts it exactly where the range was. So a
 /// replace finds its range with two lookups and one range scan, and no label ever moves: a
-/// long session's rewrites cost their own size, not the surface's length (a search of the
-/// surface for each one made a rewriting session quadratic).
+/// long session's rewrites cost their own size, not the surface's length.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SurfaceState {
     /// The current nodes: order label → seq, in surface order.
@@ -395,7 +395,8 @@ fn join(seqs: &[u64]) -> String {
         .join(", ")
 }
 
-/// Folds a whole log from seq 0, enforcing every rule of §3.
+/// Folds a whole log from seq 0, enforcing every rule of docs/SESSIONS.md, "Surface events and
+/// replace".
 pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
     for (i, event) in events.iter().enumerate() {

@@ -1,4 +1,5 @@
-//! Traces (§4.7): a session's lineage, and an event's replacements and provenance.
+//! Traces: a session's lineage, and an event's replacements and provenance (docs/SESSIONS.md,
+//! "Lineage trace" and "Event trace").
 //!
 //! Lineage follows `header.parentSession` only (forks and subagents alike). The walk up
 //! stops at the first parent not in the corpus and reports it; a cycle is an error. The
@@ -259,7 +260,7 @@ mod tests {
                 "root": root,
             })
         );
-        // A record is the reference's `{header, live, persisted}`.
+        // A record is dsh's `{header, live, persisted}`.
         assert_eq!(json["target"]["header"]["id"], "target");
         assert_eq!(json["target"]["persisted"], true);
     }
@@ -287,8 +288,8 @@ mod tests {
         );
     }
 
-    /// A test thread's stack is 2 MiB: one call frame per level, in any walk of the tree,
-    /// would overflow it long before this depth.
+    /// A test thread's stack cannot hold one call frame per level at this depth, in any walk
+    /// of the tree.
     #[test]
     fn a_100_000_deep_chain_is_traced_copied_compared_written_and_dropped_without_recursion() {
         const N: u64 = 100_000;
@@ -354,7 +355,7 @@ mod tests {
         );
     }
 
-    /// The `appendTraceEvents` fixture of the spec's tests.
+    /// dsh's `appendTraceEvents` test fixture.
     pub(crate) fn trace_fixture() -> Vec<SessionEvent> {
         let result = tool_result(3, "r", "c1", "full output").with_sources(vec![2]);
         let mut pruned = result.clone();

@@ -78,7 +78,7 @@ impl SessionHeader {
     ///
     /// Compared: version, id, createdAt, cwd, parentSession, seedLength and
     /// delegationDepth (absent = 0). Not compared: origin, agentPreset and unknown
-    /// fields, which are presentation only (§1.5).
+    /// fields, which are presentation only (docs/SESSIONS.md, "The header line").
     pub fn incompatibility(&self, other: &Self) -> Option<(&'static str, String, String)> {
         fn show<T: Serialize>(v: &T) -> String {
             serde_json::to_string(v).unwrap_or_default()

@@ -438,7 +438,8 @@ fn invalid_surface_in_a_stored_log_is_reported_as_such() {
     );
 }
 
-/// The §6 worked example as raw stored lines.
+/// dsh's legacy worked example (a pre-identity log with a pruning replacement) as raw stored
+/// lines.
 fn legacy_lines() -> Vec<Value> {
     vec![
         json!({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1, "trigger": {"kind": "user"}}}),
@@ -601,7 +602,8 @@ fn surface_op_replace_survives_the_disk() {
     assert_eq!(snapshot.events, two_compactions());
 }
 
-/// A legacy `steering/message` is read as a `user/message` (§6 C), so the type-index read
+/// A legacy `steering/message` is read as a `user/message` (docs/SESSIONS.md, "Legacy
+/// import", step 3), so the type-index read
 /// must find it: both as a wanted type and as a surface node a later replace points at.
 /// Found by the `session_log` fuzz target (fuzz/regressions/session_log/steering-*).
 #[test]
