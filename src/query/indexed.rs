@@ -71,7 +71,7 @@ const CACHED_SESSIONS: usize = 8;
 const SETTLED: Duration = Duration::from_secs(2);
 
 /// A [`PersistedSource`] over a store directory, reading through each session's index.
-/// Clones share one [`SessionCache`].
+/// Clones share one cache of validated sessions.
 #[derive(Debug, Clone)]
 pub struct IndexedSource {
     root: PathBuf,
