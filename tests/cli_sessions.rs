@@ -2,8 +2,7 @@
 
 mod common;
 
-use agentlog::query::types::{SessionEvent, SessionHeader, SurfaceOp};
-use agentlog::query::{Store, StoreConfig};
+use agentlog::query::{SessionEvent, SessionHeader, Store, StoreConfig, SurfaceOp};
 use common::{agentlog, json};
 use serde_json::{Value, json};
 
@@ -256,14 +255,44 @@ fn errors_are_typed_json_with_a_non_zero_exit() {
 fn traces_follow_lineage_and_replacements() {
     let dir = store();
     let root = dir.path().to_str().unwrap();
-    let v = json(&agentlog(&["trace-session", root, "child", "--json"]));
-    assert_eq!(v["target"]["id"], "child");
-    assert_eq!(v["ancestors"][0]["id"], "root");
-    assert_eq!(v["descendants"][0]["id"], "grandchild");
-    assert_eq!(v["descendants"][0]["depth"], 1);
+    // The reference's shape: records are {header, live, persisted}, descendants a tree.
+    let v = json(&agentlog(&["trace-session", root, "root", "--json"]));
+    let record = |id: &str, created: u64, parent: Option<&str>| {
+        let mut header = json!({"type": "session", "version": 0, "id": id, "createdAt": created});
+        if let Some(parent) = parent {
+            header["parentSession"] = json!(parent);
+        }
+        json!({"header": header, "live": false, "persisted": true})
+    };
     assert_eq!(
-        (v["complete"].clone(), v["root"].clone()),
-        (json!(true), json!("root"))
+        v,
+        json!({
+            "target": record("root", 1, None),
+            "ancestors": [],
+            "descendants": [{
+                "session": record("child", 2, Some("root")),
+                "descendants": [{
+                    "session": record("grandchild", 3, Some("child")),
+                    "descendants": [],
+                }],
+            }],
+            "complete": true,
+            "root": record("root", 1, None),
+        })
+    );
+    let v = json(&agentlog(&["trace-session", root, "grandchild", "--json"]));
+    let ancestors: Vec<&str> = v["ancestors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["header"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ancestors, ["child", "root"]);
+    assert_eq!(v["root"]["header"]["id"], "root");
+    let human = agentlog(&["trace-session", root, "root"]);
+    assert_eq!(
+        String::from_utf8(human.stdout).unwrap(),
+        "session   root\nancestors -\nroot      root\ndescendants 2\n  child\n    grandchild\n"
     );
     let orphan = json(&agentlog(&["trace-session", root, "orphan", "--json"]));
     assert_eq!(
@@ -273,6 +302,7 @@ fn traces_follow_lineage_and_replacements() {
         ),
         (json!(false), json!("missing"))
     );
+    assert!(orphan.get("root").is_none(), "{orphan}");
     let e = json(&agentlog(&["trace-event", root, "root", "1", "--json"]));
     assert_eq!(e["replacedBy"], 4);
     assert_eq!(e["derivedEventSeqs"], json!([4]));
@@ -314,5 +344,101 @@ fn a_session_that_is_a_symlink_out_of_the_store_is_refused() {
             .as_str()
             .unwrap()
             .contains("symbolic link")
+    );
+}
+
+/// 100,000 sessions in one chain: the JSON and the human output are written without one
+/// call frame per level, which the CLI's main thread stack could not hold at this depth.
+#[test]
+fn trace_session_writes_a_100_000_deep_chain() {
+    const N: usize = 100_000;
+    // In memory where there is a tmpfs: creating and removing the directories on a disk would
+    // be most of the test's time.
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    for i in 0..N {
+        let session = dir.path().join(format!("s{i}"));
+        std::fs::create_dir(&session).unwrap();
+        let parent = match i {
+            0 => String::new(),
+            _ => format!(",\"parentSession\":\"s{}\"", i - 1),
+        };
+        std::fs::write(
+            session.join("events.jsonl"),
+            format!(
+                "{{\"type\":\"session\",\"version\":0,\"id\":\"s{i}\",\"createdAt\":{i}{parent}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let root = dir.path().to_str().unwrap();
+
+    let out = agentlog(&["trace-session", root, "s0", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // serde_json's parser stops at 128 levels, so the document is checked with a scan: the
+    // brackets balance (outside strings), the deepest level is the chain's, and the sessions
+    // come in chain order.
+    let text = std::str::from_utf8(&out.stdout).unwrap().trim_end();
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in text.bytes() {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (false, _, b'"') => in_string = true,
+            (false, _, b'{' | b'[') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, _, b'}' | b']') => depth = depth.checked_sub(1).unwrap(),
+            _ => {}
+        }
+    }
+    assert_eq!((depth, in_string), (0, false));
+    // The outer object and array, then per level a node, its descendants array and its
+    // session record with the header inside.
+    assert_eq!(deepest, 2 + 2 * (N - 1) + 1);
+    let tree = &text[text.find("\"descendants\":[").unwrap()..text.rfind(",\"complete\"").unwrap()];
+    let ids: Vec<&str> = tree
+        .split("\"id\":\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert_eq!(ids.len(), N - 1);
+    assert!(
+        ids.iter()
+            .enumerate()
+            .all(|(i, id)| *id == format!("s{}", i + 1))
+    );
+    assert!(text.ends_with(",\"complete\":true,\"root\":{\"header\":{\"type\":\"session\",\"version\":0,\"id\":\"s0\",\"createdAt\":0},\"live\":false,\"persisted\":true}}"));
+
+    let out = agentlog(&["trace-session", root, "s0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let human = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = human.lines().collect();
+    assert_eq!(lines[3], format!("descendants {}", N - 1));
+    assert_eq!(lines.len(), 4 + N - 1);
+    assert_eq!(lines[4], "  s1");
+    assert_eq!(
+        lines.last().unwrap().trim_start(),
+        format!("[depth {}] s{}", N - 1, N - 1)
+    );
+    assert!(
+        lines.iter().all(|l| l.len() < 64),
+        "indentation stays bounded"
     );
 }

@@ -325,6 +325,8 @@ fn numeric_coercion_is_the_same_in_every_tier() {
         molt(1.0, 1, "agent"),
         "{\"type\": \"llm_response\", \"input_tokens\": \"12.7\", \"output_tokens\": 3.9, \"cached_tokens\": null, \"thinking_tokens\": true}\n".to_owned(),
         "{\"type\": \"llm_response\", \"input_tokens\": -5, \"output_tokens\": \"7\", \"cached_tokens\": 9007199254740993, \"thinking_tokens\": \"1e3\"}\n".to_owned(),
+        // Absent fields count 0 without a diagnostic.
+        "{\"type\": \"llm_response\", \"input_tokens\": 4}\n".to_owned(),
     ]));
     let s = every_tier(&agent, Some(1));
     let t = s.totals;
@@ -336,9 +338,10 @@ fn numeric_coercion_is_the_same_in_every_tier() {
             t.thinking_tokens,
             t.api_calls
         ),
-        (12, 10, 0, 0, 2)
+        (16, 10, 0, 0, 3)
     );
     assert_eq!(s.diagnostics.token_values_truncated, 3);
+    // null, true, -5, 2^53+1 and "1e3"; not the three fields the last event leaves out.
     assert_eq!(s.diagnostics.token_values_zeroed, 5);
 }
 

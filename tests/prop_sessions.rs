@@ -1,10 +1,12 @@
 //! The index-backed persisted source answers exactly like the plain JSONL scanner, on random
 //! session logs with random damage: torn tails, unparsable lines, envelope violations, seq
-//! gaps, blank lines, and turn/end events before or after the damage. Reads go through the
-//! index built from scratch, then fresh, then caught up after an append.
+//! gaps, blank lines, events that break a read rule (a message shape, a surface field), and
+//! turn/end events before or after the damage. Reads go through the index built from scratch,
+//! then fresh, then caught up after an append.
 
-use agentlog::query::types::SessionHeader;
-use agentlog::query::{IndexedSource, JsonlSource, PersistedSource, SourceError, StoredSlice};
+use agentlog::query::{
+    IndexedSource, JsonlSource, PersistedSource, SessionHeader, SourceError, StoredSlice,
+};
 use proptest::prelude::*;
 
 const TYPES: [&str; 4] = ["turn/start", "step/start", "turn/end", "tool/call"];
@@ -20,6 +22,10 @@ enum Line {
     /// A valid event whose seq skips one.
     SeqGap(usize),
     Blank,
+    /// A user message without an id: a broken read rule, not damage.
+    BadMessage,
+    /// A log-only event with a `surfaceOp`: a broken read rule, not damage.
+    BadSurfaceField,
 }
 
 fn line() -> impl Strategy<Value = Line> {
@@ -29,6 +35,8 @@ fn line() -> impl Strategy<Value = Line> {
         1 => Just(Line::BadEnvelope),
         1 => (0usize..TYPES.len()).prop_map(Line::SeqGap),
         1 => Just(Line::Blank),
+        1 => Just(Line::BadMessage),
+        1 => Just(Line::BadSurfaceField),
     ]
 }
 
@@ -58,6 +66,12 @@ fn render(lines: &[Line], start: u64) -> String {
                 seq += 2;
             }
             Line::Blank => {}
+            Line::BadMessage => out.push_str(&format!(
+                "{{\"type\":\"user/message\",\"seq\":{seq},\"time\":1,\"data\":{{\"role\":\"user\",\"source\":{{\"kind\":\"user\"}},\"content\":[]}},\"surfaceOp\":\"append\"}}"
+            )),
+            Line::BadSurfaceField => out.push_str(&format!(
+                "{{\"type\":\"step/start\",\"seq\":{seq},\"time\":1,\"data\":{{}},\"surfaceOp\":\"append\"}}"
+            )),
         }
         out.push('\n');
     }
@@ -104,6 +118,17 @@ fn compare(root: &std::path::Path, from: u64, to: u64, types: &[&str]) {
         indexed.read_range("nobody", 0, 9),
         "a missing session",
     );
+    // The index lists its types without reading events: every committed event's type, and
+    // perhaps some seen only past the committed region.
+    match (plain.read_all("s"), indexed.event_types("s")) {
+        (Ok(all), Ok(types)) => {
+            for event in &all.events {
+                assert!(types.contains(&event.event_type), "{types:?}");
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!(std::mem::discriminant(&a), std::mem::discriminant(&b)),
+        (a, b) => panic!("event_types: plain {a:?}, indexed {b:?}"),
+    }
 }
 
 proptest! {

@@ -422,7 +422,7 @@ pub fn request(
 }
 
 /// Type filters on the index as it now stands, which may still hold damage no open looks at
-/// (a cleared type mask bit, a key: FORMAT.md §3.2). Each filter answers, or fails with an
+/// (a cleared type mask bit, a key: docs/FORMAT.md, "Types and type masks"). Each filter answers, or fails with an
 /// error; whatever it answers is true of the log: every offset is an event of that type, in
 /// file order, and each line read back is that whole event. With `exact` (an index built from
 /// scratch, or never damaged) the answers are exactly the oracle's.

@@ -3,15 +3,16 @@
 //! A store is a directory of sessions, `ROOT/<session-id>/events.jsonl`. These commands read
 //! it (through each session's index); they never write events.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use agentlog::query::types::{SessionEventRecord, SessionLineageNode, SessionRecord, SurfaceClass};
 use agentlog::query::{
-    EventFilter, QueryConfig, QueryError, QueryService, Store, StoreConfig, WindowRequest,
+    EventFilter, LineageResolution, QueryConfig, QueryError, QueryService, SessionEventRecord,
+    SessionLineageNode, SessionRecord, Store, StoreConfig, SurfaceClass, WindowRequest,
 };
 
 use super::table::render;
@@ -196,7 +197,7 @@ pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
         });
     }
     let records: Vec<SessionEventRecord> = match &args.text {
-        // Text filters work on extracted text, so they read whole events.
+        // Text filters match an event's searchable text, so they read whole events.
         Some(text) => {
             filters.push(EventFilter::Text { text: text.clone() });
             service
@@ -275,46 +276,22 @@ pub fn read(args: &ReadArgs) -> Result<u8, Failure> {
     Ok(EXIT_OK)
 }
 
+/// How many levels of descendants the human output indents; deeper ones say their depth
+/// instead, so a long chain does not print a quadratic amount of indentation.
+const MAX_INDENT: usize = 16;
+
 pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
     let store = open(&args.root)?;
     let trace = service(&store)?.trace_session(&args.session)?;
-    // Descendant trees can be thousands deep: flatten them without recursion.
-    let mut descendants = Vec::new();
-    let mut stack: Vec<(&SessionLineageNode, &str, usize)> = trace
-        .descendants
-        .iter()
-        .rev()
-        .map(|n| (n, trace.target.header.id.as_str(), 1))
-        .collect();
-    while let Some((node, parent, depth)) = stack.pop() {
-        let mut entry = session_json(&node.session);
-        entry["parentSession"] = json!(parent);
-        entry["depth"] = json!(depth);
-        descendants.push(entry);
-        stack.extend(
-            node.descendants
-                .iter()
-                .rev()
-                .map(|c| (c, node.session.header.id.as_str(), depth + 1)),
-        );
-    }
-    let (complete, root, unresolved) = match &trace.resolution {
-        agentlog::query::types::LineageResolution::Complete { root } => {
-            (true, Some(root.header.id.clone()), None)
-        }
-        agentlog::query::types::LineageResolution::Unresolved {
-            unresolved_parent_id,
-        } => (false, None, Some(unresolved_parent_id.clone())),
-    };
     if args.json {
-        print_json(&json!({
-            "target": session_json(&trace.target),
-            "ancestors": trace.ancestors.iter().map(session_json).collect::<Vec<_>>(),
-            "descendants": descendants,
-            "complete": complete,
-            "root": root,
-            "unresolvedParentId": unresolved,
-        }))?;
+        // The library writes the tree with an explicit stack: a chain can be thousands deep.
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        trace
+            .write_json(&mut out)
+            .and_then(|()| writeln!(out).map_err(serde_json::Error::io))
+            .and_then(|()| out.flush().map_err(serde_json::Error::io))
+            .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
         return Ok(EXIT_OK);
     }
     let chain: Vec<&str> = trace
@@ -332,23 +309,42 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
             chain.join(" > ")
         }
     );
-    match (&root, &unresolved) {
-        (Some(root), _) => println!("root      {root}"),
-        (_, Some(missing)) => {
-            println!("root      unresolved: parent {missing} is not in the store")
-        }
-        _ => {}
+    match &trace.resolution {
+        LineageResolution::Complete { root } => println!("root      {}", root.header.id),
+        LineageResolution::Unresolved {
+            unresolved_parent_id,
+        } => println!("root      unresolved: parent {unresolved_parent_id} is not in the store"),
     }
-    println!("descendants {}", descendants.len());
-    for d in &descendants {
-        let depth = d["depth"].as_u64().unwrap_or(1) as usize;
-        println!(
-            "{}{}",
-            "  ".repeat(depth),
-            d["id"].as_str().unwrap_or_default()
-        );
+    // Depth first, children in order, with a stack of sibling iterators (no recursion).
+    let mut lines = Vec::new();
+    let mut stack: Vec<std::slice::Iter<'_, SessionLineageNode>> = vec![trace.descendants.iter()];
+    while let Some(level) = stack.last_mut() {
+        let Some(node) = level.next() else {
+            stack.pop();
+            continue;
+        };
+        let depth = stack.len();
+        let indent = "  ".repeat(depth.min(MAX_INDENT));
+        let id = &node.session.header.id;
+        lines.push(if depth > MAX_INDENT {
+            format!("{indent}[depth {depth}] {id}")
+        } else {
+            format!("{indent}{id}")
+        });
+        stack.push(node.descendants.iter());
     }
+    println!("descendants {}", lines.len());
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for line in &lines {
+        writeln!(out, "{line}").map_err(write_failure)?;
+    }
+    out.flush().map_err(write_failure)?;
     Ok(EXIT_OK)
+}
+
+fn write_failure(e: std::io::Error) -> Failure {
+    Failure::new("io_error", EXIT_FAILURE, format!("writing the output: {e}"))
 }
 
 pub fn trace_event(args: &TraceEventArgs) -> Result<u8, Failure> {

@@ -173,7 +173,7 @@ fn human(current: &CurrentGeneration, expected: Option<u64>, from: Option<&str>)
         row(
             "diagnostics",
             format!(
-                "{} invalid lines, {} token values counted as 0, {} truncated",
+                "{} invalid lines, {} unusable token values counted as 0, {} truncated",
                 d.invalid_lines, d.token_values_zeroed, d.token_values_truncated
             ),
         );

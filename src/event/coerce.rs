@@ -4,7 +4,8 @@
 //! * JSON integers in `0..=2^53` count as they are.
 //! * Floats and plain decimal strings (`^[0-9]+(\.[0-9]+)?$`: no sign, no exponent, no
 //!   whitespace) are truncated toward zero, if the result is in `0..=2^53`.
-//! * Everything else — missing, `null`, booleans, negative or huge numbers, other strings,
+//! * An absent field counts 0 and is not reported: an event need not carry all four.
+//! * Everything else present — `null`, booleans, negative or huge numbers, other strings,
 //!   arrays, objects — counts 0 and is reported as a diagnostic.
 //!
 //! 2^53 is the largest integer every JSON reader (JavaScript included) holds exactly.
@@ -21,7 +22,7 @@ pub const MAX_TOKEN_VALUE: u64 = 1 << 53;
 /// How one token field of an event was read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TokenValue {
-    /// The field is absent: counts 0, reported.
+    /// The field is absent: counts 0, not reported.
     #[default]
     Missing,
     /// A JSON integer in range: counts as is.

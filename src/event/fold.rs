@@ -132,7 +132,9 @@ pub struct Diagnostics {
     pub invalid_offsets: Vec<u64>,
     /// Token values accepted after truncation (floats, decimal strings).
     pub token_values_truncated: u64,
-    /// Token values counted as 0 (missing, null, booleans, negative, huge, other).
+    /// Token values present but unusable, so counted as 0: null, booleans, negative or too
+    /// large numbers, other strings, arrays, objects. An absent field is not counted here: an
+    /// event need not carry all four.
     pub token_values_zeroed: u64,
     /// `ts`/`time` values present but unreadable (NaN, out of range, garbage).
     pub invalid_timestamps: u64,
@@ -160,9 +162,9 @@ impl Diagnostics {
     pub fn note_tokens(&mut self, tokens: &[TokenValue; 4]) {
         for token in tokens {
             match token {
-                TokenValue::Exact(_) => {}
+                TokenValue::Exact(_) | TokenValue::Missing => {}
                 TokenValue::Truncated(_) => self.token_values_truncated += 1,
-                TokenValue::Missing | TokenValue::Rejected => self.token_values_zeroed += 1,
+                TokenValue::Rejected => self.token_values_zeroed += 1,
             }
         }
     }
@@ -434,7 +436,8 @@ mod tests {
         assert_eq!(state.totals.input_tokens, 12);
         assert_eq!(state.totals.output_tokens, 3);
         assert_eq!(state.diagnostics.token_values_truncated, 2);
-        assert_eq!(state.diagnostics.token_values_zeroed, 2);
+        // The null is unusable; the absent thinking_tokens is not reported.
+        assert_eq!(state.diagnostics.token_values_zeroed, 1);
     }
 
     #[derive(Debug)]

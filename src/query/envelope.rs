@@ -1,4 +1,4 @@
-//! The exact envelope rules (§1.2, §1.4, §1.5 of the dsh spec).
+//! The exact envelope rules (docs/SESSIONS.md, "The header line" and "The event envelope").
 //!
 //! An event line is accepted only if its top level has exactly the known keys with the
 //! right types; a message event must also carry a well-formed message. These rules run
@@ -6,13 +6,37 @@
 //! written) and when a log is read (so a damaged or foreign log is refused instead of
 //! being half understood). They never guess: a malformed event is an error, not a repair.
 
+use std::collections::HashSet;
+
+use serde::{Deserialize, Deserializer, de::Error as _};
 use serde_json::{Map, Value};
 
-use crate::query::error::Violation;
+use crate::query::error::{HeaderError, Violation};
 use crate::query::json::{
     MAX_SAFE_INTEGER, as_non_empty_str, as_safe_i64, as_safe_u64, check_lossless, is_safe_i64,
 };
 use crate::query::types::{SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SurfaceOp};
+
+// Deserializing runs the same rules as reading a log, so a value of these types read from
+// JSON has always passed them; the impls live here, with the rules, so `types` needs nothing
+// from this module.
+impl<'de> Deserialize<'de> for SessionHeader {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_header(&Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for SurfaceOp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_surface_op(&Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_event(Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
 
 /// The event types this build knows (`KNOWN_SESSION_EVENT_TYPES`, 48 entries).
 ///
@@ -79,18 +103,7 @@ const EVENT_KEYS: [&str; 7] = [
     "ignorable",
 ];
 
-/// Why a header was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderError {
-    /// The header is well formed but its format version is not the one this build reads.
-    #[error("{0}")]
-    Unsupported(String),
-    /// The header breaks a shape rule.
-    #[error("invalid session header: {0}")]
-    Invalid(String),
-}
-
-/// Parses and validates a header line (§1.5).
+/// Parses and validates a header line.
 ///
 /// The version is checked first, before the shape, so a newer writer's header is
 /// refused as "newer" even if its shape changed too.
@@ -186,7 +199,7 @@ const KNOWN_HEADER_KEYS: [&str; 11] = [
 ];
 
 /// Validates the typed fields of a header (used on creation and after parsing).
-pub fn validate_header(header: &SessionHeader) -> Result<(), String> {
+pub(crate) fn validate_header(header: &SessionHeader) -> Result<(), String> {
     if header.version != SESSION_FORMAT_VERSION {
         return Err(format!(
             "version must be {SESSION_FORMAT_VERSION}, not {}",
@@ -243,7 +256,7 @@ fn is_absolute_path(path: &str) -> bool {
 }
 
 /// Parses a `surfaceOp` value: `"append"` or exactly `{op:"replace", start, end}`.
-pub fn parse_surface_op(value: &Value) -> Result<SurfaceOp, String> {
+pub(crate) fn parse_surface_op(value: &Value) -> Result<SurfaceOp, String> {
     if value.as_str() == Some("append") {
         return Ok(SurfaceOp::Append);
     }
@@ -281,9 +294,9 @@ fn parse_source_seqs(value: &Value) -> Result<Vec<u64>, String> {
         .collect()
 }
 
-/// Parses one event line's JSON into an event, enforcing the exact envelope (§1.2). The
+/// Parses one event line's JSON into an event, enforcing the exact envelope. The
 /// value is taken so that its `data`, most of an event, moves into the event uncopied.
-pub fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
+pub(crate) fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
     let Value::Object(mut map) = value else {
         return Err(Violation::log("invalid event envelope: not a JSON object"));
     };
@@ -344,7 +357,7 @@ pub fn parse_event(value: Value) -> Result<SessionEvent, Violation> {
 
 /// Checks the envelope rules a typed event can still break: safe-integer ranges, a
 /// non-empty type and a lossless payload.
-pub fn validate_envelope(event: &SessionEvent) -> Result<(), Violation> {
+pub(crate) fn validate_envelope(event: &SessionEvent) -> Result<(), Violation> {
     let fail = |m: &str| Violation::at(event.seq, format!("invalid event envelope: {m}"));
     if event.event_type.is_empty() {
         return Err(fail("type must be a non-empty string"));
@@ -373,7 +386,56 @@ pub fn validate_envelope(event: &SessionEvent) -> Result<(), Violation> {
         .map_err(|m| Violation::at(event.seq, format!("{} event: {m}", event.event_type)))
 }
 
-/// Checks that a message event carries a well-formed message (§1.4).
+/// Checks the fields only surface events may carry, on one event alone: `surfaceOp` and
+/// `sourceEventSeqs` are refused on a log-only type, `surfaceOp` is required on a surface type,
+/// and `sourceEventSeqs` is non-empty (but on `assistant/message`), without duplicates, and
+/// cites only earlier seqs (docs/SESSIONS.md, "Surface events and replace"). The surface fold
+/// runs it on every event; a stored line that fails it ends the committed region.
+pub(crate) fn check_surface_fields(c: &SessionEvent) -> Result<(), Violation> {
+    let fail = |m: String| Violation::at(c.seq, m);
+    let ty = c.event_type.as_str();
+    if !c.is_surface() {
+        if c.surface_op.is_some() {
+            return Err(fail(format!("{ty} cannot carry surfaceOp")));
+        }
+        if c.source_event_seqs.is_some() {
+            return Err(fail(format!("{ty} cannot carry sourceEventSeqs")));
+        }
+        return Ok(());
+    }
+    if c.surface_op.is_none() {
+        return Err(fail(format!("{ty} requires a surfaceOp")));
+    }
+    let Some(sources) = &c.source_event_seqs else {
+        return Ok(());
+    };
+    if sources.is_empty() && ty != "assistant/message" {
+        return Err(fail(format!("sourceEventSeqs must not be empty on {ty}")));
+    }
+    let mut seen = HashSet::with_capacity(sources.len());
+    for &s in sources {
+        if s > MAX_SAFE_INTEGER {
+            return Err(fail(
+                "sourceEventSeqs must contain only non-negative safe integers".into(),
+            ));
+        }
+        if !seen.insert(s) {
+            return Err(fail(format!(
+                "sourceEventSeqs must not contain duplicates ({s})"
+            )));
+        }
+        if s >= c.seq {
+            return Err(fail(format!(
+                "sourceEventSeqs must reference earlier events ({s} is not before {})",
+                c.seq
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a message event carries a well-formed message (docs/SESSIONS.md, "The event
+/// envelope", message shapes).
 ///
 /// `user/message` data *is* the message; `assistant/message` and `tool/result` hold it
 /// under `message`. Other types pass unchecked.
@@ -463,7 +525,7 @@ pub fn check_message_shape(event: &SessionEvent) -> Result<(), Violation> {
 }
 
 /// Why an event type or shape is retired and can neither be appended nor read, if it is.
-pub fn retired_shape(event: &SessionEvent) -> Option<String> {
+pub(crate) fn retired_shape(event: &SessionEvent) -> Option<String> {
     match event.event_type.as_str() {
         "request/header-delta" | "mode/set" => Some(format!(
             "retired event type {} is no longer supported",

@@ -8,7 +8,8 @@
 //!
 //! [`QueryError`] is the closed set a caller matches on; every variant has a stable
 //! snake_case [`QueryError::code`] for machine output such as the CLI's
-//! `{"error":"<code>","message":...}`.
+//! `{"error":"<code>","message":...}`. A variant found through another error (a damaged log,
+//! a parse failure, an I/O error) keeps it, so `source()` leads to the root cause.
 
 use std::fmt;
 
@@ -49,6 +50,17 @@ impl fmt::Display for Violation {
 }
 
 impl std::error::Error for Violation {}
+
+/// Why a header was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// The header is well formed but its format version is not the one this build reads.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The header breaks a shape rule.
+    #[error("invalid session header: {0}")]
+    Invalid(String),
+}
 
 /// The boxed cause of a backend failure, kept so an operator can see the root error.
 pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -93,6 +105,9 @@ pub enum QueryError {
     InvalidFilter {
         /// What is wrong with the filter.
         reason: String,
+        /// The JSON error, when the filter did not parse.
+        #[source]
+        cause: Option<serde_json::Error>,
     },
 
     /// A log's surface operations break the fold rules, so its current surface is undefined.
@@ -103,6 +118,7 @@ pub enum QueryError {
         /// The session whose log is broken.
         session_id: String,
         /// The first rule broken.
+        #[source]
         violation: Violation,
     },
 
@@ -134,22 +150,26 @@ pub enum QueryError {
 
     /// The stored log is damaged or breaks the event rules.
     #[error(
-        "stored session \"{session_id}\" is corrupt: {reason}; the raw log is kept unchanged, inspect or restore it"
+        "stored session \"{session_id}\" is corrupt: {cause}; the raw log is kept unchanged, inspect or restore it"
     )]
     CorruptSession {
         /// The damaged session.
         session_id: String,
-        /// What is damaged.
-        reason: String,
+        /// What is damaged: the persisted side's `SourceError`, or
+        /// the [`Violation`] a read rule found.
+        #[source]
+        cause: Cause,
     },
 
     /// The stored log uses a format this build does not read (nothing is damaged).
-    #[error("stored session \"{session_id}\" {reason}")]
+    #[error("stored session \"{session_id}\" {cause}")]
     UnsupportedFormat {
         /// The session that was refused.
         session_id: String,
-        /// Why, including the direction (newer/older) and what to do.
-        reason: String,
+        /// Why, including the direction (newer/older) and what to do: the persisted side's
+        /// `SourceError`, or the [`Violation`] of an unknown type.
+        #[source]
+        cause: Cause,
     },
 
     /// The persisted side (files, index) failed; the data may be fine.
@@ -170,14 +190,16 @@ pub enum QueryError {
         /// The session appended to.
         session_id: String,
         /// The rule broken.
+        #[source]
         violation: Violation,
     },
 
     /// A session header offered for creation breaks a rule.
-    #[error("invalid session header: {reason}")]
+    #[error("{cause}")]
     InvalidHeader {
         /// What is wrong.
-        reason: String,
+        #[source]
+        cause: HeaderError,
     },
 
     /// A session id cannot be used as a directory name.
@@ -245,7 +267,7 @@ impl QueryError {
 }
 
 /// Shorthand for results of this crate.
-pub type Result<T, E = QueryError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = QueryError> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! Session and event filters (§4.4).
+//! Session and event filters (docs/SESSIONS.md, "Filters").
 //!
 //! Filters in a list are ANDed; the values inside one clause are ORed; an empty value
 //! list matches nothing; ranges are inclusive. Filters are validated and compiled into
@@ -92,7 +92,7 @@ pub enum EventFilter {
         /// Accepted classes.
         values: Vec<SurfaceClass>,
     },
-    /// The extracted text contains `text`, literally, ignoring case and whitespace width.
+    /// The event's searchable text contains `text`, literally, ignoring case and whitespace width.
     Text {
         /// The text to find; must not be blank.
         text: String,
@@ -102,21 +102,27 @@ pub enum EventFilter {
 fn invalid(reason: impl Into<String>) -> QueryError {
     QueryError::InvalidFilter {
         reason: reason.into(),
+        cause: None,
+    }
+}
+
+fn unparsable(e: serde_json::Error) -> QueryError {
+    QueryError::InvalidFilter {
+        reason: e.to_string(),
+        cause: Some(e),
     }
 }
 
 /// Parses session filters from JSON (`[{"kind": ...}, ...]`), rejecting unknown kinds.
 pub fn parse_session_filters(value: &Value) -> Result<Vec<SessionFilter>> {
-    let filters: Vec<SessionFilter> =
-        serde_json::from_value(value.clone()).map_err(|e| invalid(e.to_string()))?;
+    let filters: Vec<SessionFilter> = serde_json::from_value(value.clone()).map_err(unparsable)?;
     compile_session_filters(&filters)?;
     Ok(filters)
 }
 
 /// Parses event filters from JSON (`[{"kind": ...}, ...]`), rejecting unknown kinds.
 pub fn parse_event_filters(value: &Value) -> Result<Vec<EventFilter>> {
-    let filters: Vec<EventFilter> =
-        serde_json::from_value(value.clone()).map_err(|e| invalid(e.to_string()))?;
+    let filters: Vec<EventFilter> = serde_json::from_value(value.clone()).map_err(unparsable)?;
     compile_event_filters(&filters)?;
     Ok(filters)
 }
@@ -151,13 +157,13 @@ impl Range {
 
 /// Validated, owned session filters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionMatcher {
+pub(crate) struct SessionMatcher {
     filters: Vec<SessionFilter>,
     created: Vec<Option<Range>>,
 }
 
 /// Validates and copies session filters.
-pub fn compile_session_filters(filters: &[SessionFilter]) -> Result<SessionMatcher> {
+pub(crate) fn compile_session_filters(filters: &[SessionFilter]) -> Result<SessionMatcher> {
     let created = filters
         .iter()
         .map(|f| match f {
@@ -205,12 +211,12 @@ enum EventClause {
 
 /// Validated, owned event filters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EventMatcher {
+pub(crate) struct EventMatcher {
     clauses: Vec<EventClause>,
 }
 
 /// Validates and copies event filters (a blank text fails here, before any read).
-pub fn compile_event_filters(filters: &[EventFilter]) -> Result<EventMatcher> {
+pub(crate) fn compile_event_filters(filters: &[EventFilter]) -> Result<EventMatcher> {
     let clauses = filters
         .iter()
         .map(|f| {
@@ -245,7 +251,7 @@ impl EventMatcher {
 
 /// A literal, whitespace-tolerant, case-insensitive pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextPattern {
+pub(crate) struct TextPattern {
     parts: Vec<Vec<char>>,
 }
 

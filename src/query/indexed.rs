@@ -2,17 +2,18 @@
 //! return, not the log's length.
 //!
 //! Each session log has its own index (`events.index.redb` beside it), built with the session
-//! profile: contiguous seqs and the dsh envelope as line validator, so the index records
-//! where the committed region ends (`FoldState::first_break`). The rules are the JSONL
-//! scanner's ([`scan_log`](super::source::scan_log)): the first unparsable, envelope-invalid or
-//! out-of-place line ends the committed region, unless a `turn/end` follows it, which makes the
-//! log corrupt. Here that costs two index lookups instead of a scan.
+//! profile: contiguous seqs and the rule for one stored line as line validator, so the index
+//! records where the log stops being clean (`FoldState::first_break`). The rules are the JSONL
+//! scanner's ([`scan_log`](super::source::scan_log)): damage at the first break ends the
+//! committed region, unless a `turn/end` follows it, which makes the log corrupt; an event that
+//! breaks a read rule makes it corrupt wherever it stands. Here that costs two index lookups
+//! and, when the log has a break, reading that one line, instead of a scan.
 //!
 //! A session's validated index and header are kept between calls ([`SessionCache`]) while
-//! its log stays as it was: a window read then costs its rows, not an open and a validation
-//! (about 200 µs). "As it was" is the log's stamp (inode, length, mtime, ctime), taken before
-//! the validation; a log changed within [`SETTLED`] of its stamp is not kept, because a
-//! change inside the filesystem's timestamp granularity could leave the stamp equal.
+//! its log stays as it was: a window read then costs its rows, not an open and a validation.
+//! "As it was" is the log's stamp (inode, length, mtime, ctime), taken before the validation;
+//! a log changed within [`SETTLED`] of its stamp is not kept, because a change inside the
+//! filesystem's timestamp granularity could leave the stamp equal.
 
 use std::collections::VecDeque;
 use std::os::unix::fs::MetadataExt;
@@ -26,6 +27,7 @@ use super::envelope::parse_event;
 use super::source::{
     JsonlSource, PersistedSource, SourceError, StoredSlice, read_stored_header, stored_log,
 };
+use super::stored::{LineFault, parse_stored_line};
 use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
@@ -34,19 +36,19 @@ use crate::log::{Line, LineScanner, LogError, LogPaths};
 /// The event type whose presence after damage proves the damage is in acknowledged history.
 const TURN_END: &str = "turn/end";
 
-/// The dsh envelope rules, as the index's line validator.
+/// The rule for one stored event line ([`parse_stored_line`]), as the index's line validator.
 #[derive(Debug)]
-struct EnvelopeValidator;
+struct EventLineValidator;
 
-impl LineValidator for EnvelopeValidator {
+impl LineValidator for EventLineValidator {
     fn name(&self) -> &str {
-        "dsh-envelope/1"
+        // The name is part of the index's profile fingerprint: a new rule needs a new name, so
+        // that an index built under another rule is rebuilt, not believed.
+        "dsh-envelope/2"
     }
 
     fn accepts(&self, line: &[u8]) -> bool {
-        serde_json::from_slice::<Value>(line)
-            .ok()
-            .is_some_and(|value| parse_event(value).is_ok())
+        parse_stored_line(line).is_ok()
     }
 }
 
@@ -55,13 +57,13 @@ impl LineValidator for EnvelopeValidator {
 pub fn session_index_options() -> IndexOptions {
     IndexOptions {
         profile: Profile::session(),
-        line_validator: Some(Arc::new(EnvelopeValidator)),
+        line_validator: Some(Arc::new(EventLineValidator)),
         ..IndexOptions::default()
     }
 }
 
 /// How many sessions keep their validated index open between calls. Each holds two file
-/// handles and up to the index's page cache (16 MiB, filled only by what is read).
+/// handles and up to the index's page cache, filled only by what is read.
 const CACHED_SESSIONS: usize = 8;
 
 /// How long a log must have been left alone before its stamp is trusted to show any change:
@@ -69,7 +71,7 @@ const CACHED_SESSIONS: usize = 8;
 const SETTLED: Duration = Duration::from_secs(2);
 
 /// A [`PersistedSource`] over a store directory, reading through each session's index.
-/// Clones share one [`SessionCache`].
+/// Clones share one cache of validated sessions.
 #[derive(Debug, Clone)]
 pub struct IndexedSource {
     root: PathBuf,
@@ -166,13 +168,12 @@ impl IndexedSource {
         match state.first_break {
             None => committed.count = state.events,
             Some(at) => {
-                if committed
+                let acknowledged = committed
                     .turn_end_after(at)
-                    .map_err(|e| failed(session_id, e))?
-                {
-                    return Err(SourceError::Corrupt(format!(
-                        "damaged committed event at byte {at} of session \"{session_id}\": a later turn/end shows it was acknowledged"
-                    )));
+                    .map_err(|e| failed(session_id, e))?;
+                let fault = committed.fault_at(at).map_err(|e| failed(session_id, e))?;
+                if acknowledged || !fault.is_damage() {
+                    return Err(fault.refusal(session_id, at));
                 }
                 tracing::warn!(session = %session_id, offset = at, "treating the damaged tail after the last turn/end as torn");
                 committed.end = at;
@@ -304,6 +305,40 @@ impl Committed {
         }))
     }
 
+    /// What is wrong with the line at the first break `at`, read back from the log (one line).
+    fn fault_at(&self, at: u64) -> Result<BreakFault, IndexError> {
+        let line = match self.tail.iter().find(|(offset, _)| *offset == at) {
+            Some((_, line)) => Some(line.clone()),
+            None => self.index.line_at(at)?,
+        };
+        Ok(match line.map(|line| parse_stored_line(&line)) {
+            None => BreakFault::NotAnEvent,
+            Some(Err(fault)) => BreakFault::Line(fault),
+            Some(Ok(event)) => BreakFault::OutOfPlace(event.seq),
+        })
+    }
+
+    /// The event types of the index (and of the lines after its watermark), or `None` when there
+    /// are so many that listing them one id at a time would cost more than reading the log.
+    fn type_names(&self) -> Option<Vec<String>> {
+        // Ids are given out from 0 upwards; the index only looks a name up by id linearly.
+        const MOST_LISTED: u32 = 1024;
+        let mut names: Vec<String> = (0..=MOST_LISTED)
+            .map_while(|id| self.index.type_name(id).map(str::to_owned))
+            .collect();
+        if names.len() > MOST_LISTED as usize {
+            return None;
+        }
+        for (_, line) in &self.tail {
+            if let Some(name) = type_of(line) {
+                names.push(name);
+            }
+        }
+        names.sort_unstable();
+        names.dedup();
+        Some(names)
+    }
+
     /// How many events lie before `at`; in the clean region seq equals position, so it is the
     /// seq of the last one plus one.
     fn events_before(&self, at: u64) -> Result<u64, IndexError> {
@@ -405,6 +440,23 @@ impl PersistedSource for IndexedSource {
             })
         })
     }
+
+    fn event_types(&self, session_id: &str) -> Result<Vec<String>, SourceError> {
+        self.with_session(session_id, |session| match session.committed.type_names() {
+            Some(names) => Ok(names),
+            None => {
+                let mut names: Vec<String> = session
+                    .committed
+                    .range(session_id, 0, u64::MAX)?
+                    .into_iter()
+                    .map(|e| e.event_type)
+                    .collect();
+                names.sort_unstable();
+                names.dedup();
+                Ok(names)
+            }
+        })
+    }
 }
 
 /// The complete lines after the index's watermark (those a read-only open folded in memory).
@@ -426,6 +478,17 @@ fn read_tail(index: &Index, options: &IndexOptions) -> Result<Vec<(u64, Vec<u8>)
     Ok(lines)
 }
 
+fn type_of(line: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<Value>(line)
+        .ok()?
+        .get_mut("type")?
+        .take()
+    {
+        Value::String(name) => Some(name),
+        _ => None,
+    }
+}
+
 fn seq_of(line: &[u8]) -> Option<u64> {
     serde_json::from_slice::<Value>(line)
         .ok()?
@@ -435,15 +498,59 @@ fn seq_of(line: &[u8]) -> Option<u64> {
 
 fn parse(session_id: &str, offset: u64, line: &[u8]) -> Result<SessionEvent, SourceError> {
     let value: Value = serde_json::from_slice(line).map_err(|e| {
-        SourceError::Corrupt(format!(
-            "unparsable committed event at byte {offset} of session \"{session_id}\": {e}"
-        ))
+        SourceError::corrupt_by(
+            format!("unparsable committed event at byte {offset} of session \"{session_id}\": {e}"),
+            e,
+        )
     })?;
     parse_event(value).map_err(|v| {
-        SourceError::Corrupt(format!(
-            "invalid committed event at byte {offset} of session \"{session_id}\": {v}"
-        ))
+        SourceError::corrupt_by(
+            format!("invalid committed event at byte {offset} of session \"{session_id}\": {v}"),
+            v,
+        )
     })
+}
+
+/// What the line where a log stops being clean is.
+enum BreakFault {
+    /// No event row: a line that is not a JSON object, blank, or too long.
+    NotAnEvent,
+    /// A line the rule refuses.
+    Line(LineFault),
+    /// An event that passes the rule, with this seq, out of place.
+    OutOfPlace(u64),
+}
+
+impl BreakFault {
+    /// Whether a crash can leave it (so it is torn unless a later `turn/end` follows), rather
+    /// than an event that breaks a read rule (corrupt wherever it stands).
+    fn is_damage(&self) -> bool {
+        match self {
+            Self::Line(fault) => fault.is_damage(),
+            Self::NotAnEvent | Self::OutOfPlace(_) => true,
+        }
+    }
+
+    /// The refusal of the session whose first break, at `at`, this is.
+    fn refusal(self, session_id: &str, at: u64) -> SourceError {
+        let event = format!("committed event at byte {at} of session \"{session_id}\"");
+        let acknowledged = "a later turn/end shows it was acknowledged";
+        match self {
+            Self::NotAnEvent => SourceError::corrupt(format!(
+                "damaged {event}: not a JSON object; {acknowledged}"
+            )),
+            Self::OutOfPlace(seq) => SourceError::corrupt(format!(
+                "damaged {event}: seq {seq} out of place; {acknowledged}"
+            )),
+            Self::Line(fault) if fault.is_damage() => SourceError::corrupt_by(
+                format!("damaged {event}: {fault}; {acknowledged}"),
+                fault.into_cause(),
+            ),
+            Self::Line(fault) => {
+                SourceError::corrupt_by(format!("invalid {event}: {fault}"), fault.into_cause())
+            }
+        }
+    }
 }
 
 fn failed(session_id: &str, error: IndexError) -> SourceError {
@@ -457,218 +564,4 @@ fn failed(session_id: &str, error: IndexError) -> SourceError {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-
-    const TYPES: [&str; 3] = ["turn/start", "step/start", "turn/end"];
-
-    /// A session log of `events` events whose texts are `letter`s. Any letter but `a` swaps
-    /// `turn/start` and `step/start`, which keeps every line's length.
-    fn log_text(id: &str, events: u64, letter: char) -> String {
-        let swap = usize::from(letter != 'a');
-        let header = serde_json::to_string(&SessionHeader::new(id, 1)).unwrap_or_default();
-        let mut text = format!("{header}\n");
-        for seq in 0..events {
-            text.push_str(&format!(
-                "{{\"type\":\"{}\",\"seq\":{seq},\"time\":{},\"data\":{{\"turn\":1,\"note\":\"{}\"}}}}\n",
-                TYPES[match (seq % 3) as usize {
-                    kind @ (0 | 1) => kind ^ swap,
-                    kind => kind,
-                }],
-                1000 + seq,
-                letter.to_string().repeat(8)
-            ));
-        }
-        text
-    }
-
-    fn store_with(dir: &Path, id: &str, text: &str) -> PathBuf {
-        let session = dir.join(id);
-        std::fs::create_dir_all(&session).unwrap();
-        let log = session.join("events.jsonl");
-        std::fs::write(&log, text).unwrap();
-        log
-    }
-
-    /// A source that keeps every session at once, whatever its age.
-    fn eager(root: &Path) -> IndexedSource {
-        IndexedSource {
-            settled: Duration::ZERO,
-            ..IndexedSource::new(root)
-        }
-    }
-
-    /// A store with session `s` of `events` events, read once by an [`eager`] source, which
-    /// keeps it.
-    fn kept_session(events: u64) -> (tempfile::TempDir, PathBuf, IndexedSource) {
-        let dir = tempfile::tempdir().unwrap();
-        let log = store_with(dir.path(), "s", &log_text("s", events, 'a'));
-        let source = eager(dir.path());
-        agrees(&source, "s");
-        assert_eq!(kept(&source), ["s"]);
-        (dir, log, source)
-    }
-
-    fn kept(source: &IndexedSource) -> Vec<String> {
-        source
-            .cache
-            .lock()
-            .iter()
-            .map(|(id, _)| id.clone())
-            .collect()
-    }
-
-    /// The indexed reads of `id` equal the plain scanner's.
-    fn agrees(source: &IndexedSource, id: &str) {
-        let plain = JsonlSource::new(source.root.clone());
-        assert_eq!(
-            source.read_header(id).unwrap(),
-            plain.read_header(id).unwrap()
-        );
-        assert_eq!(source.read_all(id).unwrap(), plain.read_all(id).unwrap());
-        assert_eq!(
-            source.read_range(id, 2, 6).unwrap(),
-            plain.read_range(id, 2, 6).unwrap()
-        );
-        for types in [&["turn/end"][..], &["turn/start"]] {
-            assert_eq!(
-                source.read_types(id, types).unwrap(),
-                plain.read_types(id, types).unwrap()
-            );
-        }
-    }
-
-    #[test]
-    fn a_kept_session_answers_like_a_fresh_read_after_every_change() {
-        let (dir, log, source) = kept_session(10);
-        // Appended to: longer.
-        let longer = log_text("s", 14, 'a');
-        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
-        let appended = longer.get(log_text("s", 10, 'a').len()..).unwrap();
-        std::io::Write::write_all(&mut file, appended.as_bytes()).unwrap();
-        agrees(&source, "s");
-        assert_eq!(source.read_all("s").unwrap().events.len(), 14);
-        // Replaced by another file (another inode) of another length.
-        let replacement = dir.path().join("replacement");
-        std::fs::write(&replacement, log_text("s", 5, 'b')).unwrap();
-        std::fs::rename(&replacement, &log).unwrap();
-        agrees(&source, "s");
-        assert_eq!(source.read_all("s").unwrap().events.len(), 5);
-        // Gone.
-        std::fs::remove_file(&log).unwrap();
-        assert!(matches!(source.read_all("s"), Err(SourceError::NotFound)));
-        assert!(kept(&source).is_empty());
-    }
-
-    #[test]
-    fn a_same_length_rewrite_of_a_settled_log_is_seen() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = store_with(dir.path(), "s", &log_text("s", 10, 'a'));
-        let source = IndexedSource {
-            settled: Duration::from_millis(50),
-            ..IndexedSource::new(dir.path())
-        };
-        std::thread::sleep(Duration::from_millis(120));
-        agrees(&source, "s");
-        assert_eq!(kept(&source), ["s"]);
-        // Same length, other types and texts, in place: only the ctime tells.
-        let rewritten = log_text("s", 10, 'z');
-        assert_eq!(rewritten.len(), log_text("s", 10, 'a').len());
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&log)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, rewritten.as_bytes()))
-            .unwrap();
-        agrees(&source, "s");
-        let notes = source.read_all("s").unwrap().events;
-        assert!(
-            notes.iter().all(|e| e.data["note"] == "zzzzzzzz"),
-            "{notes:?}"
-        );
-    }
-
-    #[test]
-    fn a_log_changed_just_before_it_was_read_is_not_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        store_with(dir.path(), "s", &log_text("s", 10, 'a'));
-        let source = IndexedSource {
-            settled: Duration::from_secs(3600),
-            ..IndexedSource::new(dir.path())
-        };
-        agrees(&source, "s");
-        assert!(kept(&source).is_empty());
-    }
-
-    #[test]
-    fn a_damaged_kept_index_is_opened_again_and_still_answers() {
-        let (_dir, log, source) = kept_session(300);
-        let index = LogPaths::for_log_file(log).index;
-        // Overwritten in place, under the kept handle.
-        let len = std::fs::metadata(&index).unwrap().len();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&index)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, &vec![0x5a; len as usize]))
-            .unwrap();
-        agrees(&source, "s");
-        // Deleted: the kept handle still reads the file it validated.
-        std::fs::remove_file(&index).unwrap();
-        agrees(&source, "s");
-    }
-
-    #[test]
-    fn a_kept_index_does_not_block_the_sessions_writer() {
-        let (_dir, log, source) = kept_session(10);
-        let options = crate::index::WriterOptions {
-            sync: crate::log::SyncPolicy::None,
-            index: session_index_options(),
-            index_wait: Duration::ZERO,
-            ..crate::index::WriterOptions::default()
-        };
-        let paths = LogPaths::for_log_file(log);
-        let mut writer = crate::index::Writer::open(&paths, options).unwrap();
-        let next = log_text("s", 11, 'a');
-        let line = next.lines().last().unwrap_or_default();
-        writer.append_json(line.as_bytes()).unwrap();
-        writer.close().unwrap();
-        agrees(&source, "s");
-        assert_eq!(source.read_all("s").unwrap().events.len(), 11);
-    }
-
-    #[test]
-    fn at_most_the_newest_sessions_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let ids: Vec<String> = (0..CACHED_SESSIONS + 3).map(|i| format!("s{i}")).collect();
-        for id in &ids {
-            store_with(dir.path(), id, &log_text(id, 4, 'a'));
-        }
-        let source = eager(dir.path());
-        for id in &ids {
-            agrees(&source, id);
-        }
-        let newest: Vec<String> = ids.iter().rev().take(CACHED_SESSIONS).cloned().collect();
-        assert_eq!(kept(&source), newest);
-        // A hit moves to the front.
-        agrees(&source, &newest[3]);
-        assert_eq!(kept(&source)[0], newest[3]);
-    }
-
-    #[test]
-    fn a_stamp_is_settled_only_once_old_enough() {
-        let at = |secs: i64| LogStamp {
-            dev: 1,
-            ino: 2,
-            len: 3,
-            mtime: (secs, 0),
-            ctime: (secs, 500),
-        };
-        let now = UNIX_EPOCH + Duration::from_secs(1_000);
-        assert!(at(997).settled(now, SETTLED));
-        assert!(at(998).settled(now, Duration::from_secs(1)));
-        assert!(!at(999).settled(now, SETTLED));
-        assert!(!at(1_001).settled(now, SETTLED));
-        assert!(!at(-5).settled(now, SETTLED));
-    }
-}
+mod tests;

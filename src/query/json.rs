@@ -7,27 +7,27 @@
 use serde_json::Value;
 
 /// The largest integer a double represents exactly (`Number.MAX_SAFE_INTEGER`).
-pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// `value` as a non-negative safe integer, if it is one written as an integer.
-pub fn as_safe_u64(value: &Value) -> Option<u64> {
+pub(crate) fn as_safe_u64(value: &Value) -> Option<u64> {
     value.as_u64().filter(|n| *n <= MAX_SAFE_INTEGER)
 }
 
 /// `value` as a safe integer (either sign), if it is one written as an integer.
-pub fn as_safe_i64(value: &Value) -> Option<i64> {
+pub(crate) fn as_safe_i64(value: &Value) -> Option<i64> {
     value
         .as_i64()
         .filter(|n| n.unsigned_abs() <= MAX_SAFE_INTEGER)
 }
 
 /// Whether `n` is within the safe-integer range.
-pub fn is_safe_i64(n: i64) -> bool {
+pub(crate) fn is_safe_i64(n: i64) -> bool {
     n.unsigned_abs() <= MAX_SAFE_INTEGER
 }
 
 /// `value` as a non-empty string.
-pub fn as_non_empty_str(value: &Value) -> Option<&str> {
+pub(crate) fn as_non_empty_str(value: &Value) -> Option<&str> {
     value.as_str().filter(|s| !s.is_empty())
 }
 
@@ -36,7 +36,7 @@ pub fn as_non_empty_str(value: &Value) -> Option<&str> {
 /// `serde_json` cannot hold NaN or infinities, so `-0` is the one number that a
 /// JavaScript reader would silently turn into another value. Walks with an explicit
 /// stack, so a deeply nested payload cannot overflow the call stack.
-pub fn check_lossless(value: &Value) -> Result<(), String> {
+pub(crate) fn check_lossless(value: &Value) -> Result<(), String> {
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
         match v {
@@ -56,15 +56,8 @@ pub fn check_lossless(value: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The keys of `value` if it is an object, else `None`.
-pub fn keys(value: &Value) -> Option<Vec<&str>> {
-    value
-        .as_object()
-        .map(|m| m.keys().map(String::as_str).collect())
-}
-
 /// Whether `value` is an object whose keys are exactly `expected` (in any order).
-pub fn has_exact_keys(value: &Value, expected: &[&str]) -> bool {
+pub(crate) fn has_exact_keys(value: &Value, expected: &[&str]) -> bool {
     match value.as_object() {
         Some(map) => map.len() == expected.len() && expected.iter().all(|k| map.contains_key(*k)),
         None => false,

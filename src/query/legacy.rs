@@ -1,5 +1,5 @@
-//! Legacy normalization (§6): reading logs written before message identity and before
-//! the react-loop refactor.
+//! Legacy normalization: reading logs written before message identity and before the
+//! react-loop refactor (docs/SESSIONS.md, "Legacy import").
 //!
 //! Normalization runs on every read path and never on stored bytes: it takes events and
 //! returns new, owned events in the current shapes. It is deterministic (a legacy
@@ -15,18 +15,19 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::query::envelope::retired_shape;
+use crate::query::envelope::{check_message_shape, check_surface_fields, retired_shape};
 use crate::query::error::Violation;
 use crate::query::json::{as_non_empty_str, as_safe_u64, has_exact_keys};
 use crate::query::types::{SessionEvent, SurfaceOp};
 
 /// The deterministic id of a legacy message.
-pub fn legacy_message_id(session_id: &str, seq: u64) -> String {
+pub(crate) fn legacy_message_id(session_id: &str, seq: u64) -> String {
     format!("legacy-message:{session_id}:{seq}")
 }
 
-/// Refuses the whole log if it holds a retired event type or shape (fatal, §6).
-pub fn check_no_retired(events: &[SessionEvent]) -> Result<(), Violation> {
+/// Refuses the whole log if it holds a retired event type or shape (docs/SESSIONS.md, "The
+/// event envelope").
+pub(crate) fn check_no_retired(events: &[SessionEvent]) -> Result<(), Violation> {
     match events
         .iter()
         .find_map(|e| retired_shape(e).map(|m| Violation::at(e.seq, m)))
@@ -58,12 +59,41 @@ pub fn normalize_log(
 
 /// Whether reading `event` correctly needs the events before it (its normalization
 /// may inherit an id recorded earlier), so a range read must start at seq 0.
-pub fn needs_prefix(event: &SessionEvent) -> bool {
+pub(crate) fn needs_prefix(event: &SessionEvent) -> bool {
     event.event_type == "steering/message" || pre_identity_kind(event).is_some()
 }
 
+/// Checks what one stored event can be checked for alone, in the shape the reader sees: a
+/// legacy shape must normalize, and the event it then is (or is as stored) must carry the
+/// surface fields where they belong and a well-formed message.
+///
+/// A legacy `tool/result` rewrite inherits its message id from the event it replaces, which
+/// only the whole log knows; here it is given a stand-in, and the whole-log read checks the
+/// real one.
+pub(crate) fn check_event_alone(event: &SessionEvent) -> Result<(), Violation> {
+    let legacy = match event.event_type.as_str() {
+        "turn/start" => event.data.get("trigger").is_some(),
+        "turn/end" | "steering/message" => true,
+        _ => pre_identity_kind(event).is_some(),
+    };
+    let check = |event: &SessionEvent| {
+        check_surface_fields(event)?;
+        check_message_shape(event)
+    };
+    if !legacy {
+        return check(event);
+    }
+    let ids = match event.surface_op {
+        Some(SurfaceOp::Replace { start, .. }) => {
+            HashMap::from([(start, "inherited-legacy-message".to_owned())])
+        }
+        _ => HashMap::new(),
+    };
+    check(&normalize_event("", event.clone(), &ids)?)
+}
+
 /// The message id an event carries, if it is a message event.
-pub fn message_id(event: &SessionEvent) -> Option<&str> {
+pub(crate) fn message_id(event: &SessionEvent) -> Option<&str> {
     let message = match event.event_type.as_str() {
         "user/message" => &event.data,
         "assistant/message" | "tool/result" => event.data.get("message")?,
@@ -74,8 +104,9 @@ pub fn message_id(event: &SessionEvent) -> Option<&str> {
 
 /// Normalizes one event, given the message ids already recorded for earlier seqs.
 ///
-/// Steps A–D of §6, in order. Returns the event unchanged when no legacy shape applies.
-pub fn normalize_event(
+/// The four steps of docs/SESSIONS.md, "Legacy import", in order (A to D below). Returns the
+/// event unchanged when no legacy shape applies.
+pub(crate) fn normalize_event(
     session_id: &str,
     event: SessionEvent,
     ids: &HashMap<u64, String>,
@@ -291,7 +322,7 @@ mod tests {
 
     const SID: &str = "old";
 
-    /// The §6 worked example: a pre-identity log with a pruning replacement.
+    /// dsh's worked example: a pre-identity log with a pruning replacement.
     pub(crate) fn legacy_message_log() -> Vec<SessionEvent> {
         vec![
             log_only("turn/start", 0, json!({"turn": 1, "trigger": {"kind": "user"}})),

@@ -32,9 +32,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Layering inside the crate runs one way: `json` and `types` at the bottom, then
-//! `envelope`, `surface`, `legacy`, `extract`, `filter`, `window`, `trace`, then
-//! `source` and `store`, and `service` on top.
+//! Every item is reached by one path, `agentlog::query::Item`; the submodules are private.
+//! Inside, the layering runs one way: `json`, `error` and `types` at the bottom, then
+//! `envelope`, `surface`, `legacy`, `text`, `filter`, `window`, `trace`, `repair`, then
+//! `source`, `indexed` and `store`, and `service` on top.
 
 #![deny(
     clippy::unwrap_used,
@@ -52,37 +53,55 @@
     )
 )]
 
-pub mod envelope;
-pub mod error;
-pub mod extract;
-pub mod filter;
-pub mod indexed;
-pub mod json;
-pub mod legacy;
-pub mod repair;
-pub mod service;
-pub mod source;
-pub mod store;
-pub mod surface;
-pub mod trace;
-pub mod types;
-pub mod window;
+mod envelope;
+mod error;
+mod filter;
+mod indexed;
+mod json;
+mod legacy;
+mod repair;
+mod service;
+mod source;
+mod store;
+mod stored;
+mod surface;
+mod text;
+mod trace;
+mod types;
+mod window;
 
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod test_support;
 
-pub use error::{QueryError, Violation};
-pub use filter::{Availability, EventFilter, SessionFilter};
-pub use indexed::{IndexedSource, session_index_options};
-pub use service::{QueryConfig, QueryService};
-pub use source::{JsonlSource, PersistedSource, SourceError, StoredSlice};
-pub use store::{AppendReceipt, CheckpointPolicy, Store, StoreConfig, validate_session_id};
-pub use surface::{SurfaceFold, SurfaceState, fold_surface};
-pub use types::{
-    LineageResolution, Replacement, SessionEvent, SessionEventDocument, SessionEventRecord,
-    SessionEventTrace, SessionEventWindow, SessionHeader, SessionLineageNode, SessionLineageTrace,
-    SessionLogSnapshot, SessionRecord, SessionSurfaceSnapshot, SurfaceClass, SurfaceOp,
+pub use envelope::{KNOWN_EVENT_TYPES, Vocabulary};
+pub use error::{Cause, HeaderError, QueryError, Violation};
+pub use filter::{
+    Availability, EventFilter, SessionFilter, parse_event_filters, parse_session_filters,
 };
-pub use window::WindowRequest;
+pub use indexed::{IndexedSource, session_index_options};
+pub use repair::interrupted_turn_closers;
+pub use service::{QueryConfig, QueryService};
+pub use source::{
+    JsonlSource, LOG_FILE_NAME, PersistedSource, SourceError, StoredSlice, validate_session_id,
+};
+pub use store::{AppendReceipt, CheckpointPolicy, LiveView, Store, StoreConfig};
+pub use surface::{EventLookup, SurfaceFold, SurfaceState, fold_surface};
+pub use text::event_text;
+pub use types::{
+    LineageResolution, Replacement, SESSION_FORMAT_VERSION, SURFACE_EVENT_TYPES, SessionEvent,
+    SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow, SessionHeader,
+    SessionLineageNode, SessionLineageTrace, SessionLogSnapshot, SessionRecord,
+    SessionSurfaceSnapshot, SurfaceClass, SurfaceOp,
+};
+pub use window::{DEFAULT_READ_WINDOW_MAX, WindowRequest};
+
+/// Internals that the fuzz targets and integration tests check against their own models
+/// (feature `testing`): not part of the supported API.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use super::envelope::{check_message_shape, parse_header};
+    pub use super::legacy::normalize_log;
+    pub use super::source::{ScannedLog, scan_log};
+}

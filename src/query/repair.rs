@@ -1,4 +1,5 @@
-//! Crash-repair closers (§1.9): the events that close a turn a crash left open.
+//! Crash-repair closers: the events that close a turn a crash left open (docs/SESSIONS.md,
+//! "Torn tails and corruption").
 //!
 //! A log whose last turn never ended was interrupted. Before such a session is resumed,
 //! its open tool calls get synthetic error results (so the model learns their outcome

@@ -1,31 +1,35 @@
-//! The query service (§4.3): exact reads, filters and traces over the corpus.
+//! The query service: exact reads, filters and traces over the corpus (docs/SESSIONS.md,
+//! "Queries").
 //!
 //! The corpus is the union of the store's live sessions and its persisted side. For one
 //! id the live copy always wins, and an exact read of a live session never touches the
 //! persisted side, so a broken backend cannot hide or delay live data. A persisted
-//! session is read as: stored header, then the events, then a check that the header
-//! stored with the events still matches (a log replaced in between is a
-//! [`QueryError::SourceConflict`]), then legacy normalization and the read-side rules.
+//! session is read as: stored header, then the checks every read makes first (damage, retired
+//! and unknown types, answered from the index without reading the log), then the events, then
+//! a check that the header stored with the events still matches (a log replaced in between is
+//! a [`QueryError::SourceConflict`]), then legacy normalization and the read-side rules. So
+//! every read of a damaged session refuses alike, the cheap ones included.
 //!
 //! Whole-log operations (list/filter events, read surface, read session, trace event)
 //! fold the surface; a violation is [`QueryError::InvalidSurface`]. A window read
 //! ([`QueryService::read_event`]) reads only the seq range it returns (plus the prefix
 //! when a legacy event needs earlier ids) and does not fold, so it stays cheap on an
-//! index and answers even when the surface is broken.
+//! index; a replace that only the fold finds wrong does not stop it.
 
 use std::collections::BTreeMap;
 
 use crate::query::envelope::{Vocabulary, check_message_shape};
-use crate::query::error::{QueryError, Result};
-use crate::query::extract::extract_text;
+use crate::query::error::{QueryError, Result, Violation};
 use crate::query::filter::{
     EventFilter, SessionFilter, compile_event_filters, compile_session_filters,
 };
 use crate::query::json::MAX_SAFE_INTEGER;
 use crate::query::legacy::{check_no_retired, needs_prefix, normalize_log};
+use crate::query::source::validate_session_id;
 use crate::query::source::{SourceError, StoredSlice};
-use crate::query::store::{Store, validate_session_id};
+use crate::query::store::Store;
 use crate::query::surface::{SurfaceFold, fold_surface, fold_surface_events};
+use crate::query::text::event_text;
 use crate::query::trace::{trace_event, trace_lineage};
 use crate::query::types::{
     SURFACE_EVENT_TYPES, SessionEvent, SessionEventDocument, SessionEventRecord, SessionEventTrace,
@@ -34,8 +38,12 @@ use crate::query::types::{
 };
 use crate::query::window::{DEFAULT_READ_WINDOW_MAX, WindowRequest, cut_window};
 
-/// The event types whose presence anywhere refuses a whole log (§6).
+/// The event types that can make a log retired (docs/SESSIONS.md, "The event envelope"):
+/// `request/header` only with one reason, so its events are read to tell.
 const RETIRED_TYPES: [&str; 3] = ["request/header-delta", "mode/set", "request/header"];
+
+/// The legacy type read as a `user/message`.
+const STEERING: &str = "steering/message";
 
 /// Configuration of the query service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,13 +201,13 @@ impl<'s> QueryService<'s> {
         }
         let source = self.store.source();
         let read_err = |e| source_error(session_id, "reading the log", e);
-        let listed = self.stored_header_without_retired_types(session_id)?;
+        let listed = self.checked_stored_header(session_id)?;
         let mut to_read: Vec<&str> = types.to_vec();
         if types.iter().any(|t| is_surface_type(t)) {
             to_read.extend(SURFACE_EVENT_TYPES);
-            // A legacy steering message is read as a `user/message` (§6 C), so it is part of
-            // the surface; finding one sends the read down the whole-log path below.
-            to_read.push("steering/message");
+            // A legacy steering message is read as a `user/message`, so it is part of the
+            // surface; finding one sends the read down the whole-log path below.
+            to_read.push(STEERING);
         }
         let slice = source.read_types(session_id, &to_read).map_err(read_err)?;
         if slice.events.iter().any(needs_prefix) {
@@ -240,7 +248,7 @@ impl<'s> QueryService<'s> {
             .collect())
     }
 
-    /// The events with extracted text that pass every filter, ascending seq.
+    /// The events with searchable text that pass every filter, ascending seq.
     pub fn filter_events(
         &self,
         session_id: &str,
@@ -253,7 +261,7 @@ impl<'s> QueryService<'s> {
             .events
             .iter()
             .filter_map(|e| {
-                let text = extract_text(e);
+                let text = event_text(e);
                 (!text.is_empty()).then(|| SessionEventDocument {
                     record: event_record(session_id, e, &fold),
                     text,
@@ -269,8 +277,7 @@ impl<'s> QueryService<'s> {
         let fold = fold(session_id, &loaded)?;
         let captured_through_seq = loaded.events.last().map(|e| e.seq);
         // Events ascend by seq, and each node is a distinct seq: each is found by binary
-        // search (a linear search per node made a long session's surface quadratic) and
-        // moved out once.
+        // search and moved out once, so a long surface costs n log n, not n squared.
         let seqs: Vec<u64> = loaded.events.iter().map(|e| e.seq).collect();
         let mut events: Vec<Option<SessionEvent>> = loaded.events.into_iter().map(Some).collect();
         let surface = fold
@@ -346,11 +353,10 @@ impl<'s> QueryService<'s> {
         if let Some(loaded) = live(self) {
             return Ok(loaded);
         }
-        let source = self.store.source();
-        let listed = source
-            .read_header(session_id)
-            .map_err(|e| source_error(session_id, "reading the header", e))?;
-        let slice = source
+        let listed = self.checked_stored_header(session_id)?;
+        let slice = self
+            .store
+            .source()
             .read_all(session_id)
             .map_err(|e| source_error(session_id, "reading the log", e))?;
         // The session may have gone live while we read; live data wins.
@@ -366,18 +372,36 @@ impl<'s> QueryService<'s> {
         })
     }
 
-    /// The stored header of a non-live session, once the log is known to hold no retired
-    /// shape (which refuses the whole log; the type index finds them without a scan).
-    fn stored_header_without_retired_types(&self, session_id: &str) -> Result<SessionHeader> {
+    /// The stored header of a non-live session, once every check that concerns the whole log
+    /// but not its order has passed, so that every read of a session refuses alike
+    /// (docs/SESSIONS.md, "Reading a damaged session"): the header reads, the committed region
+    /// holds no acknowledged damage (the source refuses on open), no retired shape
+    /// (`corrupt_session`) and no unknown type without `ignorable` (`unsupported_format`).
+    /// The source lists the log's types, so only events of a retired or unknown type are read.
+    fn checked_stored_header(&self, session_id: &str) -> Result<SessionHeader> {
         let source = self.store.source();
+        let read_err = |e| source_error(session_id, "reading the log", e);
         let listed = source
             .read_header(session_id)
             .map_err(|e| source_error(session_id, "reading the header", e))?;
-        let retired = source
-            .read_types(session_id, &RETIRED_TYPES)
-            .map_err(|e| source_error(session_id, "reading the log", e))?;
-        check_no_retired(&retired.events).map_err(|v| corrupt(session_id, &v))?;
-        check_compatible(&listed, &retired.header)?;
+        let types = source.event_types(session_id).map_err(read_err)?;
+        // A steering message is read as a `user/message`, a known type.
+        let suspect: Vec<&str> = types
+            .iter()
+            .map(String::as_str)
+            .filter(|t| RETIRED_TYPES.contains(t) || !(self.vocabulary.knows(t) || *t == STEERING))
+            .collect();
+        if suspect.is_empty() {
+            return Ok(listed);
+        }
+        let slice = source.read_types(session_id, &suspect).map_err(read_err)?;
+        check_compatible(&listed, &slice.header)?;
+        check_no_retired(&slice.events).map_err(|v| corrupt(session_id, v))?;
+        for event in &slice.events {
+            self.vocabulary
+                .check(event)
+                .map_err(|v| unsupported(session_id, v))?;
+        }
         Ok(listed)
     }
 
@@ -390,7 +414,7 @@ impl<'s> QueryService<'s> {
     ) -> Result<(SessionHeader, Vec<SessionEvent>)> {
         let source = self.store.source();
         let read_err = |e| source_error(session_id, "reading the log", e);
-        let listed = self.stored_header_without_retired_types(session_id)?;
+        let listed = self.checked_stored_header(session_id)?;
         let mut slice: StoredSlice = source.read_range(session_id, lo, hi).map_err(read_err)?;
         if slice.events.iter().any(needs_prefix) {
             slice = source.read_range(session_id, 0, hi).map_err(read_err)?;
@@ -408,15 +432,12 @@ impl<'s> QueryService<'s> {
         session_id: &str,
         stored: Vec<SessionEvent>,
     ) -> Result<Vec<SessionEvent>> {
-        let events = normalize_log(session_id, stored).map_err(|v| corrupt(session_id, &v))?;
+        let events = normalize_log(session_id, stored).map_err(|v| corrupt(session_id, v))?;
         for event in &events {
-            check_message_shape(event).map_err(|v| corrupt(session_id, &v))?;
+            check_message_shape(event).map_err(|v| corrupt(session_id, v))?;
             self.vocabulary
                 .check(event)
-                .map_err(|v| QueryError::UnsupportedFormat {
-                    session_id: session_id.to_string(),
-                    reason: v.to_string(),
-                })?;
+                .map_err(|v| unsupported(session_id, v))?;
         }
         Ok(events)
     }
@@ -439,13 +460,13 @@ fn source_error(session_id: &str, operation: &str, err: SourceError) -> QueryErr
         SourceError::NotFound if !session_id.is_empty() => QueryError::SessionNotFound {
             session_id: session_id.to_string(),
         },
-        SourceError::Corrupt(reason) => QueryError::CorruptSession {
+        SourceError::Corrupt { .. } => QueryError::CorruptSession {
             session_id: session_id.to_string(),
-            reason,
+            cause: Box::new(err),
         },
-        SourceError::Unsupported(reason) => QueryError::UnsupportedFormat {
+        SourceError::Unsupported(_) => QueryError::UnsupportedFormat {
             session_id: session_id.to_string(),
-            reason,
+            cause: Box::new(err),
         },
         SourceError::Failed { context, cause } => QueryError::PersistenceFailed {
             operation: format!("{operation} ({context})"),
@@ -458,10 +479,17 @@ fn source_error(session_id: &str, operation: &str, err: SourceError) -> QueryErr
     }
 }
 
-fn corrupt(session_id: &str, violation: &crate::query::error::Violation) -> QueryError {
+fn corrupt(session_id: &str, violation: Violation) -> QueryError {
     QueryError::CorruptSession {
         session_id: session_id.to_string(),
-        reason: violation.to_string(),
+        cause: Box::new(violation),
+    }
+}
+
+fn unsupported(session_id: &str, violation: Violation) -> QueryError {
+    QueryError::UnsupportedFormat {
+        session_id: session_id.to_string(),
+        cause: Box::new(violation),
     }
 }
 

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use memchr::{memchr, memmem};
 use serde_json::Value;
 
-use crate::query::envelope::{HeaderError, parse_event, parse_header};
-use crate::query::error::{Cause, QueryError};
+use crate::query::envelope::parse_header;
+use crate::query::error::{Cause, HeaderError, QueryError};
+use crate::query::stored::parse_stored_line;
 use crate::query::types::{SessionEvent, SessionHeader};
 
 /// Name of the log file inside a session directory.
@@ -31,11 +32,17 @@ pub enum SourceError {
     NotFound,
     /// The stored log is damaged (unparsable or non-contiguous committed records, a bad
     /// header, an identity mismatch).
-    #[error("{0}")]
-    Corrupt(String),
+    #[error("{reason}")]
+    Corrupt {
+        /// What is damaged, and where.
+        reason: String,
+        /// The error that found it (a JSON error, a broken event or header rule), if any.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// The stored log uses a format version this build does not read.
     #[error("{0}")]
-    Unsupported(String),
+    Unsupported(#[source] HeaderError),
     /// The backend failed (I/O, index); the data may be intact.
     #[error("{context}: {cause}")]
     Failed {
@@ -48,6 +55,23 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// Damage described by `reason` alone.
+    pub fn corrupt(reason: impl Into<String>) -> Self {
+        Self::Corrupt {
+            reason: reason.into(),
+            cause: None,
+        }
+    }
+
+    /// Damage found by `cause`; `reason` says what and where, and its text ends with the
+    /// cause's.
+    pub(crate) fn corrupt_by(reason: impl Into<String>, cause: impl Into<Cause>) -> Self {
+        Self::Corrupt {
+            reason: reason.into(),
+            cause: Some(cause.into()),
+        }
+    }
+
     pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
         if err.kind() == io::ErrorKind::NotFound {
             Self::NotFound
@@ -63,8 +87,8 @@ impl SourceError {
 impl From<HeaderError> for SourceError {
     fn from(e: HeaderError) -> Self {
         match e {
-            HeaderError::Unsupported(m) => Self::Unsupported(m),
-            HeaderError::Invalid(m) => Self::Corrupt(m),
+            HeaderError::Unsupported(_) => Self::Unsupported(e),
+            HeaderError::Invalid(ref m) => Self::corrupt_by(m.clone(), e),
         }
     }
 }
@@ -74,17 +98,19 @@ impl From<HeaderError> for SourceError {
 pub struct StoredSlice {
     /// The stored header.
     pub header: SessionHeader,
-    /// The requested committed events, ascending seq, envelope-valid, *as stored* (not
-    /// legacy-normalized).
+    /// The requested committed events, ascending seq, each passing the rules one stored line
+    /// is checked for, *as stored* (not legacy-normalized).
     pub events: Vec<SessionEvent>,
 }
 
 /// Read access to stored sessions.
 ///
 /// Contract for every method:
-/// - events are committed events only (never a torn tail), in ascending seq, each
-///   envelope-valid ([`crate::query::envelope::parse_event`]), exactly as stored;
-/// - a session that is not stored is [`SourceError::NotFound`]; damage is
+/// - events are committed events only (never a torn tail), in ascending seq, each passing
+///   the rules one stored line is checked for (the envelope, the surface fields, the message
+///   and legacy shapes: docs/SESSIONS.md, "Torn tails and corruption"), exactly as stored;
+/// - a session that is not stored is [`SourceError::NotFound`]; damage in acknowledged
+///   history, or a committed event that breaks one of those rules, is
 ///   [`SourceError::Corrupt`], a foreign format version [`SourceError::Unsupported`],
 ///   and anything else [`SourceError::Failed`];
 /// - the header returned with events is the one stored with them (the caller compares it
@@ -106,6 +132,22 @@ pub trait PersistedSource: Send + Sync {
     /// Every committed event.
     fn read_all(&self, session_id: &str) -> Result<StoredSlice, SourceError> {
         self.read_range(session_id, 0, u64::MAX)
+    }
+
+    /// The event types of the log, each once, in no particular order: at least those of the
+    /// committed events, and possibly some found only past the committed region. Readers use
+    /// it to look for retired and unknown types without reading every event, so an
+    /// implementation should answer it from an index when it has one; the default reads all.
+    fn event_types(&self, session_id: &str) -> Result<Vec<String>, SourceError> {
+        let mut types: Vec<String> = self
+            .read_all(session_id)?
+            .events
+            .into_iter()
+            .map(|e| e.event_type)
+            .collect();
+        types.sort_unstable();
+        types.dedup();
+        Ok(types)
     }
 }
 
@@ -141,7 +183,7 @@ pub fn validate_session_id(id: &str) -> Result<(), QueryError> {
 }
 
 /// The log path of session `id` under `root`, after validating the id.
-pub fn session_log_path(root: &Path, id: &str) -> Result<PathBuf, QueryError> {
+pub(crate) fn session_log_path(root: &Path, id: &str) -> Result<PathBuf, QueryError> {
     validate_session_id(id)?;
     Ok(root.join(id).join(LOG_FILE_NAME))
 }
@@ -168,7 +210,7 @@ impl JsonlSource {
             .map_err(|e| SourceError::io(format!("reading {}", path.display()), e))?;
         let scanned = scan_log(&bytes)?;
         if scanned.header.id != id {
-            return Err(SourceError::Corrupt(format!(
+            return Err(SourceError::corrupt(format!(
                 "{} holds session \"{}\", not \"{id}\"",
                 path.display(),
                 scanned.header.id
@@ -181,7 +223,7 @@ impl JsonlSource {
 /// The log path of a stored session, refusing symbolic links: a store holds its sessions, it
 /// does not point at files elsewhere, so neither `ROOT/<id>` nor its `events.jsonl` may be a
 /// link. An id that cannot be a directory name cannot be stored ([`SourceError::NotFound`]).
-pub fn stored_log_path(root: &Path, id: &str) -> Result<PathBuf, SourceError> {
+pub(crate) fn stored_log_path(root: &Path, id: &str) -> Result<PathBuf, SourceError> {
     stored_log(root, id).map(|(path, _)| path)
 }
 
@@ -194,7 +236,7 @@ pub(crate) fn stored_log(
     let path = session_log_path(root, id).map_err(|_| SourceError::NotFound)?;
     let is_link = |m: &std::fs::Metadata| m.file_type().is_symlink();
     let link = |candidate: &Path| {
-        SourceError::Corrupt(format!(
+        SourceError::corrupt(format!(
             "{} is a symbolic link; agentlog does not follow links out of a session store",
             candidate.display()
         ))
@@ -219,7 +261,7 @@ pub(crate) fn read_stored_header(
 ) -> Result<SessionHeader, SourceError> {
     let header = read_header_file(path)?;
     if header.id != session_id {
-        return Err(SourceError::Corrupt(format!(
+        return Err(SourceError::corrupt(format!(
             "the log of \"{session_id}\" holds session \"{}\"",
             header.id
         )));
@@ -236,10 +278,9 @@ fn read_header_file(path: &Path) -> Result<SessionHeader, SourceError> {
         .read_until(b'\n', &mut line)
         .map_err(|e| SourceError::io(format!("reading {}", path.display()), e))?;
     if line.last() != Some(&b'\n') {
-        return Err(SourceError::Corrupt("the header line is incomplete".into()));
+        return Err(SourceError::corrupt("the header line is incomplete"));
     }
-    let value: Value = serde_json::from_slice(&line)
-        .map_err(|e| SourceError::Corrupt(format!("the header line is not JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(&line).map_err(header_not_json)?;
     Ok(parse_header(&value)?)
 }
 
@@ -325,18 +366,18 @@ pub struct ScannedLog {
     pub committed_bytes: usize,
 }
 
-/// Scans a whole log file (§2.3 rules).
+/// Scans a whole log file (docs/SESSIONS.md, "Torn tails and corruption").
 ///
-/// The first record that does not parse, or whose seq breaks contiguity, ends the
-/// committed region *unless* a later line holds a `turn/end`: a completed turn after the
-/// damage proves the damage is inside history that was acknowledged, which is
-/// corruption, not a torn write.
+/// The first line that is not JSON, breaks the envelope, or whose seq breaks contiguity ends
+/// the committed region *unless* a later line holds a `turn/end`: a completed turn after the
+/// damage proves the damage is inside history that was acknowledged, which is corruption,
+/// not a torn write. An event that breaks a read rule (surface fields, message or legacy
+/// shape) is corruption wherever it stands.
 pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
     let header_end = memchr(b'\n', bytes)
-        .ok_or_else(|| SourceError::Corrupt("the header line is incomplete".into()))?;
+        .ok_or_else(|| SourceError::corrupt("the header line is incomplete"))?;
     let header_line = bytes.get(..header_end).unwrap_or_default();
-    let header_value: Value = serde_json::from_slice(header_line)
-        .map_err(|e| SourceError::Corrupt(format!("the header line is not JSON: {e}")))?;
+    let header_value: Value = serde_json::from_slice(header_line).map_err(header_not_json)?;
     let header = parse_header(&header_value)?;
 
     let mut events = Vec::new();
@@ -351,24 +392,30 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         };
         let line = rest.get(..len).unwrap_or_default();
         let expected = events.len() as u64;
-        let issue = match serde_json::from_slice::<Value>(line) {
-            Err(e) => Some(format!("unparsable committed event at byte {pos}: {e}")),
-            Ok(value) => match parse_event(value) {
-                Err(v) => Some(format!("unparsable committed event at byte {pos}: {v}")),
-                Ok(event) if event.seq != expected => Some(format!(
-                    "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
-                    event.seq
-                )),
-                Ok(event) => {
-                    events.push(event);
-                    None
-                }
-            },
+        let issue = match parse_stored_line(line) {
+            Err(fault) if !fault.is_damage() => {
+                return Err(SourceError::corrupt_by(
+                    format!("invalid committed event at byte {pos}: {fault}"),
+                    fault.into_cause(),
+                ));
+            }
+            Err(fault) => Some(SourceError::corrupt_by(
+                format!("unparsable committed event at byte {pos}: {fault}"),
+                fault.into_cause(),
+            )),
+            Ok(event) if event.seq != expected => Some(SourceError::corrupt(format!(
+                "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
+                event.seq
+            ))),
+            Ok(event) => {
+                events.push(event);
+                None
+            }
         };
         let next = pos + len + 1;
         if let Some(issue) = issue {
             if later_turn_end(bytes.get(next..).unwrap_or_default()) {
-                return Err(SourceError::Corrupt(issue));
+                return Err(issue);
             }
             tracing::warn!(offset = pos, %issue, "treating the damaged tail after the last turn/end as torn");
             break;
@@ -381,6 +428,10 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
         events,
         committed_bytes,
     })
+}
+
+fn header_not_json(e: serde_json::Error) -> SourceError {
+    SourceError::corrupt_by(format!("the header line is not JSON: {e}"), e)
 }
 
 /// Whether any complete line of `rest` is a `turn/end` event.
@@ -479,7 +530,7 @@ mod tests {
     fn header_without_newline_is_corrupt_and_newer_version_is_unsupported() {
         assert!(matches!(
             scan_log(HEADER.as_bytes()),
-            Err(SourceError::Corrupt(_))
+            Err(SourceError::Corrupt { .. })
         ));
         let newer = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"createdAt\":1}\n";
         assert!(matches!(scan_log(newer), Err(SourceError::Unsupported(_))));

@@ -32,14 +32,12 @@ use crate::log::{LogPaths, SyncPolicy};
 use crate::query::envelope::{
     Vocabulary, check_message_shape, retired_shape, validate_envelope, validate_header,
 };
-use crate::query::error::{QueryError, Result, Violation};
+use crate::query::error::{HeaderError, QueryError, Result, Violation};
 use crate::query::indexed::{IndexedSource, session_index_options};
 use crate::query::legacy::normalize_event;
-use crate::query::source::{PersistedSource, SourceError, session_log_path};
+use crate::query::source::{PersistedSource, SourceError, session_log_path, validate_session_id};
 use crate::query::surface::{Chained, SurfaceState, Undo};
 use crate::query::types::{SessionEvent, SessionHeader};
-
-pub use crate::query::source::validate_session_id;
 
 /// When buffered events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +203,9 @@ impl Store {
     /// live or stored session already has this id.
     pub fn create_session(&self, header: SessionHeader) -> Result<()> {
         validate_session_id(&header.id)?;
-        validate_header(&header).map_err(|reason| QueryError::InvalidHeader { reason })?;
+        validate_header(&header).map_err(|reason| QueryError::InvalidHeader {
+            cause: HeaderError::Invalid(reason),
+        })?;
         let mut live = self.lock();
         if live.contains_key(&header.id) {
             return Err(QueryError::SessionAlreadyExists {
@@ -221,7 +221,7 @@ impl Store {
                 });
             }
             // Something is stored under this id, even if unreadable: never overwrite it.
-            Ok(_) | Err(SourceError::Corrupt(_) | SourceError::Unsupported(_)) => {
+            Ok(_) | Err(SourceError::Corrupt { .. } | SourceError::Unsupported(_)) => {
                 return Err(QueryError::SessionAlreadyExists {
                     session_id: header.id,
                 });
@@ -284,8 +284,8 @@ impl Store {
 
     /// Checks every event of a batch against the session and the batch before it, folding
     /// each into the session's surface as it passes. If one is rejected, the surface is put
-    /// back as it was and the error is returned. (Folding into a copy of the surface cost each
-    /// append the surface's length.)
+    /// back as it was and the error is returned. Folding in place, not into a copy, keeps an
+    /// append at the cost of its own events, whatever the surface's length.
     fn fold_batch(&self, session: &mut LiveSession, batch: &[SessionEvent]) -> Result<()> {
         let reject = |violation: Violation| QueryError::InvalidEvent {
             session_id: session.header.id.clone(),

@@ -1,4 +1,5 @@
-//! The surface fold (§3): which events form the model-visible history.
+//! The surface fold: which events form the model-visible history (docs/SESSIONS.md, "Surface
+//! events and replace" and "Surface fold").
 //!
 //! The raw log is never edited. History is rewritten by *appending* a surface event
 //! whose `surfaceOp` replaces a range of the current surface. Ranges are positional: the
@@ -15,8 +16,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::query::envelope::check_surface_fields;
 use crate::query::error::Violation;
-use crate::query::json::MAX_SAFE_INTEGER;
 use crate::query::types::{Replacement, SessionEvent, SurfaceClass, SurfaceOp};
 
 /// Finds an earlier event by seq (needed to check a tool-result rewrite against its target).
@@ -51,17 +52,17 @@ impl EventLookup for Vec<SessionEvent> {
 
 /// A committed log followed by a batch still being validated.
 #[derive(Debug, Clone, Copy)]
-pub struct Chained<'a> {
+pub(crate) struct Chained<'a> {
     /// The committed events, seqs from 0.
-    pub log: &'a [SessionEvent],
+    pub(crate) log: &'a [SessionEvent],
     /// The pending events that follow them.
-    pub pending: &'a [SessionEvent],
+    pub(crate) pending: &'a [SessionEvent],
 }
 
 impl EventLookup for Chained<'_> {
     fn event_at(&self, seq: u64) -> Option<&SessionEvent> {
-        // Each seq is looked for in the one part that can hold it: a pending seq looked for
-        // in the log first failed its binary search and then scanned the whole log.
+        // Each seq is looked for in the one part that can hold it: looking for a pending seq in
+        // the log would fail its binary search and then scan the whole log.
         match self.pending.first() {
             Some(first) if seq >= first.seq => self.pending.event_at(seq),
             _ => self.log.event_at(seq),
@@ -162,8 +163,7 @@ enum Change {
 /// label is its own seq, which is above every label so far; a replacing node takes the label
 /// of the first node of the range it replaces, which puts it exactly where the range was. So a
 /// replace finds its range with two lookups and one range scan, and no label ever moves: a
-/// long session's rewrites cost their own size, not the surface's length (a search of the
-/// surface for each one made a rewriting session quadratic).
+/// long session's rewrites cost their own size, not the surface's length.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SurfaceState {
     /// The current nodes: order label → seq, in surface order.
@@ -319,24 +319,11 @@ impl SurfaceState {
             )));
         }
         let ty = c.event_type.as_str();
-        if !c.is_surface() {
-            if c.surface_op.is_some() {
-                return Err(fail(format!("{ty} cannot carry surfaceOp")));
-            }
-            if c.source_event_seqs.is_some() {
-                return Err(fail(format!("{ty} cannot carry sourceEventSeqs")));
-            }
-            return Ok(Plan::LogOnly);
-        }
-        let op = c
-            .surface_op
-            .ok_or_else(|| fail(format!("{ty} requires a surfaceOp")))?;
-        if let Some(sources) = &c.source_event_seqs {
-            check_sources(ty, seq, sources).map_err(fail)?;
-        }
-        let (start, end) = match op {
-            SurfaceOp::Append => return Ok(Plan::Append),
-            SurfaceOp::Replace { start, end } => (start, end),
+        check_surface_fields(c)?;
+        let (start, end) = match c.surface_op {
+            None => return Ok(Plan::LogOnly),
+            Some(SurfaceOp::Append) => return Ok(Plan::Append),
+            Some(SurfaceOp::Replace { start, end }) => (start, end),
         };
         let label_of = |s: u64, which: &str| {
             self.label_of(s)
@@ -392,28 +379,6 @@ impl SurfaceState {
     }
 }
 
-/// Checks `sourceEventSeqs` beyond its element types (§3 rule 4).
-fn check_sources(ty: &str, seq: u64, sources: &[u64]) -> Result<(), String> {
-    if sources.is_empty() && ty != "assistant/message" {
-        return Err(format!("sourceEventSeqs must not be empty on {ty}"));
-    }
-    let mut seen = HashSet::with_capacity(sources.len());
-    for s in sources {
-        if *s > MAX_SAFE_INTEGER {
-            return Err("sourceEventSeqs must contain only non-negative safe integers".into());
-        }
-        if !seen.insert(*s) {
-            return Err(format!("sourceEventSeqs must not contain duplicates ({s})"));
-        }
-        if *s >= seq {
-            return Err(format!(
-                "sourceEventSeqs must reference earlier events ({s} is not before {seq})"
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The tool-result payload with the one rewritable part blanked out.
 fn without_result_content(data: &Value) -> Value {
     let mut copy = data.clone();
@@ -430,7 +395,8 @@ fn join(seqs: &[u64]) -> String {
         .join(", ")
 }
 
-/// Folds a whole log from seq 0, enforcing every rule of §3.
+/// Folds a whole log from seq 0, enforcing every rule of docs/SESSIONS.md, "Surface events and
+/// replace".
 pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
     for (i, event) in events.iter().enumerate() {
@@ -443,7 +409,7 @@ pub fn fold_surface(events: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
 /// The surface fold from a log's surface events alone (ascending seq, other events left out):
 /// classifies surface events exactly like [`fold_surface`] over the whole log, at the cost of
 /// the surface events only.
-pub fn fold_surface_events(surface: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
+pub(crate) fn fold_surface_events(surface: &[SessionEvent]) -> Result<SurfaceFold, Violation> {
     let mut state = SurfaceState::new();
     for (i, event) in surface.iter().enumerate() {
         state.skip_to(event.seq);

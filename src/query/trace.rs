@@ -1,4 +1,5 @@
-//! Traces (§4.7): a session's lineage, and an event's replacements and provenance.
+//! Traces: a session's lineage, and an event's replacements and provenance (docs/SESSIONS.md,
+//! "Lineage trace" and "Event trace").
 //!
 //! Lineage follows `header.parentSession` only (forks and subagents alike). The walk up
 //! stops at the first parent not in the corpus and reports it; a cycle is an error. The
@@ -18,7 +19,10 @@ use crate::query::types::{
 };
 
 /// Traces the lineage of `target_id` within one corpus listing.
-pub fn trace_lineage(records: &[SessionRecord], target_id: &str) -> Result<SessionLineageTrace> {
+pub(crate) fn trace_lineage(
+    records: &[SessionRecord],
+    target_id: &str,
+) -> Result<SessionLineageTrace> {
     let by_id: HashMap<&str, &SessionRecord> =
         records.iter().map(|r| (r.header.id.as_str(), r)).collect();
     let target = *by_id
@@ -129,7 +133,7 @@ fn build_descendants(
 ///
 /// The target's existence is checked before the fold, so a missing event is
 /// [`QueryError::EventNotFound`] even in a log whose surface is broken.
-pub fn trace_event(
+pub(crate) fn trace_event(
     session_id: &str,
     events: &[SessionEvent],
     seq: u64,
@@ -184,7 +188,7 @@ mod tests {
     use super::*;
     use crate::query::test_support::*;
     use crate::query::types::{SessionHeader, SurfaceClass};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn rec(id: &str, created: u64, parent: Option<&str>) -> SessionRecord {
         let mut header = SessionHeader::new(id, created);
@@ -223,8 +227,42 @@ mod tests {
         assert!(
             matches!(&trace.resolution, LineageResolution::Complete { root } if root.header.id == "root")
         );
-        let json = serde_json::to_value(&trace).unwrap();
-        assert_eq!(json["complete"], true);
+    }
+
+    #[test]
+    fn lineage_json_is_the_reference_tree() {
+        let records = vec![
+            rec("root", 1, None),
+            rec("target", 2, Some("root")),
+            rec("b", 4, Some("target")),
+            rec("a", 3, Some("target")),
+            rec("grandchild", 5, Some("a")),
+        ];
+        let session = |r: &SessionRecord| serde_json::to_value(r).unwrap();
+        let [root, target, b, a, grandchild] = [0, 1, 2, 3, 4].map(|i| session(&records[i]));
+        let json: Value = serde_json::from_str(
+            &trace_lineage(&records, "target")
+                .unwrap()
+                .to_json_string()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            json!({
+                "target": target,
+                "ancestors": [root],
+                "descendants": [
+                    {"session": a, "descendants": [{"session": grandchild, "descendants": []}]},
+                    {"session": b, "descendants": []},
+                ],
+                "complete": true,
+                "root": root,
+            })
+        );
+        // A record is dsh's `{header, live, persisted}`.
+        assert_eq!(json["target"]["header"]["id"], "target");
+        assert_eq!(json["target"]["persisted"], true);
     }
 
     #[test]
@@ -233,7 +271,12 @@ mod tests {
         assert!(
             matches!(&trace.resolution, LineageResolution::Unresolved { unresolved_parent_id } if unresolved_parent_id == "gone")
         );
-        assert_eq!(serde_json::to_value(&trace).unwrap()["complete"], false);
+        let json: Value = serde_json::from_str(&trace.to_json_string().unwrap()).unwrap();
+        assert_eq!(
+            (json["complete"].clone(), json["unresolvedParentId"].clone()),
+            (json!(false), json!("gone"))
+        );
+        assert!(json.get("root").is_none(), "{json}");
     }
 
     #[test]
@@ -245,22 +288,63 @@ mod tests {
         );
     }
 
+    /// A test thread's stack cannot hold one call frame per level at this depth, in any walk
+    /// of the tree.
     #[test]
-    fn a_3000_deep_chain_is_traced_without_recursion() {
+    fn a_100_000_deep_chain_is_traced_copied_compared_written_and_dropped_without_recursion() {
+        const N: u64 = 100_000;
         let mut records = vec![rec("s0", 0, None)];
-        for i in 1..3000u64 {
+        for i in 1..N {
             records.push(rec(&format!("s{i}"), i, Some(&format!("s{}", i - 1))));
         }
         let down = trace_lineage(&records, "s0").unwrap();
         let mut depth = 0;
         let mut level = &down.descendants;
         while let Some(node) = level.first() {
+            assert_eq!(
+                node.descendants.len(),
+                usize::from(depth + 2 < N),
+                "{depth}"
+            );
             depth += 1;
             level = &node.descendants;
         }
-        assert_eq!(depth, 2999);
-        let up = trace_lineage(&records, "s2999").unwrap();
-        assert_eq!(up.ancestors.len(), 2999);
+        assert_eq!(depth, N - 1);
+
+        let copy = down.clone();
+        assert_eq!(copy, down);
+        let mut changed = down.clone();
+        let mut deepest = &mut changed.descendants;
+        while deepest.first().is_some_and(|n| !n.descendants.is_empty()) {
+            deepest = &mut deepest[0].descendants;
+        }
+        deepest[0].session.live = true;
+        assert_ne!(changed, down, "a difference at the bottom is found");
+        drop((copy, changed));
+
+        // The exact bytes, built here level by level: `{"session":..,"descendants":[` down the
+        // chain, then `]}` back up.
+        let mut expected = String::from("[");
+        for record in &records[1..] {
+            expected.push_str("{\"session\":");
+            expected.push_str(&serde_json::to_string(record).unwrap());
+            expected.push_str(",\"descendants\":[");
+        }
+        expected.push_str(&"]}".repeat(records.len() - 1));
+        expected.push(']');
+        let json = down.to_json_string().unwrap();
+        let start = json.find("\"descendants\":").unwrap() + "\"descendants\":".len();
+        let end = json.rfind(",\"complete\":true,\"root\":").unwrap();
+        assert!(json[start..end] == expected, "the descendants differ");
+
+        let debug = format!("{:?}", down.descendants[0]);
+        assert_eq!(debug.matches("SessionLineageNode {").count() as u64, N - 1);
+        assert!(debug.ends_with(&"] }".repeat(10)));
+        drop(down);
+
+        let up = trace_lineage(&records, "s99999").unwrap();
+        assert_eq!(up.ancestors.len() as u64, N - 1);
+        assert!(up.descendants.is_empty());
     }
 
     #[test]
@@ -271,7 +355,7 @@ mod tests {
         );
     }
 
-    /// The `appendTraceEvents` fixture of the spec's tests.
+    /// dsh's `appendTraceEvents` test fixture.
     pub(crate) fn trace_fixture() -> Vec<SessionEvent> {
         let result = tool_result(3, "r", "c1", "full output").with_sources(vec![2]);
         let mut pruned = result.clone();

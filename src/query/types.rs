@@ -2,8 +2,9 @@
 //! query service returns.
 //!
 //! Deserializing a [`SessionHeader`], [`SessionEvent`] or [`SurfaceOp`] runs the exact
-//! envelope rules of [`crate::query::envelope`], so a value of these types read from JSON has
-//! always passed them. Serializing writes the canonical key order
+//! envelope rules (implemented beside those rules, so this module depends on nothing else in
+//! the query layer), so a value of these types read from JSON has always passed them.
+//! Serializing writes the canonical key order
 //! (`type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable?`), so what we write,
 //! we read back byte for byte.
 
@@ -18,7 +19,7 @@ pub const SESSION_FORMAT_VERSION: u64 = 0;
 pub const SURFACE_EVENT_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
 
 /// Whether `event_type` is one of [`SURFACE_EVENT_TYPES`].
-pub fn is_surface_type(event_type: &str) -> bool {
+pub(crate) fn is_surface_type(event_type: &str) -> bool {
     SURFACE_EVENT_TYPES.contains(&event_type)
 }
 
@@ -26,8 +27,7 @@ pub fn is_surface_type(event_type: &str) -> bool {
 ///
 /// Immutable after creation. Fields this build does not know are kept in `extra` and
 /// written back unchanged.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "Value")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionHeader {
     /// Log format version; always [`SESSION_FORMAT_VERSION`] for a readable log.
     pub version: u64,
@@ -78,7 +78,7 @@ impl SessionHeader {
     ///
     /// Compared: version, id, createdAt, cwd, parentSession, seedLength and
     /// delegationDepth (absent = 0). Not compared: origin, agentPreset and unknown
-    /// fields, which are presentation only (§1.5).
+    /// fields, which are presentation only (docs/SESSIONS.md, "The header line").
     pub fn incompatibility(&self, other: &Self) -> Option<(&'static str, String, String)> {
         fn show<T: Serialize>(v: &T) -> String {
             serde_json::to_string(v).unwrap_or_default()
@@ -137,16 +137,8 @@ impl Serialize for SessionHeader {
     }
 }
 
-impl TryFrom<Value> for SessionHeader {
-    type Error = crate::query::envelope::HeaderError;
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_header(&value)
-    }
-}
-
 /// How a surface event changes the surface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(try_from = "Value")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SurfaceOp {
     /// Push the event onto the end of the surface (`"append"`).
     Append,
@@ -175,16 +167,8 @@ impl Serialize for SurfaceOp {
     }
 }
 
-impl TryFrom<Value> for SurfaceOp {
-    type Error = String;
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_surface_op(&value)
-    }
-}
-
 /// One event of a session log. Addressed by `(session id, seq)`; it has no id of its own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "Value")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionEvent {
     /// Slash-namespaced discriminant, e.g. `user/message`.
     #[serde(rename = "type")]
@@ -252,13 +236,6 @@ impl SessionEvent {
     }
 }
 
-impl TryFrom<Value> for SessionEvent {
-    type Error = crate::query::error::Violation;
-    fn try_from(value: Value) -> Result<Self, Self::Error> {
-        crate::query::envelope::parse_event(value)
-    }
-}
-
 /// How the surface fold classifies an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -313,13 +290,13 @@ pub struct SessionEventRecord {
     pub surface: SurfaceClass,
 }
 
-/// An event record with its extracted text (§4.5); only events with text have one.
+/// An event record with its searchable text; only events with text have one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionEventDocument {
     /// The event.
     #[serde(flatten)]
     pub record: SessionEventRecord,
-    /// Its extracted text, never empty.
+    /// Its searchable text, never empty.
     pub text: String,
 }
 
@@ -360,8 +337,11 @@ pub struct SessionEventWindow {
     pub end_seq: u64,
 }
 
-/// A session and the sessions below it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A session and the sessions below it: `{session, descendants: [...]}` in JSON.
+///
+/// Lineages can be thousands of sessions deep, so everything that walks the tree (clone,
+/// comparison, debug output, drop, [`SessionLineageTrace::write_json`]) uses an explicit
+/// stack; there is no `Serialize`, because serde's serializers recurse once per level.
 pub struct SessionLineageNode {
     /// The session.
     pub session: SessionRecord,
@@ -370,12 +350,100 @@ pub struct SessionLineageNode {
 }
 
 impl Drop for SessionLineageNode {
-    // Dropping a deep tree recursively could overflow the stack; flatten it instead.
     fn drop(&mut self) {
         let mut stack = std::mem::take(&mut self.descendants);
         while let Some(mut node) = stack.pop() {
             stack.append(&mut node.descendants);
         }
+    }
+}
+
+impl Clone for SessionLineageNode {
+    fn clone(&self) -> Self {
+        Self {
+            session: self.session.clone(),
+            descendants: clone_lineage_nodes(&self.descendants),
+        }
+    }
+}
+
+/// Copies `nodes` and their subtrees, depth first with a stack of open levels.
+fn clone_lineage_nodes(nodes: &[SessionLineageNode]) -> Vec<SessionLineageNode> {
+    let mut copied = Vec::with_capacity(nodes.len());
+    let mut rest = nodes.iter();
+    // Nodes being copied: (their children still to copy, their session, their copied children).
+    let mut open: Vec<(
+        std::slice::Iter<'_, SessionLineageNode>,
+        &SessionRecord,
+        Vec<_>,
+    )> = Vec::new();
+    loop {
+        let next = match open.last_mut() {
+            Some((children, _, _)) => children.next(),
+            None => rest.next(),
+        };
+        if let Some(node) = next {
+            let children = Vec::with_capacity(node.descendants.len());
+            open.push((node.descendants.iter(), &node.session, children));
+            continue;
+        }
+        let Some((_, session, descendants)) = open.pop() else {
+            return copied;
+        };
+        let copy = SessionLineageNode {
+            session: session.clone(),
+            descendants,
+        };
+        match open.last_mut() {
+            Some((_, _, siblings)) => siblings.push(copy),
+            None => copied.push(copy),
+        }
+    }
+}
+
+impl PartialEq for SessionLineageNode {
+    fn eq(&self, other: &Self) -> bool {
+        let mut stack = vec![(self, other)];
+        while let Some((a, b)) = stack.pop() {
+            if a.session != b.session || a.descendants.len() != b.descendants.len() {
+                return false;
+            }
+            stack.extend(a.descendants.iter().zip(&b.descendants));
+        }
+        true
+    }
+}
+
+impl std::fmt::Debug for SessionLineageNode {
+    /// The derived format on one line (`{:#?}` too: indenting a deep tree would be quadratic).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut stack = vec![std::slice::from_ref(self).iter()];
+        let mut first = true;
+        while let Some(level) = stack.last_mut() {
+            match level.next() {
+                Some(node) => {
+                    if !first {
+                        f.write_str(", ")?;
+                    }
+                    write!(
+                        f,
+                        "SessionLineageNode {{ session: {:?}, descendants: [",
+                        node.session
+                    )?;
+                    first = true;
+                    stack.push(node.descendants.iter());
+                }
+                None => {
+                    stack.pop();
+                    // The outermost level is `self` alone, which has no brackets of its own.
+                    if !stack.is_empty() {
+                        f.write_str("] }")?;
+                    }
+                    first = false;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -396,8 +464,10 @@ pub enum LineageResolution {
 
 /// A session's lineage through `parentSession`.
 ///
-/// Serializes as `{target, ancestors, descendants, complete: true, root}` or
-/// `{..., complete: false, unresolvedParentId}`.
+/// Its JSON ([`SessionLineageTrace::write_json`]) is
+/// `{target, ancestors, descendants, complete: true, root}` or
+/// `{target, ancestors, descendants, complete: false, unresolvedParentId}`, where each
+/// descendant is `{session, descendants: [...]}` and each session a [`SessionRecord`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionLineageTrace {
     /// The traced session.
@@ -410,26 +480,85 @@ pub struct SessionLineageTrace {
     pub resolution: LineageResolution,
 }
 
-impl Serialize for SessionLineageTrace {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(5))?;
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("ancestors", &self.ancestors)?;
-        map.serialize_entry("descendants", &self.descendants)?;
+impl SessionLineageTrace {
+    /// Writes the trace as one JSON object (see the type's documentation), compact.
+    ///
+    /// The descendant tree is written with an explicit stack, so a lineage of any depth is
+    /// written in constant stack space. Pass a buffered writer: the tree is written in small
+    /// pieces.
+    pub fn write_json<W: std::io::Write>(&self, mut writer: W) -> serde_json::Result<()> {
+        let w = &mut writer;
+        put(w, b"{\"target\":")?;
+        serde_json::to_writer(&mut *w, &self.target)?;
+        put(w, b",\"ancestors\":")?;
+        serde_json::to_writer(&mut *w, &self.ancestors)?;
+        put(w, b",\"descendants\":")?;
+        write_lineage_nodes(w, &self.descendants)?;
         match &self.resolution {
             LineageResolution::Complete { root } => {
-                map.serialize_entry("complete", &true)?;
-                map.serialize_entry("root", root)?;
+                put(w, b",\"complete\":true,\"root\":")?;
+                serde_json::to_writer(&mut *w, root)?;
             }
             LineageResolution::Unresolved {
                 unresolved_parent_id,
             } => {
-                map.serialize_entry("complete", &false)?;
-                map.serialize_entry("unresolvedParentId", unresolved_parent_id)?;
+                put(w, b",\"complete\":false,\"unresolvedParentId\":")?;
+                serde_json::to_writer(&mut *w, unresolved_parent_id)?;
             }
         }
-        map.end()
+        put(w, b"}")
     }
+
+    /// [`SessionLineageTrace::write_json`] into a string.
+    pub fn to_json_string(&self) -> serde_json::Result<String> {
+        let mut out = Vec::new();
+        self.write_json(&mut out)?;
+        // serde_json writes UTF-8 only, and every literal above is ASCII.
+        String::from_utf8(out).map_err(|e| serde_json::Error::io(std::io::Error::other(e)))
+    }
+}
+
+fn put(w: &mut impl std::io::Write, bytes: &[u8]) -> serde_json::Result<()> {
+    w.write_all(bytes).map_err(serde_json::Error::io)
+}
+
+/// Writes `nodes` as a JSON array of `{session, descendants}`, depth first with a stack of
+/// sibling iterators: each open level is one iterator, not one call frame.
+fn write_lineage_nodes(
+    w: &mut impl std::io::Write,
+    nodes: &[SessionLineageNode],
+) -> serde_json::Result<()> {
+    put(w, b"[")?;
+    let mut stack = vec![nodes.iter()];
+    let mut first = true;
+    while let Some(level) = stack.last_mut() {
+        match level.next() {
+            Some(node) => {
+                put(
+                    w,
+                    if first {
+                        b"{\"session\":"
+                    } else {
+                        b",{\"session\":"
+                    },
+                )?;
+                serde_json::to_writer(&mut *w, &node.session)?;
+                put(w, b",\"descendants\":[")?;
+                first = true;
+                stack.push(node.descendants.iter());
+            }
+            None => {
+                stack.pop();
+                // Closes this level's array, and the node that held it (the outermost array
+                // is closed below).
+                if !stack.is_empty() {
+                    put(w, b"]}")?;
+                }
+                first = false;
+            }
+        }
+    }
+    put(w, b"]")
 }
 
 /// How one event relates to the others through replacements and provenance.

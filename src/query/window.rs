@@ -1,9 +1,10 @@
-//! Read windows (§4.6): one event with a bounded number of raw neighbours.
+//! Read windows: one event with a bounded number of raw neighbours (docs/SESSIONS.md, "Read
+//! windows").
 //!
-//! The window is over the *raw* log (chunks, boundaries and shadowed events included)
-//! and does not run the surface fold, so it answers even for a log whose surface is
-//! broken. The bound per side is configurable (default 50) so a caller cannot turn an
-//! exact read into a full scan.
+//! The window is over the *raw* log (chunks, boundaries and shadowed events included) and
+//! does not run the surface fold, so it costs the window, not the log: a replace that only the
+//! fold finds wrong does not stop it (every check that needs no fold is made first). The
+//! bound per side is configurable so a caller cannot turn an exact read into a full scan.
 
 use serde_json::Value;
 
@@ -103,7 +104,7 @@ impl WindowRequest {
 /// least the window).
 ///
 /// Returns `None` when the target is absent.
-pub fn cut_window(
+pub(crate) fn cut_window(
     events: Vec<SessionEvent>,
     seq: u64,
     before: u64,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::query::error::HeaderError;
 use crate::query::filter::Availability;
 use crate::query::source::{JsonlSource, PersistedSource};
 use crate::query::store::StoreConfig;
@@ -205,7 +206,7 @@ impl Flaky {
     fn check(&self) -> Result<(), SourceError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.corrupt.load(Ordering::SeqCst) {
-            return Err(SourceError::Corrupt("bad checksum in frame 2".into()));
+            return Err(SourceError::corrupt("bad checksum in frame 2"));
         }
         if self.failing.load(Ordering::SeqCst) {
             return Err(SourceError::Failed {
@@ -317,6 +318,10 @@ fn window_reads_of_stored_sessions_read_only_their_range() {
         fn read_types(&self, id: &str, types: &[&str]) -> Result<StoredSlice, SourceError> {
             self.inner.read_types(id, types)
         }
+        // An index answers this without reading events; the plain scanner stands in for one.
+        fn event_types(&self, id: &str) -> Result<Vec<String>, SourceError> {
+            self.inner.event_types(id)
+        }
     }
     let dir = tempfile::tempdir().unwrap();
     let mut events = simple_turn(0);
@@ -403,9 +408,11 @@ fn event_trace_and_filters_work_on_stored_logs() {
 #[test]
 fn invalid_surface_in_a_stored_log_is_reported_as_such() {
     let dir = tempfile::tempdir().unwrap();
+    // Each event passes the rules one line is checked for; the replace names a node that is
+    // not on the surface, which only the fold sees.
     let lines: Vec<Value> = [
         user(0, "a", "a"),
-        replacing(user(1, "b", "b"), 0, 0, vec![]),
+        replacing(user(1, "b", "b"), 7, 7, vec![0]),
     ]
     .iter()
     .map(|e| serde_json::to_value(e).unwrap())
@@ -431,7 +438,8 @@ fn invalid_surface_in_a_stored_log_is_reported_as_such() {
     );
 }
 
-/// The §6 worked example as raw stored lines.
+/// dsh's legacy worked example (a pre-identity log with a pruning replacement) as raw stored
+/// lines.
 fn legacy_lines() -> Vec<Value> {
     vec![
         json!({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1, "trigger": {"kind": "user"}}}),
@@ -594,7 +602,8 @@ fn surface_op_replace_survives_the_disk() {
     assert_eq!(snapshot.events, two_compactions());
 }
 
-/// A legacy `steering/message` is read as a `user/message` (§6 C), so the type-index read
+/// A legacy `steering/message` is read as a `user/message` (docs/SESSIONS.md, "Legacy
+/// import", step 3), so the type-index read
 /// must find it: both as a wanted type and as a surface node a later replace points at.
 /// Found by the `session_log` fuzz target (fuzz/regressions/session_log/steering-*).
 #[test]
@@ -629,4 +638,53 @@ fn type_reads_see_legacy_steering_messages_as_user_messages() {
             );
         }
     }
+}
+
+/// The chain of `source()`s below `err`, outermost first.
+fn causes(err: &dyn std::error::Error) -> Vec<String> {
+    std::iter::successors(err.source(), |e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn refusals_keep_the_errors_that_found_them() {
+    let dir = tempfile::tempdir().unwrap();
+    persist(dir.path(), SessionHeader::new("s", 1), simple_turn(0));
+    let log = dir.path().join("s/events.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let store = manual_store(dir.path());
+
+    // A header that is not JSON: the query error, the source's damage, the JSON error.
+    std::fs::write(&log, text.replacen("{", "{{", 1)).unwrap();
+    let err = service(&store).list_events("s").unwrap_err();
+    assert_eq!(err.code(), "corrupt_session");
+    let chain = causes(&err);
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    assert!(
+        chain[0].starts_with("the header line is not JSON: "),
+        "{chain:?}"
+    );
+    assert!(err.to_string().contains(&chain[0]), "{err}");
+    let json = std::error::Error::source(&err)
+        .and_then(std::error::Error::source)
+        .unwrap();
+    assert!(json.downcast_ref::<serde_json::Error>().is_some());
+
+    // A newer format version: the header error is kept.
+    std::fs::write(&log, text.replacen("\"version\":0", "\"version\":7", 1)).unwrap();
+    let err = service(&store).list_events("s").unwrap_err();
+    assert_eq!(err.code(), "unsupported_format");
+    let header = std::error::Error::source(&err)
+        .and_then(std::error::Error::source)
+        .and_then(|e| e.downcast_ref::<HeaderError>());
+    assert!(matches!(header, Some(HeaderError::Unsupported(_))), "{err}");
+
+    // A filter that does not parse keeps its JSON error.
+    let err = crate::query::filter::parse_event_filters(&json!([{"kind": 3}])).unwrap_err();
+    assert_eq!(err.code(), "invalid_filter");
+    assert!(
+        std::error::Error::source(&err)
+            .is_some_and(|e| e.downcast_ref::<serde_json::Error>().is_some())
+    );
 }

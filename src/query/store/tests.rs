@@ -5,7 +5,6 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::query::service::{QueryConfig, QueryService};
 use crate::query::source::JsonlSource;
 use crate::query::test_support::*;
 use crate::query::types::SurfaceOp;
@@ -39,10 +38,9 @@ fn round_trip_is_byte_identical_and_keeps_lineage_fields() {
     assert_eq!(bytes, expected);
 
     let store = manual_store(dir.path());
-    let service = QueryService::new(&store, QueryConfig::default()).unwrap();
-    let snapshot = service.read_session("child").unwrap();
-    assert_eq!(snapshot.session, header);
-    assert_eq!(snapshot.events, events);
+    let stored = store.source().read_all("child").unwrap();
+    assert_eq!(stored.header, header);
+    assert_eq!(stored.events, events);
 }
 
 #[test]

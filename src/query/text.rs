@@ -1,6 +1,6 @@
-//! Text extraction (§4.5): the searchable text of an event.
+//! The searchable text of an event (docs/SESSIONS.md, "Text extraction").
 //!
-//! Only what a person would look for is extracted: message text, tool names and
+//! Only what a person would look for is kept: message text, tool names and
 //! arguments, tool errors, todos and turn-end failures. Reasoning is deliberately left
 //! out (it is the model's scratchpad, not the conversation), as are boundaries, chunks,
 //! request headers and plugin payloads. Parts are trimmed, empty parts dropped, and the
@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::query::types::SessionEvent;
 
-/// The extracted text of `event`; empty when it has none.
-pub fn extract_text(event: &SessionEvent) -> String {
+/// The searchable text of `event`; empty when it has none.
+pub fn event_text(event: &SessionEvent) -> String {
     let mut parts = Vec::new();
     let data = &event.data;
     match event.event_type.as_str() {
@@ -109,14 +109,14 @@ mod tests {
             {"type": "tool-result", "toolCallId": "c", "content": [{"type": "text", "text": "nested"}]},
             {"type": "image", "attachment": {}},
         ]);
-        assert_eq!(extract_text(&e), "visible\nread\n{\"path\":\"a\"}\nnested");
+        assert_eq!(event_text(&e), "visible\nread\n{\"path\":\"a\"}\nnested");
     }
 
     #[test]
     fn tool_error_text_has_content_then_error_name_and_code() {
         let mut e = tool_result(1, "r", "c", "failed");
         e.data["error"] = json!({"name": "Oops", "code": "E_OOPS"});
-        assert_eq!(extract_text(&e), "failed\nOops\nE_OOPS");
+        assert_eq!(event_text(&e), "failed\nOops\nE_OOPS");
     }
 
     #[test]
@@ -126,13 +126,13 @@ mod tests {
             0,
             json!({"todos": [{"content": "ship search", "status": "in_progress"}]}),
         );
-        assert_eq!(extract_text(&e), "in_progress\nship search");
+        assert_eq!(event_text(&e), "in_progress\nship search");
     }
 
     #[test]
-    fn turn_end_reasons_extract_their_kind() {
+    fn turn_end_reasons_give_their_kind() {
         let end = |reason: Value| {
-            extract_text(&log_only(
+            event_text(&log_only(
                 "turn/end",
                 0,
                 json!({"turn": 1, "reason": reason}),
@@ -159,13 +159,13 @@ mod tests {
             0,
             json!({"name": "grep", "arguments": "{\"q\":1}", "callId": "c"}),
         );
-        assert_eq!(extract_text(&call), "grep\n{\"q\":1}");
+        assert_eq!(event_text(&call), "grep\n{\"q\":1}");
         assert_eq!(
-            extract_text(&log_only("turn/start", 0, json!({"turn": 1}))),
+            event_text(&log_only("turn/start", 0, json!({"turn": 1}))),
             ""
         );
         assert_eq!(
-            extract_text(&log_only(
+            event_text(&log_only(
                 "request/header",
                 0,
                 json!({"header": {"system": "x"}})
