@@ -80,6 +80,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         host: args.host.clone().unwrap_or_else(default_host),
         json_text: !args.no_json_text,
         abort_at_step: args.abort_at_step,
+        fail_at_step: None,
     };
     let terminal = std::io::stderr().is_terminal();
     let mut bar: Option<ProgressBar> = None;

@@ -22,18 +22,24 @@ use super::layout::{Found, Table, part_name, partition_dir, temp_name};
 use super::source::SourceKind;
 use super::state::{Part, SourceState};
 
-/// Counts the file-system steps of an export; a test can make the process abort at one of
-/// them, as a kill there would.
+/// Counts the file-system steps of an export; a crash test can stop it at one of them, as a
+/// kill there would: by aborting the process, or (in-process tests) by failing with
+/// [`ExportError::Interrupted`] and doing nothing more.
 #[derive(Debug, Default)]
 pub struct Steps {
     done: u64,
     abort_at: Option<u64>,
+    fail_at: Option<u64>,
 }
 
 impl Steps {
-    /// Steps that abort the process at step `abort_at` (1-based), if any.
-    pub fn new(abort_at: Option<u64>) -> Steps {
-        Steps { done: 0, abort_at }
+    /// Steps that abort the process at step `abort_at`, or fail at step `fail_at` (1-based).
+    pub fn new(abort_at: Option<u64>, fail_at: Option<u64>) -> Steps {
+        Steps {
+            done: 0,
+            abort_at,
+            fail_at,
+        }
     }
 
     /// Steps taken so far.
@@ -41,13 +47,17 @@ impl Steps {
         self.done
     }
 
-    /// Counts one step.
-    pub fn step(&mut self) {
+    /// Counts one step (just taken).
+    pub fn step(&mut self) -> Result<(), ExportError> {
         self.done += 1;
         if self.abort_at == Some(self.done) {
-            // A crash-test hook: leave everything as a SIGKILL here would.
+            // The crash-test hook: leave everything as a SIGKILL here would.
             std::process::abort();
         }
+        if self.fail_at == Some(self.done) {
+            return Err(ExportError::Interrupted { step: self.done });
+        }
+        Ok(())
     }
 }
 
@@ -123,9 +133,9 @@ pub fn write_state(
     file.write_all(&state.encode())
         .and_then(|()| file.sync_all())
         .map_err(|e| ExportError::io("write", &temp, e))?;
-    steps.step();
+    steps.step()?;
     std::fs::rename(&temp, &path).map_err(|e| ExportError::io("rename", &temp, e))?;
-    steps.step();
+    steps.step()?;
     sync_dir(state_dir)
 }
 
@@ -149,7 +159,7 @@ pub fn apply(
     for part in state.retired.iter().rev() {
         for path in [place.final_path(part), place.temp_path(part)] {
             if remove_file(&path)? {
-                steps.step();
+                steps.step()?;
                 dirty.insert(place.dir(part.table, part.date.as_deref()));
             }
         }
@@ -160,13 +170,13 @@ pub fn apply(
         let temp = place.temp_path(part);
         if final_path.exists() {
             if remove_file(&temp)? {
-                steps.step();
+                steps.step()?;
             }
             continue;
         }
         match std::fs::rename(&temp, &final_path) {
             Ok(()) => {
-                steps.step();
+                steps.step()?;
                 // Each reveal is made durable before the next, so the visible parts stay a
                 // prefix of the list.
                 sync_dir(&place.dir(part.table, part.date.as_deref()))?;
@@ -203,7 +213,7 @@ pub fn sweep(
             continue;
         }
         if remove_file(&file.path)? {
-            steps.step();
+            steps.step()?;
             removed += 1;
             if let Some(dir) = file.path.parent() {
                 dirty.insert(dir.to_path_buf());

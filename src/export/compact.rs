@@ -46,7 +46,7 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
     let states = state_dir(out, host);
     create_dir(&states)?;
     let _lock = lock(&states, host)?;
-    let mut steps = Steps::new(options.abort_at_step);
+    let mut steps = Steps::new(options.abort_at_step, options.fail_at_step);
     let mut report = CompactReport::default();
     for path in sources {
         for source in resolve(path)? {
@@ -97,7 +97,7 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
                 state.next_serial += 1;
                 let inputs: Vec<PathBuf> = small.iter().map(|p| place.final_path(p)).collect();
                 let written = concat(&inputs, &place.temp_path(&merged))?;
-                steps.step();
+                steps.step()?;
                 merged.rows = written.rows;
                 merged.bytes = written.bytes;
                 report.files += 1;

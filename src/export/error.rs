@@ -56,6 +56,12 @@ pub enum ExportError {
         /// The log.
         path: PathBuf,
     },
+    /// A crash test stopped the export after this file-system step.
+    #[error("interrupted after step {step} (a crash test)")]
+    Interrupted {
+        /// The step.
+        step: u64,
+    },
     /// A log could not be opened.
     #[error(transparent)]
     Log(#[from] LogError),

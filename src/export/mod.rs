@@ -73,6 +73,9 @@ pub struct ExportOptions {
     /// there would.
     #[doc(hidden)]
     pub abort_at_step: Option<u64>,
+    /// Crash tests only: stop with [`ExportError::Interrupted`] at this file-system step.
+    #[doc(hidden)]
+    pub fail_at_step: Option<u64>,
 }
 
 impl ExportOptions {
@@ -83,6 +86,7 @@ impl ExportOptions {
             host: default_host(),
             json_text: true,
             abort_at_step: None,
+            fail_at_step: None,
         }
     }
 }
@@ -153,7 +157,7 @@ pub fn export(
         found: &found,
     };
     let total = logs.iter().map(|s| pending_bytes(&states, s)).sum();
-    let mut steps = Steps::new(options.abort_at_step);
+    let mut steps = Steps::new(options.abort_at_step, options.fail_at_step);
     let mut done = 0;
     let mut report = ExportReport {
         out: out.to_path_buf(),

@@ -388,7 +388,7 @@ fn write_small<R: super::part::Row>(
     *next_serial += 1;
     create_dir(&place.dir(table, part.date.as_deref()))?;
     let written = write_all(&place.temp_path(&part), rows)?;
-    steps.step();
+    steps.step()?;
     part.rows = written.rows;
     part.bytes = written.bytes;
     Ok(part)

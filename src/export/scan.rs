@@ -109,7 +109,7 @@ impl Batch<'_> {
         steps: &mut Steps,
     ) -> Result<(), ExportError> {
         let written = writer.finish()?;
-        steps.step();
+        steps.step()?;
         self.done.push(Part {
             table: Table::Events,
             date,
