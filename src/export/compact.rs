@@ -16,7 +16,7 @@ use super::layout::{Table, source_key, state_dir};
 use super::part::Written;
 use super::schema::{EVENT_COLUMNS, message_type, writer_properties};
 use super::source::resolve;
-use super::state::{Part, SourceState};
+use super::state::{Part, SourceState, take_serial};
 use super::{ExportOptions, lock};
 
 /// Parts at least this large are left as they are.
@@ -87,14 +87,18 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
                 if small.len() < 2 {
                     continue;
                 }
+                let serial = take_serial(&mut state.next_serial).ok_or_else(|| {
+                    ExportError::TooManyParts {
+                        path: source.log.clone(),
+                    }
+                })?;
                 let mut merged = Part {
                     table: Table::Events,
                     date: date.clone(),
-                    serial: state.next_serial,
+                    serial,
                     rows: 0,
                     bytes: 0,
                 };
-                state.next_serial += 1;
                 let inputs: Vec<PathBuf> = small.iter().map(|p| place.final_path(p)).collect();
                 let written = concat(&inputs, &place.temp_path(&merged))?;
                 steps.step()?;

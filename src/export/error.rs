@@ -56,6 +56,12 @@ pub enum ExportError {
         /// The log.
         path: PathBuf,
     },
+    /// A source used up the part serials its file names can carry.
+    #[error("{path}: no part serials left for this source; delete its state to start over")]
+    TooManyParts {
+        /// The log.
+        path: PathBuf,
+    },
     /// A crash test stopped the export after this file-system step.
     #[error("interrupted after step {step} (a crash test)")]
     Interrupted {

@@ -15,7 +15,7 @@ use super::part::write_all;
 use super::rows::{GenerationRow, SessionRow, Sourced};
 use super::scan::{Resume, ScanOptions, scan};
 use super::source::Source;
-use super::state::{MAX_STATE_BYTES, Part, SourceState};
+use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
 use crate::log::open_for_read;
 
 /// What an export did with one source.
@@ -378,14 +378,16 @@ fn write_small<R: super::part::Row>(
     next_serial: &mut u64,
     steps: &mut Steps,
 ) -> Result<Part, ExportError> {
+    let serial = take_serial(next_serial).ok_or_else(|| ExportError::TooManyParts {
+        path: place.out.to_path_buf(),
+    })?;
     let mut part = Part {
         table,
         date,
-        serial: *next_serial,
+        serial,
         rows: 0,
         bytes: 0,
     };
-    *next_serial += 1;
     create_dir(&place.dir(table, part.date.as_deref()))?;
     let written = write_all(&place.temp_path(&part), rows)?;
     steps.step()?;

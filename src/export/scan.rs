@@ -11,7 +11,7 @@ use super::layout::{Table, utc_date};
 use super::part::{PartWriter, Row as _};
 use super::rows::{EventRow, GenerationRow, SessionRow};
 use super::source::{Source, SourceKind};
-use super::state::Part;
+use super::state::{Part, take_serial};
 use crate::event::{EventKind, FoldState, Folded, Folder, Timestamp};
 use crate::index::IndexOptions;
 use crate::log::{DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
@@ -77,8 +77,10 @@ impl Batch<'_> {
                     let (date, writer, serial) = self.open.remove(0);
                     self.finish(date, writer, serial, steps)?;
                 }
-                let serial = *self.next_serial;
-                *self.next_serial += 1;
+                let serial =
+                    take_serial(self.next_serial).ok_or_else(|| ExportError::TooManyParts {
+                        path: self.place.out.to_path_buf(),
+                    })?;
                 let probe = Part {
                     table: Table::Events,
                     date: date.clone(),
@@ -243,12 +245,12 @@ pub fn scan(
                 });
             }
             generations.last_mut().and_then(|g| {
-                g.events += 1;
+                g.events = g.events.saturating_add(1);
                 if g.first_ts.is_none() {
                     g.first_ts = event.time.map(|t| t.micros());
                 }
                 if event.kind == EventKind::Token {
-                    g.api_calls += 1;
+                    g.api_calls = g.api_calls.saturating_add(1);
                     for (sum, v) in g.tokens.iter_mut().zip(event.tokens) {
                         *sum = sum.saturating_add(u128::from(v));
                     }

@@ -26,6 +26,20 @@ pub const STATE_VERSION: u32 = 1;
 /// small).
 pub const MAX_STATE_BYTES: usize = 64 << 20;
 
+/// Serials are written with 10 digits in file names: a source can have at most this many
+/// parts over its life (compaction does not give serials back, but no export comes near).
+pub const MAX_SERIAL: u64 = 9_999_999_999;
+
+/// Takes the next serial; `None` once [`MAX_SERIAL`] is used up.
+pub fn take_serial(next: &mut u64) -> Option<u64> {
+    let serial = *next;
+    if serial >= MAX_SERIAL {
+        return None;
+    }
+    *next += 1;
+    Some(serial)
+}
+
 /// One committed part file of a source.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -159,6 +173,37 @@ impl SourceState {
         }
         if self.fold.end != self.coverage.end {
             return fail("the fold ends elsewhere than the coverage");
+        }
+        // Counters the next export increments stay far from overflowing: each line is at
+        // least one byte of a file that exists.
+        let f = &self.fold;
+        let d = &f.diagnostics;
+        let lines_ok = f.lines <= f.end
+            && f.events <= f.lines
+            && f.boundaries <= f.events
+            && d.blank_lines <= f.lines
+            && d.invalid_lines <= f.lines
+            && d.too_long_lines <= d.invalid_lines
+            && d.invalid_timestamps <= f.events
+            && d.invalid_seqs <= f.events
+            && d.token_values_truncated <= f.events.saturating_mul(4)
+            && d.token_values_zeroed <= f.events.saturating_mul(4);
+        if !lines_ok {
+            return fail("the fold's counts exceed its lines");
+        }
+        let generations_ok = self
+            .generations
+            .iter()
+            .all(|g| g.events <= f.events && g.api_calls <= g.events);
+        let expected_generations = match self.kind {
+            SourceKind::Session => 0,
+            _ => f.boundaries + 1,
+        };
+        if !generations_ok || self.generations.len() as u64 != expected_generations {
+            return fail("the generations do not match the fold");
+        }
+        if self.next_serial > MAX_SERIAL {
+            return fail("next_serial is out of range");
         }
         let mut serials = std::collections::BTreeSet::new();
         for part in self.parts.iter().chain(&self.retired) {
