@@ -95,8 +95,8 @@ impl Batch<'_> {
             }
         };
         // Most recently used last, so the first is the one to close.
-        let last = self.open.len() - 1;
-        self.open.swap(at, last);
+        let used = self.open.remove(at);
+        self.open.push(used);
         match self.open.last_mut() {
             Some((_, writer, _)) => writer.push(row),
             None => Ok(()),
