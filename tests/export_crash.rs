@@ -218,10 +218,17 @@ fn rewrite_a_digit(agent: &Agent, rng: &mut Rng) {
     } else {
         log.len() as u64 - 1 - rng.below(window)
     } as usize;
-    let Some(digit) = (at..log.len()).chain(0..at).find(|&i| log[i].is_ascii_digit()) else {
+    let Some(digit) = (at..log.len())
+        .chain(0..at)
+        .find(|&i| log[i].is_ascii_digit())
+    else {
         return;
     };
-    log[digit] = if log[digit] == b'9' { b'1' } else { log[digit] + 1 };
+    log[digit] = if log[digit] == b'9' {
+        b'1'
+    } else {
+        log[digit] + 1
+    };
     agent.write_log(&log);
 }
 
