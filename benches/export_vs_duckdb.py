@@ -7,7 +7,8 @@ Parquet, on one core, with wall time, MB/s of log, rows/s and peak RSS (/usr/bin
 
 Rows of the table:
 - agentlog, first export (JSON text kept / left out), run under `taskset -c 0` (one core);
-- agentlog, incremental: the last 1% of the log appended to an exported copy;
+- agentlog, incremental: the last 1 MB and 10 MB of the log (--appends) appended to an
+  exported copy of the rest (MB/s and rows/s of the new bytes; out MB is the whole dataset);
 - DuckDB, `SET threads = 1`: `read_json_objects` with the same fields extracted and the text
   kept, and the typed `read_json` reader without the text, each `COPY ... TO` one Parquet file
   with zstd. DuckDB computes no offsets, lines, seqs or generations; agentlog does.
@@ -81,6 +82,8 @@ def main():
     parser.add_argument("agent_dir")
     parser.add_argument("--agentlog", default="target/release/agentlog")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--appends", default="1000000,10000000",
+                        help="bytes appended to an exported copy for the incremental rows")
     args = parser.parse_args()
     log = os.path.join(args.agent_dir, "logs", "events.jsonl")
     size = os.path.getsize(log)
@@ -123,25 +126,28 @@ def main():
                 size, agentlog_rows)
         rows_first.setdefault("rows", results[-1]["rows"])
 
-    # Incremental: an exported copy of the log's first 99%, then the rest appended.
+    # Incremental: an exported copy of the log without its last N bytes, then those appended.
     with open(log, "rb") as f:
         data = f.read()
-    cut = data.rfind(b"\n", 0, len(data) * 99 // 100) + 1
     growing = os.path.join(work, "growing")
+    for appended in [int(float(a)) for a in args.appends.split(",")]:
+        cut = data.rfind(b"\n", 0, len(data) - appended) + 1
 
-    def prepare_incremental(out):
-        shutil.rmtree(growing, ignore_errors=True)
-        os.makedirs(os.path.join(growing, "logs"))
-        with open(os.path.join(growing, "logs", "events.jsonl"), "wb") as f:
-            f.write(data[:cut])
-        subprocess.run([args.agentlog, "export", growing, "--out", out, "--host", "bench"], check=True,
-                       capture_output=True)
-        with open(os.path.join(growing, "logs", "events.jsonl"), "ab") as f:
-            f.write(data[cut:])
+        def prepare_incremental(out, cut=cut):
+            shutil.rmtree(growing, ignore_errors=True)
+            os.makedirs(os.path.join(growing, "logs"))
+            with open(os.path.join(growing, "logs", "events.jsonl"), "wb") as f:
+                f.write(data[:cut])
+            subprocess.run([args.agentlog, "export", growing, "--out", out, "--host", "bench"], check=True,
+                           capture_output=True)
+            with open(os.path.join(growing, "logs", "events.jsonl"), "ab") as f:
+                f.write(data[cut:])
 
-    measure("agentlog incremental, last 1% new", prepare_incremental,
-            lambda out: [*one_core, args.agentlog, "export", growing, "--out", out, "--host", "bench", "--json"],
-            len(data) - cut, agentlog_rows)
+        measure(f"agentlog incremental, last {(len(data) - cut) / 1e6:.1f} MB new", prepare_incremental,
+                lambda out: [*one_core, args.agentlog, "export", growing, "--out", out, "--host", "bench",
+                             "--json"],
+                len(data) - cut, agentlog_rows)
+    del data
 
     for label, sql in [("duckdb read_json_objects + text, threads=1", DUCKDB_JSON),
                        ("duckdb typed read_json, no text, threads=1", DUCKDB_TYPED)]:

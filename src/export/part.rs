@@ -20,7 +20,7 @@ use super::schema::{ColumnKind, ColumnSpec, message_type, writer_properties};
 pub const ROW_GROUP_ROWS: usize = 128 << 10;
 
 /// ... or once the buffered text reaches this many bytes.
-pub const ROW_GROUP_BYTES: usize = 48 << 20;
+pub const ROW_GROUP_BYTES: usize = 32 << 20;
 
 /// One column's buffered values.
 #[derive(Debug)]
@@ -57,6 +57,8 @@ impl ColumnBuffer {
 pub struct RowSink<'a> {
     columns: &'a mut [ColumnBuffer],
     at: usize,
+    /// Bytes of text pushed.
+    text: usize,
 }
 
 impl RowSink<'_> {
@@ -85,6 +87,7 @@ impl RowSink<'_> {
                     column.text.extend_from_slice(v);
                     column.ends.push(column.text.len());
                     column.defs.push(1);
+                    self.text += v.len();
                 }
                 None if !column.spec.nullable => column.ends.push(column.text.len()),
                 None => column.defs.push(0),
@@ -108,6 +111,8 @@ pub struct PartWriter {
     writer: SerializedFileWriter<File>,
     columns: Vec<ColumnBuffer>,
     buffered_rows: usize,
+    /// Bytes of text buffered.
+    buffered_text: usize,
     rows: u64,
 }
 
@@ -136,25 +141,34 @@ impl PartWriter {
             writer,
             columns: columns.iter().copied().map(ColumnBuffer::new).collect(),
             buffered_rows: 0,
+            buffered_text: 0,
             rows: 0,
         })
     }
 
     /// Buffers one row, writing a row group when the buffer is full.
     pub fn push<R: Row>(&mut self, row: &R) -> Result<(), ExportError> {
-        row.push(&mut RowSink {
+        let mut sink = RowSink {
             columns: &mut self.columns,
             at: 0,
-        });
+            text: 0,
+        };
+        row.push(&mut sink);
+        self.buffered_text += sink.text;
         self.buffered_rows += 1;
-        let text: usize = self.columns.iter().map(|c| c.text.len()).sum();
-        if self.buffered_rows >= ROW_GROUP_ROWS || text >= ROW_GROUP_BYTES {
+        if self.buffered_rows >= ROW_GROUP_ROWS || self.buffered_text >= ROW_GROUP_BYTES {
             self.flush_row_group()?;
         }
         Ok(())
     }
 
-    fn flush_row_group(&mut self) -> Result<(), ExportError> {
+    /// Bytes of text buffered for the next row group.
+    pub fn buffered_text(&self) -> usize {
+        self.buffered_text
+    }
+
+    /// Writes the buffered rows as a row group now.
+    pub fn flush_row_group(&mut self) -> Result<(), ExportError> {
         if self.buffered_rows == 0 {
             return Ok(());
         }
@@ -176,7 +190,13 @@ impl PartWriter {
                         .map_err(wrap)?;
                 }
                 ColumnKind::Text => {
-                    let text = Bytes::from(std::mem::take(&mut buffer.text));
+                    // The next row group is likely as large: reserve that much (pages not yet
+                    // touched cost no memory) rather than grow by doubling past it.
+                    let capacity = buffer.text.len();
+                    let text = Bytes::from(std::mem::replace(
+                        &mut buffer.text,
+                        Vec::with_capacity(capacity),
+                    ));
                     let mut start = 0;
                     let values: Vec<ByteArray> = buffer
                         .ends
@@ -199,6 +219,7 @@ impl PartWriter {
         group.close().map_err(wrap)?;
         self.rows += self.buffered_rows as u64;
         self.buffered_rows = 0;
+        self.buffered_text = 0;
         Ok(())
     }
 

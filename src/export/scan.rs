@@ -8,7 +8,7 @@ use super::commit::{Place, Steps, create_dir};
 use super::coverage::Coverage;
 use super::error::ExportError;
 use super::layout::{Table, utc_date};
-use super::part::{PartWriter, Row as _};
+use super::part::{PartWriter, ROW_GROUP_BYTES, Row as _};
 use super::rows::{EventRow, GenerationRow, SessionRow};
 use super::source::{Source, SourceKind};
 use super::state::{Part, take_serial};
@@ -97,10 +97,20 @@ impl Batch<'_> {
         // Most recently used last, so the first is the one to close.
         let used = self.open.remove(at);
         self.open.push(used);
-        match self.open.last_mut() {
-            Some((_, writer, _)) => writer.push(row),
-            None => Ok(()),
+        let Some(((_, writer, _), others)) = self.open.split_last_mut() else {
+            return Ok(());
+        };
+        writer.push(row)?;
+        // Memory is one row group, not one per open part: when the parts together hold that
+        // much, the others (dates left behind, in a log whose dates only go forward) write
+        // theirs now.
+        let buffered: usize = others.iter().map(|(_, w, _)| w.buffered_text()).sum();
+        if buffered > 0 && buffered + writer.buffered_text() >= ROW_GROUP_BYTES {
+            for (_, other, _) in others {
+                other.flush_row_group()?;
+            }
         }
+        Ok(())
     }
 
     fn finish(
