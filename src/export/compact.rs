@@ -87,11 +87,8 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
                 if small.len() < 2 {
                     continue;
                 }
-                let serial = take_serial(&mut state.next_serial).ok_or_else(|| {
-                    ExportError::TooManyParts {
-                        path: source.log.clone(),
-                    }
-                })?;
+                let serial = take_serial(&mut state.next_serial)
+                    .ok_or_else(|| ExportError::TooManyParts { key: key.clone() })?;
                 let mut merged = Part {
                     table: Table::Events,
                     date: date.clone(),

@@ -57,10 +57,10 @@ pub enum ExportError {
         path: PathBuf,
     },
     /// A source used up the part serials its file names can carry.
-    #[error("{path}: no part serials left for this source; delete its state to start over")]
+    #[error("source {key}: no part serials left; delete its state to export it anew")]
     TooManyParts {
-        /// The log.
-        path: PathBuf,
+        /// The source's key (its state is `_agentlog/<host>/<key>.state`).
+        key: String,
     },
     /// A crash test stopped the export after this file-system step.
     #[error("interrupted after step {step} (a crash test)")]

@@ -379,7 +379,7 @@ fn write_small<R: super::part::Row>(
     steps: &mut Steps,
 ) -> Result<Part, ExportError> {
     let serial = take_serial(next_serial).ok_or_else(|| ExportError::TooManyParts {
-        path: place.out.to_path_buf(),
+        key: place.key.to_owned(),
     })?;
     let mut part = Part {
         table,

@@ -79,7 +79,7 @@ impl Batch<'_> {
                 }
                 let serial =
                     take_serial(self.next_serial).ok_or_else(|| ExportError::TooManyParts {
-                        path: self.place.out.to_path_buf(),
+                        key: self.place.key.to_owned(),
                     })?;
                 let probe = Part {
                     table: Table::Events,
