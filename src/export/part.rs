@@ -9,6 +9,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
+use parquet::column::writer::ColumnWriterImpl;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::writer::SerializedFileWriter;
@@ -95,6 +96,48 @@ impl RowSink<'_> {
         }
         self.at += 1;
     }
+}
+
+/// Text values go to the column writer this many rows at a time.
+const TEXT_BATCH_ROWS: usize = 1024;
+
+/// Writes a text column's buffered values, a batch of rows at a time, each batch copied into
+/// one shared buffer that its values slice. The column's own buffer is kept for the next row
+/// group: handing it over whole would free and allocate a row group's worth of memory each
+/// time, which glibc's heap does not give back (peak RSS grew with the log's length).
+fn write_text(
+    writer: &mut ColumnWriterImpl<'_, ByteArrayType>,
+    buffer: &ColumnBuffer,
+    rows: usize,
+) -> Result<(), ParquetError> {
+    let inconsistent = || ParquetError::General("buffered text columns disagree".into());
+    let mut values: Vec<ByteArray> = Vec::with_capacity(TEXT_BATCH_ROWS);
+    let (mut row, mut value, mut start) = (0, 0, 0);
+    while row < rows {
+        let next_row = (row + TEXT_BATCH_ROWS).min(rows);
+        let defs = if buffer.spec.nullable {
+            Some(buffer.defs.get(row..next_row).ok_or_else(inconsistent)?)
+        } else {
+            None
+        };
+        let count = defs.map_or(next_row - row, |d| d.iter().filter(|&&l| l == 1).count());
+        let ends = buffer
+            .ends
+            .get(value..value + count)
+            .ok_or_else(inconsistent)?;
+        let end = ends.last().copied().unwrap_or(start);
+        let batch = Bytes::copy_from_slice(buffer.text.get(start..end).ok_or_else(inconsistent)?);
+        values.clear();
+        let mut at = 0;
+        for &value_end in ends {
+            let len = value_end.checked_sub(start + at).ok_or_else(inconsistent)?;
+            values.push(ByteArray::from(batch.slice(at..at + len)));
+            at += len;
+        }
+        writer.write_batch(&values, defs, None)?;
+        (row, value, start) = (next_row, value + count, end);
+    }
+    Ok(())
 }
 
 /// A row of one of the tables.
@@ -190,26 +233,7 @@ impl PartWriter {
                         .map_err(wrap)?;
                 }
                 ColumnKind::Text => {
-                    // The next row group is likely as large: reserve that much (pages not yet
-                    // touched cost no memory) rather than grow by doubling past it.
-                    let capacity = buffer.text.len();
-                    let text = Bytes::from(std::mem::replace(
-                        &mut buffer.text,
-                        Vec::with_capacity(capacity),
-                    ));
-                    let mut start = 0;
-                    let values: Vec<ByteArray> = buffer
-                        .ends
-                        .iter()
-                        .map(|&end| {
-                            let value = ByteArray::from(text.slice(start..end));
-                            start = end;
-                            value
-                        })
-                        .collect();
-                    column
-                        .typed::<ByteArrayType>()
-                        .write_batch(&values, defs, None)
+                    write_text(column.typed::<ByteArrayType>(), buffer, self.buffered_rows)
                         .map_err(wrap)?;
                 }
             }
