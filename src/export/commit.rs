@@ -177,9 +177,7 @@ pub fn apply(
         match std::fs::rename(&temp, &final_path) {
             Ok(()) => {
                 steps.step()?;
-                // Each reveal is made durable before the next, so the visible parts stay a
-                // prefix of the list.
-                sync_dir(&place.dir(part.table, part.date.as_deref()))?;
+                dirty.insert(place.dir(part.table, part.date.as_deref()));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Applied::Missing(final_path));
@@ -187,6 +185,9 @@ pub fn apply(
             Err(e) => return Err(ExportError::io("rename", &temp, e)),
         }
     }
+    // One fsync per directory: the state already names every part, so renames that a power
+    // loss undoes are simply made again by the next export.
+    sync_dirs(&mut dirty)?;
     Ok(Applied::Complete)
 }
 

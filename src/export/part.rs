@@ -210,8 +210,18 @@ impl PartWriter {
         self.buffered_text
     }
 
+    /// Writes the buffered rows as a row group now and gives their buffers' memory back (for a
+    /// part that is likely to get no more rows for a while).
+    pub fn flush_and_release(&mut self) -> Result<(), ExportError> {
+        self.flush_row_group()?;
+        for column in &mut self.columns {
+            *column = ColumnBuffer::new(column.spec);
+        }
+        Ok(())
+    }
+
     /// Writes the buffered rows as a row group now.
-    pub fn flush_row_group(&mut self) -> Result<(), ExportError> {
+    fn flush_row_group(&mut self) -> Result<(), ExportError> {
         if self.buffered_rows == 0 {
             return Ok(());
         }

@@ -107,7 +107,7 @@ impl Batch<'_> {
         let buffered: usize = others.iter().map(|(_, w, _)| w.buffered_text()).sum();
         if buffered > 0 && buffered + writer.buffered_text() >= ROW_GROUP_BYTES {
             for (_, other, _) in others {
-                other.flush_row_group()?;
+                other.flush_and_release()?;
             }
         }
         Ok(())
