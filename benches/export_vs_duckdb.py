@@ -13,6 +13,8 @@ Rows of the table:
   kept, and the typed `read_json` reader without the text, each `COPY ... TO` one Parquet file
   with zstd. DuckDB computes no offsets, lines, seqs or generations; agentlog does.
 Each figure is the median of --runs runs (default 3); the page cache is warm (one read first).
+On a shared machine wall time includes waiting for the core; `cpu s` (user + system, from
+/usr/bin/time) and MB per CPU second do not.
 """
 
 import argparse
@@ -68,7 +70,9 @@ def timed(cmd):
     h, m, s = wall.groups()
     seconds = int(h or 0) * 3600 + int(m) * 60 + float(s)
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1)) * 1024
-    return seconds, rss, done.stdout
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr).group(1))
+              for kind in ("User", "System"))
+    return seconds, rss, done.stdout, cpu
 
 
 def tree_bytes(path):
@@ -100,14 +104,16 @@ def main():
             out = os.path.join(work, "out")
             shutil.rmtree(out, ignore_errors=True)
             prepare(out)
-            seconds, rss, stdout = timed(cmd_for(out))
+            seconds, rss, stdout, cpu = timed(cmd_for(out))
             inner = float(stdout.strip().splitlines()[-1]) if label.startswith("duckdb") else None
-            runs.append((seconds, rss, tree_bytes(out), inner, stdout))
+            runs.append((seconds, rss, tree_bytes(out), inner, stdout, cpu))
         seconds = statistics.median(r[0] for r in runs)
         rss = max(r[1] for r in runs)
         rows = rows_of(runs[-1][4])
         inner = [r[3] for r in runs if r[3] is not None]
+        cpu = statistics.median(r[5] for r in runs)
         results.append({
+            "cpu_seconds": cpu, "cpu_mb_per_s": log_bytes / cpu / 1e6,
             "what": label, "seconds": seconds, "mb_per_s": log_bytes / seconds / 1e6,
             "rows_per_s": rows / seconds if rows else None, "rows": rows,
             "peak_rss_mb": rss / 1e6, "output_mb": runs[-1][2] / 1e6,
@@ -158,12 +164,13 @@ def main():
 
     shutil.rmtree(work, ignore_errors=True)
     print(f"log: {log}, {size:,} bytes, {rows_first['rows']:,} events; median of {args.runs} runs, one core")
-    print(f"{'what':48} {'s':>8} {'MB/s':>8} {'rows/s':>11} {'RSS MB':>8} {'out MB':>8} {'in-proc s':>9}")
+    print(f"{'what':48} {'s':>8} {'MB/s':>8} {'rows/s':>11} {'cpu s':>7} {'MB/cpu-s':>9} {'RSS MB':>8} "
+          f"{'out MB':>8} {'in-proc s':>9}")
     for r in results:
         rows = f"{r['rows_per_s']:,.0f}" if r["rows_per_s"] else "-"
         inner = f"{r['in_process_seconds']:.2f}" if r["in_process_seconds"] else "-"
-        print(f"{r['what']:48} {r['seconds']:8.2f} {r['mb_per_s']:8.1f} {rows:>11} {r['peak_rss_mb']:8.1f} "
-              f"{r['output_mb']:8.1f} {inner:>9}")
+        print(f"{r['what']:48} {r['seconds']:8.2f} {r['mb_per_s']:8.1f} {rows:>11} {r['cpu_seconds']:7.2f} "
+              f"{r['cpu_mb_per_s']:9.1f} {r['peak_rss_mb']:8.1f} {r['output_mb']:8.1f} {inner:>9}")
     print(json.dumps(results))
 
 
