@@ -52,9 +52,9 @@ fn first_export_matches_the_oracle_row_for_row() {
     assert_eq!(report.log_bytes, agent.log().len() as u64);
     assert_exact(out.path(), &agent);
     // The generations table agrees with `generations` too (the library's, as the CLI prints).
-    let generations = agentlog::session::generations_at(
+    let generations = agentlog::generation::generations_at(
         &agent.paths,
-        &agentlog::session::SessionRequest::latest(),
+        &agentlog::generation::GenerationRequest::latest(),
     )
     .unwrap();
     let rows = read_table(out.path(), "generations");

@@ -72,12 +72,12 @@ pub enum ExportError {
     #[error(transparent)]
     Log(#[from] LogError),
     /// A session store could not be listed.
-    #[error("cannot list the session store {path}: {message}")]
+    #[error("cannot list the session store {path}: {source}")]
     Store {
         /// The store directory.
         path: PathBuf,
         /// What went wrong.
-        message: String,
+        source: crate::query::SourceError,
     },
     /// A file operation failed.
     #[error("cannot {action} {path}: {source}")]

@@ -90,9 +90,9 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
     }
     let headers = JsonlSource::new(path)
         .list_headers()
-        .map_err(|e| ExportError::Store {
+        .map_err(|source| ExportError::Store {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            source,
         })?;
     if !headers.is_empty() {
         let mut sources = Vec::with_capacity(headers.len());
