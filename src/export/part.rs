@@ -104,7 +104,7 @@ const TEXT_BATCH_ROWS: usize = 1024;
 /// Writes a text column's buffered values, a batch of rows at a time, each batch copied into
 /// one shared buffer that its values slice. The column's own buffer is kept for the next row
 /// group: handing it over whole would free and allocate a row group's worth of memory each
-/// time, which glibc's heap does not give back (peak RSS grew with the log's length).
+/// time, which glibc's heap does not give back: peak RSS would grow with the log.
 fn write_text(
     writer: &mut ColumnWriterImpl<'_, ByteArrayType>,
     buffer: &ColumnBuffer,
