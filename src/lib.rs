@@ -14,6 +14,7 @@
 //!   tiers and the labelling rule.
 //! * [`query`]: dsh-style session stores: live and persisted sessions, the surface fold,
 //!   filters, windows, traces, legacy normalization, read through each session's index.
+//! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! ```
@@ -36,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod event;
+pub mod export;
 pub mod generation;
 pub mod index;
 pub mod log;

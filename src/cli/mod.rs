@@ -6,6 +6,7 @@
 
 mod append;
 mod demo;
+mod export;
 mod generations;
 mod index;
 mod sessions;
@@ -72,6 +73,8 @@ enum Command {
     TraceSession(sessions::TraceSessionArgs),
     /// How one event relates to others: replacements, cited sources, citing events.
     TraceEvent(sessions::TraceEventArgs),
+    /// Write agent logs and session stores as a Parquet dataset, incrementally.
+    Export(export::Args),
 }
 
 /// `--tier` values.
@@ -208,6 +211,7 @@ pub fn run() -> ExitCode {
         Command::Read(args) => (sessions::read(&args), args.json),
         Command::TraceSession(args) => (sessions::trace_session(&args), args.json),
         Command::TraceEvent(args) => (sessions::trace_event(&args), args.json),
+        Command::Export(args) => (export::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

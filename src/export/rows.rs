@@ -1,0 +1,169 @@
+//! The rows of the three tables, and how each lands in its columns.
+
+use serde::{Deserialize, Serialize};
+
+use super::part::{Row, RowSink};
+use super::schema::{ColumnSpec, EVENT_COLUMNS, GENERATION_COLUMNS, SESSION_COLUMNS};
+
+/// A count as a Parquet INT64. Counts above `i64::MAX` cannot come from one event (token values
+/// stop at 2^53); a sum that large saturates.
+pub fn int(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
+}
+
+/// One event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRow<'a> {
+    /// Agent directory name, session id or transcript id.
+    pub source_id: &'a str,
+    /// The host that exported it.
+    pub host: &'a str,
+    /// Byte offset of the line in the log.
+    pub offset: u64,
+    /// 1-based line number in the log (header and invalid lines count), as editors show it.
+    pub line: u64,
+    /// The event's own `seq`, else its 0-based ordinal among the log's lines after a header.
+    pub seq: u64,
+    /// `type` (else `event`).
+    pub type_name: Option<&'a str>,
+    /// The event's time, microseconds since the epoch (UTC).
+    pub ts: Option<i64>,
+    /// 0-based generation, as `agentlog generations` prints it.
+    pub generation: u64,
+    /// The generation's `molt_count` (0 before any boundary; none when its boundary has no
+    /// valid one).
+    pub molt_count: Option<u64>,
+    /// A token event's input, output, cached and thinking tokens; none for other events.
+    pub tokens: Option<[u64; 4]>,
+    /// The line's JSON text, unless the export leaves it out.
+    pub json: Option<&'a [u8]>,
+}
+
+impl Row for EventRow<'_> {
+    const COLUMNS: &'static [ColumnSpec] = EVENT_COLUMNS;
+
+    fn push(&self, sink: &mut RowSink<'_>) {
+        sink.text(Some(self.source_id.as_bytes()));
+        sink.text(Some(self.host.as_bytes()));
+        sink.int(Some(int(self.offset)));
+        sink.int(Some(int(self.line)));
+        sink.int(Some(int(self.seq)));
+        sink.text(self.type_name.map(str::as_bytes));
+        sink.int(self.ts);
+        sink.int(Some(int(self.generation)));
+        sink.int(self.molt_count.map(int));
+        for k in 0..4 {
+            sink.int(self.tokens.map(|t| int(t[k])));
+        }
+        sink.text(self.json);
+    }
+}
+
+/// One generation's facts, as the export state keeps them between runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerationRow {
+    /// 0 before the first boundary, then 1, 2, ... in file order.
+    pub generation: u64,
+    /// 0 for the boot generation, else the boundary's valid `molt_count`.
+    pub molt_count: Option<u64>,
+    /// Offset of the boundary that starts it.
+    pub boundary_offset: Option<u64>,
+    /// `boot`, or the boundary's initiator.
+    pub boundary_initiator: String,
+    /// The boundary's time (microseconds).
+    pub boundary_ts: Option<i64>,
+    /// The boundary's context size before the molt.
+    pub before_tokens: Option<u64>,
+    /// The boundary's context size after the molt.
+    pub after_tokens: Option<u64>,
+    /// Time of the generation's first event that has one: its partition date.
+    pub first_ts: Option<i64>,
+    /// Events in the generation (its boundary included).
+    pub events: u64,
+    /// Token events in the generation.
+    pub api_calls: u64,
+    /// Input, output, cached and thinking token sums.
+    pub tokens: [u128; 4],
+}
+
+/// One session's header fields (or a transcript's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRow {
+    /// The header's format version.
+    pub version: Option<u64>,
+    /// Creation time (microseconds): the partition date.
+    pub created_at: Option<i64>,
+    /// The agent's working directory.
+    pub cwd: Option<String>,
+    /// The session it was forked from or spawned by.
+    pub parent_session: Option<String>,
+    /// Events inherited from the parent.
+    pub seed_length: Option<u64>,
+    /// Presentation class (`subagent`).
+    pub origin: Option<String>,
+    /// Subagent nesting depth.
+    pub delegation_depth: Option<u64>,
+    /// The preset the agent was composed from.
+    pub agent_preset: Option<String>,
+    /// Header fields this build does not know, as a JSON object.
+    pub extra: Option<String>,
+}
+
+/// A generation or session row with the columns every row carries.
+#[derive(Clone, Copy, Debug)]
+pub struct Sourced<'a, T> {
+    /// Agent directory name, session id or transcript id.
+    pub source_id: &'a str,
+    /// The host that exported it.
+    pub host: &'a str,
+    /// The row.
+    pub row: &'a T,
+}
+
+impl Row for Sourced<'_, GenerationRow> {
+    const COLUMNS: &'static [ColumnSpec] = GENERATION_COLUMNS;
+
+    fn push(&self, sink: &mut RowSink<'_>) {
+        let g = self.row;
+        sink.text(Some(self.source_id.as_bytes()));
+        sink.text(Some(self.host.as_bytes()));
+        sink.int(Some(int(g.generation)));
+        sink.int(g.molt_count.map(int));
+        sink.int(g.boundary_offset.map(int));
+        sink.text(Some(g.boundary_initiator.as_bytes()));
+        sink.int(g.boundary_ts);
+        sink.int(g.before_tokens.map(int));
+        sink.int(g.after_tokens.map(int));
+        sink.int(g.first_ts);
+        sink.int(Some(int(g.events)));
+        sink.int(Some(int(g.api_calls)));
+        for total in g.tokens {
+            sink.int(Some(int(total)));
+        }
+    }
+}
+
+fn text(value: &Option<String>) -> Option<&[u8]> {
+    value.as_deref().map(str::as_bytes)
+}
+
+impl Row for Sourced<'_, SessionRow> {
+    const COLUMNS: &'static [ColumnSpec] = SESSION_COLUMNS;
+
+    fn push(&self, sink: &mut RowSink<'_>) {
+        let s = self.row;
+        sink.text(Some(self.source_id.as_bytes()));
+        sink.text(Some(self.host.as_bytes()));
+        sink.int(s.version.map(int));
+        sink.int(s.created_at);
+        sink.text(text(&s.cwd));
+        sink.text(text(&s.parent_session));
+        sink.int(s.seed_length.map(int));
+        sink.text(text(&s.origin));
+        sink.int(s.delegation_depth.map(int));
+        sink.text(text(&s.agent_preset));
+        sink.text(text(&s.extra));
+    }
+}

@@ -1,0 +1,397 @@
+//! One source's export: recover its last commit, compare its log with what was exported,
+//! write the new rows, commit.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::commit::{Applied, Place, Steps, apply, create_dir, sweep, write_state};
+use super::coverage::Check;
+use super::error::ExportError;
+use super::layout::{Found, Table, source_key, utc_date};
+use super::part::write_all;
+use super::rows::{GenerationRow, SessionRow, Sourced};
+use super::scan::{Resume, ScanOptions, scan};
+use super::source::Source;
+use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
+use crate::log::open_for_read;
+
+/// What an export did with one source.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourceReport {
+    /// The source's kind (`agent`, `session`, `transcript`).
+    pub kind: &'static str,
+    /// Its `source_id`.
+    pub source_id: String,
+    /// Its log.
+    pub log: PathBuf,
+    /// `first` (nothing exported before), `incremental`, `unchanged`, or `reexported` (the log
+    /// was rewritten or truncated, or its export state was unusable: see `reason`).
+    pub action: &'static str,
+    /// Why a source was exported whole again.
+    pub reason: Option<String>,
+    /// The byte range of the log read.
+    pub from: u64,
+    /// See `from`.
+    pub to: u64,
+    /// Event rows written.
+    pub rows: u64,
+    /// Files written (committed), with their rows and bytes.
+    pub files: Vec<FileReport>,
+    /// Files deleted: replaced parts and leftovers of interrupted exports.
+    pub removed: usize,
+    /// For a session whose log has a line breaking its rules: where its committed region ends.
+    pub stopped_at: Option<u64>,
+}
+
+/// One file an export wrote.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileReport {
+    /// Its table.
+    pub table: Table,
+    /// Its path.
+    pub path: PathBuf,
+    /// Rows in it.
+    pub rows: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// A source ready to export: its last commit recovered, its log compared with it.
+pub struct Prepared {
+    source: Source,
+    key: String,
+    log: File,
+    previous: Option<SourceState>,
+    check: Option<Check>,
+    reason: Option<String>,
+    removed: usize,
+}
+
+/// Settings shared by every source of a run.
+pub struct Context<'a> {
+    /// The dataset directory.
+    pub out: &'a Path,
+    /// The host name.
+    pub host: &'a str,
+    /// Where states live.
+    pub state_dir: &'a Path,
+    /// Whether event rows carry their JSON text.
+    pub json_text: bool,
+    /// Files of ours found in the dataset when the run started.
+    pub found: &'a [Found],
+}
+
+impl Context<'_> {
+    fn place<'k>(&'k self, source: &Source, key: &'k str) -> Place<'k> {
+        Place {
+            out: self.out,
+            host: self.host,
+            key,
+            kind: source.kind,
+        }
+    }
+}
+
+/// Recovers `source`'s last commit (finishing it, or starting over if its state is unusable)
+/// and compares its log with what was exported.
+pub fn prepare(
+    ctx: &Context<'_>,
+    source: Source,
+    steps: &mut Steps,
+) -> Result<Prepared, ExportError> {
+    let key = source_key(source.kind, &source.log);
+    let place = ctx.place(&source, &key);
+    let (mut previous, mut reason) = load_state(ctx.state_dir, &key);
+    if let Some(state) = &previous
+        && (state.kind != source.kind || state.log != source.log)
+    {
+        reason = Some("the export state belongs to another log".to_owned());
+        previous = None;
+    }
+    if let Some(state) = &previous
+        && let Applied::Missing(path) = apply(&place, state, steps)?
+    {
+        reason = Some(format!("part {} is missing", path.display()));
+        previous = None;
+    }
+    let removed = sweep(&place, ctx.found, previous.as_ref(), steps)?;
+    let log = open_for_read(&source.log)?;
+    let check = match &previous {
+        Some(state) => Some(
+            state
+                .coverage
+                .check(&log)
+                .map_err(|e| ExportError::io("read", &source.log, e))?,
+        ),
+        None => None,
+    };
+    match check {
+        Some(Check::Truncated) => reason = Some("the log was truncated".to_owned()),
+        Some(Check::Rewritten) => reason = Some("the log was rewritten".to_owned()),
+        _ => {}
+    }
+    Ok(Prepared {
+        source,
+        key,
+        log,
+        previous,
+        check,
+        reason,
+        removed,
+    })
+}
+
+/// Reads a state; `(None, reason)` when it is absent or unusable.
+fn load_state(dir: &Path, key: &str) -> (Option<SourceState>, Option<String>) {
+    let path = dir.join(format!("{key}.state"));
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    if size > MAX_STATE_BYTES as u64 {
+        return (
+            None,
+            Some(format!("its export state is too large ({size} bytes)")),
+        );
+    }
+    match std::fs::read(&path) {
+        Ok(bytes) => match SourceState::decode(&bytes) {
+            Ok(state) => (Some(state), None),
+            Err(e) => {
+                tracing::warn!(state = %path.display(), error = %e, "unusable export state; exporting the source whole");
+                (None, Some(format!("its export state is unusable: {e}")))
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
+        Err(e) => (None, Some(format!("its export state cannot be read: {e}"))),
+    }
+}
+
+/// Exports what `prepared` found new, and commits.
+pub fn run(
+    ctx: &Context<'_>,
+    prepared: Prepared,
+    progress: &mut dyn FnMut(u64),
+    steps: &mut Steps,
+) -> Result<SourceReport, ExportError> {
+    let Prepared {
+        source,
+        key,
+        log,
+        previous,
+        check,
+        reason,
+        removed,
+        ..
+    } = prepared;
+    let place = ctx.place(&source, &key);
+    let incremental = matches!(check, Some(Check::Grew | Check::Current));
+    let action = match (&previous, incremental) {
+        (_, true) => "incremental",
+        (None, _) if reason.is_none() => "first",
+        _ => "reexported",
+    };
+    let (resume, mut kept, mut retired, mut next_serial) = match previous {
+        Some(state) if incremental => (
+            Resume {
+                crc: state.coverage.crc,
+                fold: state.fold,
+                generations: state.generations,
+                session: state.session,
+            },
+            state.parts,
+            Vec::new(),
+            state.next_serial,
+        ),
+        Some(state) => (
+            Resume::default(),
+            Vec::new(),
+            state.parts,
+            state.next_serial,
+        ),
+        None => (Resume::default(), Vec::new(), Vec::new(), 0),
+    };
+    let from = resume.fold.end;
+    let (old_generations, old_session) = (resume.generations.clone(), resume.session.clone());
+    let options = ScanOptions {
+        host: ctx.host,
+        json_text: ctx.json_text,
+    };
+    let scanned = scan(
+        &source,
+        &log,
+        resume,
+        &place,
+        &options,
+        &mut next_serial,
+        progress,
+        steps,
+    )?;
+    let mut report = SourceReport {
+        kind: source.kind.as_str(),
+        source_id: source.id.clone(),
+        log: source.log.clone(),
+        action,
+        reason,
+        from,
+        to: scanned.coverage.end,
+        rows: scanned.parts.iter().map(|p| p.rows).sum(),
+        files: Vec::new(),
+        removed,
+        stopped_at: scanned.stopped_at,
+    };
+    let mut written = scanned.parts.clone();
+    let generation_dates = |rows: &[GenerationRow]| by_date(rows, |g| g.first_ts);
+    let session_dates = |rows: &[SessionRow]| by_date(rows, |s| s.created_at);
+    for (date, rows) in changed(
+        generation_dates(&old_generations),
+        generation_dates(&scanned.generations),
+    ) {
+        retire(&mut kept, &mut retired, Table::Generations, &date);
+        if !rows.is_empty() {
+            let rows: Vec<_> = rows
+                .iter()
+                .map(|row| Sourced {
+                    source_id: &source.id,
+                    host: ctx.host,
+                    row,
+                })
+                .collect();
+            written.push(write_small(
+                &place,
+                Table::Generations,
+                date,
+                &rows,
+                &mut next_serial,
+                steps,
+            )?);
+        }
+    }
+    let old_session: Vec<SessionRow> = old_session.into_iter().collect();
+    let new_session: Vec<SessionRow> = scanned.session.iter().cloned().collect();
+    for (date, rows) in changed(session_dates(&old_session), session_dates(&new_session)) {
+        retire(&mut kept, &mut retired, Table::Sessions, &date);
+        if !rows.is_empty() {
+            let rows: Vec<_> = rows
+                .iter()
+                .map(|row| Sourced {
+                    source_id: &source.id,
+                    host: ctx.host,
+                    row,
+                })
+                .collect();
+            written.push(write_small(
+                &place,
+                Table::Sessions,
+                date,
+                &rows,
+                &mut next_serial,
+                steps,
+            )?);
+        }
+    }
+    if written.is_empty() && retired.is_empty() && incremental && scanned.coverage.end == from {
+        report.action = "unchanged";
+        return Ok(report);
+    }
+    kept.extend(written.iter().cloned());
+    let state = SourceState {
+        kind: source.kind,
+        source_id: source.id.clone(),
+        log: source.log.clone(),
+        coverage: scanned.coverage,
+        fold: scanned.fold,
+        generations: scanned.generations,
+        session: scanned.session,
+        parts: kept,
+        retired,
+        next_serial,
+    };
+    create_dir(ctx.state_dir)?;
+    write_state(ctx.state_dir, &key, &state, steps)?;
+    if let Applied::Missing(path) = apply(&place, &state, steps)? {
+        return Err(ExportError::io(
+            "reveal",
+            &path,
+            std::io::ErrorKind::NotFound.into(),
+        ));
+    }
+    report.removed += state.retired.len();
+    report.files = written
+        .iter()
+        .map(|part| FileReport {
+            table: part.table,
+            path: place.final_path(part),
+            rows: part.rows,
+            bytes: part.bytes,
+        })
+        .collect();
+    Ok(report)
+}
+
+/// Rows grouped by the UTC date of their time.
+fn by_date<T: Clone>(
+    rows: &[T],
+    time: impl Fn(&T) -> Option<i64>,
+) -> BTreeMap<Option<String>, Vec<T>> {
+    let mut out: BTreeMap<Option<String>, Vec<T>> = BTreeMap::new();
+    for row in rows {
+        out.entry(time(row).and_then(utc_date))
+            .or_default()
+            .push(row.clone());
+    }
+    out
+}
+
+/// The dates whose rows differ, with their new rows (empty when none are left).
+fn changed<T: PartialEq>(
+    old: BTreeMap<Option<String>, Vec<T>>,
+    mut new: BTreeMap<Option<String>, Vec<T>>,
+) -> Vec<(Option<String>, Vec<T>)> {
+    let mut out = Vec::new();
+    for (date, rows) in old {
+        match new.remove(&date) {
+            Some(now) if now == rows => {}
+            Some(now) => out.push((date, now)),
+            None => out.push((date, Vec::new())),
+        }
+    }
+    out.extend(new);
+    out
+}
+
+/// Moves the kept parts of `table` at `date` to the retired list.
+fn retire(kept: &mut Vec<Part>, retired: &mut Vec<Part>, table: Table, date: &Option<String>) {
+    let (gone, stay): (Vec<Part>, Vec<Part>) = std::mem::take(kept)
+        .into_iter()
+        .partition(|p| p.table == table && &p.date == date);
+    *kept = stay;
+    retired.extend(gone);
+}
+
+/// Writes a small table's rows of one date as one part under its temporary name.
+fn write_small<R: super::part::Row>(
+    place: &Place<'_>,
+    table: Table,
+    date: Option<String>,
+    rows: &[R],
+    next_serial: &mut u64,
+    steps: &mut Steps,
+) -> Result<Part, ExportError> {
+    let serial = take_serial(next_serial).ok_or_else(|| ExportError::TooManyParts {
+        key: place.key.to_owned(),
+    })?;
+    let mut part = Part {
+        table,
+        date,
+        serial,
+        rows: 0,
+        bytes: 0,
+    };
+    create_dir(&place.dir(table, part.date.as_deref()))?;
+    let written = write_all(&place.temp_path(&part), rows)?;
+    steps.step()?;
+    part.rows = written.rows;
+    part.bytes = written.bytes;
+    Ok(part)
+}
