@@ -4,13 +4,13 @@
 # disagreement. Usage: fuzz/smoke.sh [seconds per target, default 30]
 #
 # Environment:
-#   SMOKE_SECONDS        seconds per target (default 30; 7 targets => 3.5 minutes of fuzzing)
+#   SMOKE_SECONDS        seconds per target (default 30; 8 targets => 4 minutes of fuzzing)
 #   SMOKE_REGRESSIONS=0  skip replaying fuzz/regressions/ (on by default)
 set -euo pipefail
 
 cd "$(dirname "$0")"
 seconds="${1:-${SMOKE_SECONDS:-30}}"
-targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state)
+targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
@@ -44,7 +44,7 @@ for t in "${targets[@]}"; do
     [[ -d "seeds/$t" ]] && seeds=("seeds/$t")
     extra=()
     case "$t" in
-        extract_line | log_bytes) extra=(-dict=dict/json.dict) ;;
+        extract_line | log_bytes | search_requests) extra=(-dict=dict/json.dict) ;;
         session_log | query_requests) extra=(-dict=dict/session.dict) ;;
         log_ops) extra=(-max_len=4096) ;;
     esac

@@ -15,6 +15,8 @@
 //! * [`query`]: dsh-style session stores: live and persisted sessions, the surface fold,
 //!   filters, windows, traces, legacy normalization, read through each session's index.
 //! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
+//! * [`search`]: full-text search over a store's sessions, from a derived SQLite FTS5 index
+//!   caught up with the logs before every search.
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! ```
@@ -42,6 +44,7 @@ pub mod generation;
 pub mod index;
 pub mod log;
 pub mod query;
+pub mod search;
 pub mod synth;
 
 /// The README's example, compiled and run as a doctest so it cannot rot.

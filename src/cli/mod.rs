@@ -9,6 +9,7 @@ mod demo;
 mod export;
 mod generations;
 mod index;
+mod search;
 mod sessions;
 mod status;
 mod table;
@@ -75,6 +76,8 @@ enum Command {
     TraceEvent(sessions::TraceEventArgs),
     /// Write agent logs and session stores as a Parquet dataset, incrementally.
     Export(export::Args),
+    /// Full-text search over a store's sessions (one phrase, case and accents ignored).
+    Search(search::SearchArgs),
 }
 
 /// `--tier` values.
@@ -212,6 +215,7 @@ pub fn run() -> ExitCode {
         Command::TraceSession(args) => (sessions::trace_session(&args), args.json),
         Command::TraceEvent(args) => (sessions::trace_event(&args), args.json),
         Command::Export(args) => (export::run(&args), args.json),
+        Command::Search(args) => (search::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -118,7 +118,7 @@ impl From<QueryError> for Failure {
 }
 
 /// Opens a store for reading; a missing directory is an error, not a new store.
-fn open(root: &Path) -> Result<Store, Failure> {
+pub(super) fn open(root: &Path) -> Result<Store, Failure> {
     if !root.is_dir() {
         return Err(Failure::new(
             "no_store",

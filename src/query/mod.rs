@@ -97,6 +97,13 @@ pub use types::{
 };
 pub use window::{DEFAULT_READ_WINDOW_MAX, WindowRequest};
 
+// The read rules of a stored log, for the search index's reader (src/search/reader.rs), which
+// must judge a log exactly as the query service does.
+pub(crate) use envelope::{check_message_shape, parse_header};
+pub(crate) use filter::{compile_event_filters, compile_session_filters};
+pub(crate) use legacy::{needs_prefix, normalize_log};
+pub(crate) use stored::parse_stored_line;
+
 /// Internals that the fuzz targets and integration tests check against their own models
 /// (feature `testing`): not part of the supported API.
 #[cfg(feature = "testing")]

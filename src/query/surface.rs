@@ -164,7 +164,10 @@ enum Change {
 /// of the first node of the range it replaces, which puts it exactly where the range was. So a
 /// replace finds its range with two lookups and one range scan, and no label ever moves: a
 /// long session's rewrites cost their own size, not the surface's length.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// It serializes, so a derived index (the search index) can keep a session's fold and continue
+/// it from the next appended event.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SurfaceState {
     /// The current nodes: order label → seq, in surface order.
     order: BTreeMap<u64, u64>,

@@ -249,7 +249,7 @@ pub enum SurfaceClass {
 }
 
 /// One replacement recorded by the fold, in event order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Replacement {
     /// The replacing event.

@@ -1,0 +1,348 @@
+//! The index file: where it lives, its schema, and what happens when it is not ours.
+//!
+//! `ROOT/.agentlog-search/index.sqlite` (a session id never starts with `.`, so the folder can
+//! never be a session). The folder is 0700 and every file in it 0600: the index holds the
+//! conversations' text. A search holds `lock` (an OS lock) from its first read of the index to
+//! its answer, so two processes never catch the same session up twice, and a rebuild never
+//! pulls the file from under another search.
+//!
+//! A file that is not a SQLite database, belongs to another application, has another schema
+//! version or a table we did not make, or that SQLite reports damaged, is deleted and built
+//! again: everything in it is derived from the logs.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::search::error::SearchError;
+
+/// The folder of a store's search index.
+pub const INDEX_DIR: &str = ".agentlog-search";
+/// The index file inside it.
+pub const INDEX_FILE: &str = "index.sqlite";
+const LOCK_FILE: &str = "lock";
+
+/// `PRAGMA application_id` of our index files: "AGLS".
+pub const APPLICATION_ID: i32 = 0x4147_4C53;
+/// `PRAGMA user_version`: the schema version. Another value is rebuilt.
+pub const SCHEMA_VERSION: i32 = 2;
+
+const SCHEMA: &str = "
+CREATE TABLE state(
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  instance TEXT NOT NULL,
+  generation INTEGER NOT NULL
+) STRICT;
+CREATE TABLE sessions(
+  key INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  header TEXT,
+  created_at INTEGER,
+  cwd TEXT,
+  parent TEXT,
+  generation INTEGER NOT NULL,
+  error_code TEXT,
+  error TEXT,
+  dev INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  mtime INTEGER NOT NULL,
+  ctime INTEGER NOT NULL,
+  settled INTEGER NOT NULL,
+  covered INTEGER NOT NULL,
+  head_len INTEGER NOT NULL,
+  head_crc INTEGER NOT NULL,
+  tail_start INTEGER NOT NULL,
+  tail_len INTEGER NOT NULL,
+  tail_crc INTEGER NOT NULL,
+  next_seq INTEGER NOT NULL
+) STRICT;
+CREATE TABLE folds(
+  key INTEGER PRIMARY KEY,
+  fold BLOB NOT NULL
+) STRICT;
+CREATE TABLE docs(
+  id INTEGER PRIMARY KEY, -- session key << 32 | seq
+  session INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  surface TEXT NOT NULL,
+  length INTEGER NOT NULL
+) STRICT;
+CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
+";
+
+/// The tables (and FTS5 shadow tables) of [`SCHEMA`]; anything else means the file is not ours.
+/// (Folds have a table of their own: inline, their blobs spread the session rows, which every
+/// search reads, over a page each.)
+const TABLES: [&str; 9] = [
+    "docs",
+    "folds",
+    "fts",
+    "fts_config",
+    "fts_content",
+    "fts_data",
+    "fts_idx",
+    "sessions",
+    "state",
+];
+
+/// An open index and the lock that serializes searches on it.
+#[derive(Debug)]
+pub struct Db {
+    /// The connection.
+    pub conn: Connection,
+    /// The index's own id (cursors carry it).
+    pub instance: String,
+    /// The file's identity when opened: another file at the path means reopen.
+    identity: (u64, u64),
+    path: PathBuf,
+}
+
+/// Where the index of the store at `root` lives.
+pub fn index_dir(root: &Path) -> PathBuf {
+    root.join(INDEX_DIR)
+}
+
+/// Creates (or tightens) the index folder and takes the search lock; the lock is held until
+/// the returned file is dropped.
+pub fn lock(dir: &Path) -> Result<File, SearchError> {
+    create_private_dir(dir)
+        .map_err(|e| SearchError::index_io(format!("creating {}", dir.display()), e))?;
+    let path = dir.join(LOCK_FILE);
+    let file = private_file(&path, false)
+        .map_err(|e| SearchError::index_io(format!("opening {}", path.display()), e))?;
+    file.lock()
+        .map_err(|e| SearchError::index_io(format!("locking {}", path.display()), e))?;
+    Ok(file)
+}
+
+impl Db {
+    /// Opens the index in `dir` (the lock held), building it when it is missing or not ours.
+    pub fn open(dir: &Path) -> Result<Db, SearchError> {
+        let path = dir.join(INDEX_FILE);
+        if path.exists() {
+            match Db::open_existing(&path) {
+                Ok(db) => return Ok(db),
+                Err(reason) => {
+                    tracing::warn!(index = %path.display(), %reason, "search index not usable; rebuilding it");
+                }
+            }
+        }
+        Db::create(&path)
+    }
+
+    /// Deletes the index files and builds an empty index (the lock held).
+    pub fn rebuild(dir: &Path) -> Result<Db, SearchError> {
+        Db::create(&dir.join(INDEX_FILE))
+    }
+
+    /// Whether the file at the path is still the one this connection has open.
+    pub fn is_current(&self) -> bool {
+        fs::metadata(&self.path).is_ok_and(|m| identity(&m) == self.identity)
+    }
+
+    fn open_existing(path: &Path) -> Result<Db, String> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| e.to_string())?;
+        let pragma = |name: &str| -> Result<i32, String> {
+            conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+                .map_err(|e| e.to_string())
+        };
+        if pragma("application_id")? != APPLICATION_ID {
+            return Err("another application's database".into());
+        }
+        let version = pragma("user_version")?;
+        if version != SCHEMA_VERSION {
+            return Err(format!("schema version {version}, not {SCHEMA_VERSION}"));
+        }
+        let mut tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| e.to_string())?;
+        tables.sort();
+        if tables != TABLES {
+            return Err(format!("unexpected tables {tables:?}"));
+        }
+        let instance: String = conn
+            .query_row("SELECT instance FROM state WHERE singleton = 1", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| e.to_string())?;
+        configure(&conn).map_err(|e| e.to_string())?;
+        let metadata = fs::metadata(path).map_err(|e| e.to_string())?;
+        Ok(Db {
+            conn,
+            instance,
+            identity: identity(&metadata),
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn create(path: &Path) -> Result<Db, SearchError> {
+        let fail = |what: &str, e: rusqlite::Error| {
+            SearchError::index(format!("{what} {}", path.display()), e)
+        };
+        remove_index_files(path)?;
+        private_file(path, true)
+            .map_err(|e| SearchError::index_io(format!("creating {}", path.display()), e))?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| fail("opening", e))?;
+        configure(&conn).map_err(|e| fail("configuring", e))?;
+        let instance = new_instance_id();
+        conn.execute_batch(&format!(
+            "BEGIN; PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; {SCHEMA} COMMIT;"
+        ))
+        .map_err(|e| fail("creating the schema of", e))?;
+        conn.execute(
+            "INSERT INTO state(singleton, instance, generation) VALUES (1, ?1, 0)",
+            [&instance],
+        )
+        .map_err(|e| fail("initializing", e))?;
+        let metadata = fs::metadata(path)
+            .map_err(|e| SearchError::index_io(format!("reading {}", path.display()), e))?;
+        tracing::info!(index = %path.display(), "search index created");
+        Ok(Db {
+            conn,
+            instance,
+            identity: identity(&metadata),
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// Whether a SQLite error says the file is damaged or not a database (so: rebuild it).
+pub fn is_damage(error: &SearchError) -> bool {
+    let SearchError::IndexFailed { cause, .. } = error else {
+        return false;
+    };
+    cause
+        .downcast_ref::<rusqlite::Error>()
+        .and_then(rusqlite::Error::sqlite_error_code)
+        .is_some_and(|code| matches!(code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    // WAL with NORMAL sync cannot corrupt the file; a commit lost to a power cut is redone by
+    // the next search, since the index is derived.
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    // A larger page cache than the 2 MB default keeps FTS5's segment merges in memory while a
+    // store is indexed; the WAL is cut back after checkpoints instead of keeping its peak size.
+    conn.execute_batch(
+        "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;
+         PRAGMA journal_size_limit = 4194304;",
+    )
+}
+
+fn identity(metadata: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
+}
+
+fn remove_index_files(path: &Path) -> Result<(), SearchError> {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        match fs::remove_file(PathBuf::from(&name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SearchError::index_io(
+                    format!("removing {}", Path::new(&name).display()),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A random 128-bit id, as hex: the OS seeds every `RandomState`.
+pub(crate) fn new_instance_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut parts = [0u64; 2];
+    for (i, part) in parts.iter_mut().enumerate() {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_usize(i);
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        hasher.write_u32(std::process::id());
+        *part = hasher.finish();
+    }
+    format!("{:016x}{:016x}", parts[0], parts[1])
+}
+
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let metadata = fs::symlink_metadata(dir)?;
+            if !metadata.is_dir() {
+                return Err(io::Error::other(format!(
+                    "{} is not a directory",
+                    dir.display()
+                )));
+            }
+            if metadata.permissions().mode() & 0o077 != 0 {
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn private_file(path: &Path, new: bool) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).mode(0o600);
+    if new {
+        options.create_new(true);
+    } else {
+        options.create(true);
+    }
+    options.open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn files_are_private_and_foreign_files_are_rebuilt() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = index_dir(root.path());
+        let _lock = lock(&dir).unwrap();
+        let db = Db::open(&dir).unwrap();
+        let first = db.instance.clone();
+        drop(db);
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join(INDEX_FILE)), 0o600);
+        assert_eq!(mode(&dir.join(LOCK_FILE)), 0o600);
+        assert_eq!(
+            Db::open(&dir).unwrap().instance,
+            first,
+            "reopened, not rebuilt"
+        );
+        fs::write(dir.join(INDEX_FILE), b"not a database at all, just bytes").unwrap();
+        let rebuilt = Db::open(&dir).unwrap();
+        assert_ne!(rebuilt.instance, first);
+        assert_eq!(mode(&dir.join(INDEX_FILE)), 0o600);
+    }
+}

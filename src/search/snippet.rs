@@ -1,0 +1,190 @@
+//! Snippets: a bounded, single-line excerpt around an event's first match
+//! (docs/SEARCH.md, "Snippets").
+//!
+//! The input is the document's text with each match wrapped in U+FDD0 ... U+FDD1 (the index's
+//! highlight markers, which documents can never contain). Whitespace runs become one space, the
+//! excerpt starts a third of the budget before the first match, and an ellipsis marks each cut
+//! side; the result never exceeds the budget in code points.
+
+use crate::search::request::is_js_space;
+
+/// The default snippet budget, in code points.
+pub const DEFAULT_SNIPPET_CHARS: usize = 240;
+
+/// Opens a highlighted match in marked text.
+pub const MARK_OPEN: char = '\u{FDD0}';
+/// Closes a highlighted match in marked text.
+pub const MARK_CLOSE: char = '\u{FDD1}';
+
+const ELLIPSIS: char = '…';
+
+/// An excerpt and where the matches are in it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snippet {
+    /// The excerpt.
+    pub text: String,
+    /// The highlighted ranges of `text`, as code point offsets `[start, end)`, ascending.
+    pub marks: Vec<(usize, usize)>,
+}
+
+/// The snippet of `marked` within `max` code points.
+pub fn make_snippet(marked: &str, max: usize) -> Snippet {
+    // One pass: markers dropped (the first one's position kept), whitespace collapsed.
+    let mut chars: Vec<char> = Vec::with_capacity(marked.len());
+    let mut lit: Vec<bool> = Vec::with_capacity(marked.len());
+    let mut match_start: Option<usize> = None;
+    let mut open = false;
+    for c in marked.chars() {
+        match c {
+            MARK_OPEN => {
+                match_start.get_or_insert(chars.len());
+                open = true;
+            }
+            MARK_CLOSE => open = false,
+            c if is_js_space(c) => {
+                if chars.last().is_some_and(|last| *last != ' ') {
+                    chars.push(' ');
+                    lit.push(open);
+                }
+            }
+            c => {
+                chars.push(c);
+                lit.push(open);
+            }
+        }
+    }
+    if chars.last() == Some(&' ') {
+        chars.pop();
+        lit.pop();
+    }
+    let len = chars.len();
+    if len <= max {
+        return build(&chars, &lit, 0, len, "", "");
+    }
+    if max <= 1 {
+        return Snippet {
+            text: if max == 1 {
+                ELLIPSIS.to_string()
+            } else {
+                String::new()
+            },
+            marks: Vec::new(),
+        };
+    }
+    let m = match_start.unwrap_or(0).min(len - 1);
+    let mut start = m.saturating_sub(max / 3);
+    let prefix = if start > 0 { "…" } else { "" };
+    let mut suffix = "…";
+    let width = |s: &str| s.chars().count();
+    let mut content = max.saturating_sub(width(prefix) + width(suffix));
+    if content < 1 {
+        start = m;
+        suffix = "";
+        content = max.saturating_sub(width(prefix));
+    } else if m >= start + content {
+        start = m + 1 - content;
+    }
+    let end = len.min(start + content);
+    if end == len {
+        suffix = "";
+        content = max.saturating_sub(width(prefix));
+        start = end.saturating_sub(content);
+    }
+    build(
+        &chars,
+        &lit,
+        start,
+        len.min(start + content),
+        prefix,
+        suffix,
+    )
+}
+
+fn build(
+    chars: &[char],
+    lit: &[bool],
+    start: usize,
+    end: usize,
+    prefix: &str,
+    suffix: &str,
+) -> Snippet {
+    let body = chars.get(start..end).unwrap_or_default();
+    let flags = lit.get(start..end).unwrap_or_default();
+    let mut text = String::with_capacity(body.len() + 8);
+    text.push_str(prefix);
+    text.extend(body);
+    text.push_str(suffix);
+    let offset = prefix.chars().count();
+    let mut marks = Vec::new();
+    let mut run: Option<usize> = None;
+    for (i, on) in flags.iter().chain(std::iter::once(&false)).enumerate() {
+        match (run, *on) {
+            (None, true) => run = Some(i),
+            (Some(s), false) => {
+                marks.push((offset + s, offset + i));
+                run = None;
+            }
+            _ => {}
+        }
+    }
+    Snippet { text, marks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marked(before: &str, hit: &str, after: &str) -> String {
+        format!("{before}{MARK_OPEN}{hit}{MARK_CLOSE}{after}")
+    }
+
+    #[test]
+    fn short_text_is_whole_on_one_line() {
+        let s = make_snippet(&marked("  say\n\n", "hello", "  world \t"), 240);
+        assert_eq!(s.text, "say hello world");
+        assert_eq!(s.marks, vec![(4, 9)]);
+    }
+
+    #[test]
+    fn long_text_starts_a_third_before_the_match_and_marks_cuts() {
+        let text = marked(&"a".repeat(300), "needle", &"b".repeat(300));
+        let s = make_snippet(&text, 30);
+        assert_eq!(s.text.chars().count(), 30);
+        assert!(s.text.starts_with('…') && s.text.ends_with('…'));
+        // The match starts max/3 code points into the cut text, after the ellipsis.
+        assert_eq!(s.text.chars().position(|c| c == 'n'), Some(11));
+        assert_eq!(s.marks, vec![(11, 17)]);
+    }
+
+    #[test]
+    fn a_match_near_the_end_pulls_the_window_back() {
+        let text = marked(&"a".repeat(100), "end", "");
+        let s = make_snippet(&text, 20);
+        assert_eq!(s.text, format!("…{}end", "a".repeat(16)));
+        assert_eq!(s.marks, vec![(17, 20)]);
+    }
+
+    #[test]
+    fn a_match_at_the_start_keeps_no_prefix() {
+        let text = marked("", "start", &" x".repeat(100));
+        let s = make_snippet(&text, 10);
+        assert_eq!(s.text, "start x x…");
+        assert_eq!(make_snippet(&text, 1).text, "…");
+        assert!(make_snippet(&text, 2).text.chars().count() <= 2);
+    }
+
+    #[test]
+    fn the_budget_is_never_exceeded() {
+        for max in 0..40 {
+            for at in [0, 5, 50, 99] {
+                let text = format!(
+                    "{}{MARK_OPEN}x{MARK_CLOSE}{}",
+                    "y ".repeat(at),
+                    " z".repeat(60)
+                );
+                let s = make_snippet(&text, max);
+                assert!(s.text.chars().count() <= max, "max {max} at {at}");
+            }
+        }
+    }
+}

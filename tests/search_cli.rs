@@ -1,0 +1,327 @@
+//! `agentlog search` as a user runs it: pages across processes, stale and invalid cursors,
+//! error codes and exit statuses, the index's permissions, and index files that are damaged
+//! or not ours.
+
+mod search_common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use search_common as oracle;
+use serde_json::Value;
+
+fn agentlog(args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(args)
+        .env("AGENTLOG_LOG", "error")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let json = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), json, stdout)
+}
+
+fn search(root: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["search", root.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push("--json");
+    let (code, json, _) = agentlog(&args);
+    (code, json)
+}
+
+/// Five sessions each saying "needle" a different number of times, so the order is known.
+fn store(root: &Path) {
+    for n in 1..=5u64 {
+        let id = format!("s{n}");
+        let text = vec!["needle"; n as usize].join(" ");
+        oracle::write_log(
+            root,
+            &id,
+            &[
+                oracle::header(&id, n),
+                oracle::user(0, 1, &text),
+                oracle::user(1, 2, "needle in a haystack, once"),
+            ],
+        );
+    }
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["header"]["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_cursor_pages_across_processes_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let (code, first) = search(dir.path(), &["needle", "--limit", "2"]);
+    assert_eq!(code, 0);
+    assert_eq!(ids(&first), ["s5", "s4"]);
+    let mut seen = ids(&first);
+    let mut cursor = first["nextCursor"].as_str().unwrap().to_string();
+    loop {
+        let (code, page) = search(dir.path(), &["needle", "--limit", "2", "--cursor", &cursor]);
+        assert_eq!(code, 0, "{page}");
+        seen.extend(ids(&page));
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["s5", "s4", "s3", "s2", "s1"]);
+    // Event search pages too, and the last page has no nextCursor key at all.
+    let (_, events) = search(dir.path(), &["needle", "--session", "s3", "--limit", "1"]);
+    assert_eq!(events["hits"][0]["seq"], 0);
+    assert_eq!(events["session"]["id"], "s3");
+    let next = events["nextCursor"].as_str().unwrap();
+    let (_, last) = search(
+        dir.path(),
+        &[
+            "needle",
+            "--session",
+            "s3",
+            "--limit",
+            "1",
+            "--cursor",
+            next,
+        ],
+    );
+    assert_eq!(last["hits"][0]["seq"], 1);
+    assert!(last.get("nextCursor").is_none());
+}
+
+#[test]
+fn cursors_go_stale_when_what_they_searched_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let (_, sessions) = search(dir.path(), &["needle", "--limit", "1"]);
+    let session_cursor = sessions["nextCursor"].as_str().unwrap().to_string();
+    let (_, events) = search(dir.path(), &["needle", "--session", "s2", "--limit", "1"]);
+    let event_cursor = events["nextCursor"].as_str().unwrap().to_string();
+    // A change elsewhere: session cursors are stale, s2's event cursor still pages.
+    oracle::append_lines(dir.path(), "s5", &[oracle::user(2, 3, "more needle")]);
+    let (code, err) = search(
+        dir.path(),
+        &["needle", "--limit", "1", "--cursor", &session_cursor],
+    );
+    assert_eq!((code, err["error"].as_str()), (2, Some("stale_cursor")));
+    let args = [
+        "needle",
+        "--session",
+        "s2",
+        "--limit",
+        "1",
+        "--cursor",
+        &event_cursor,
+    ];
+    let (code, page) = search(dir.path(), &args);
+    assert_eq!(code, 0, "{page}");
+    // A change to s2 itself makes its cursor stale.
+    oracle::append_lines(dir.path(), "s2", &[oracle::user(2, 3, "needle again")]);
+    let (code, err) = search(dir.path(), &args);
+    assert_eq!((code, err["error"].as_str()), (2, Some("stale_cursor")));
+}
+
+#[test]
+fn foreign_cursors_and_bad_requests_exit_2_with_the_references_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let (_, page) = search(dir.path(), &["needle", "--limit", "1"]);
+    let cursor = page["nextCursor"].as_str().unwrap().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["haystack", "--limit", "1", "--cursor", &cursor],
+            "invalid_cursor",
+        ),
+        (
+            vec!["needle", "--limit", "2", "--cursor", &cursor],
+            "invalid_cursor",
+        ),
+        (
+            vec![
+                "needle",
+                "--session",
+                "s1",
+                "--limit",
+                "1",
+                "--cursor",
+                &cursor,
+            ],
+            "invalid_cursor",
+        ),
+        (vec!["needle", "--cursor", "not a cursor"], "invalid_cursor"),
+        (vec!["   "], "invalid_query"),
+        (vec!["needle", "--limit", "0"], "invalid_limit"),
+        (vec!["needle", "--limit", "101"], "invalid_limit"),
+        (vec!["needle", "--session", "nobody"], "session_not_found"),
+        (vec!["needle", "--session", "../x"], "invalid_session_id"),
+    ];
+    for (args, code) in cases {
+        let (exit, err) = search(dir.path(), &args);
+        assert_eq!(
+            (exit, err["error"].as_str()),
+            (2, Some(code)),
+            "{args:?}: {err}"
+        );
+    }
+    let (exit, err) = search(&dir.path().join("missing"), &["needle"]);
+    assert_eq!((exit, err["error"].as_str()), (4, Some("no_store")));
+}
+
+#[test]
+fn an_unreadable_session_is_named_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    oracle::append_lines(
+        dir.path(),
+        "s3",
+        &[
+            "garbage".into(),
+            "{\"type\":\"turn/end\",\"seq\":9,\"time\":1,\"data\":{}}".into(),
+        ],
+    );
+    let (code, page) = search(dir.path(), &["needle"]);
+    assert_eq!(code, 0);
+    assert_eq!(ids(&page), ["s5", "s4", "s2", "s1"]);
+    assert_eq!(page["unreadable"][0]["sessionId"], "s3");
+    assert_eq!(page["unreadable"][0]["error"], "corrupt_session");
+    let (code, err) = search(dir.path(), &["needle", "--session", "s3"]);
+    assert_eq!((code, err["error"].as_str()), (1, Some("corrupt_session")));
+}
+
+#[test]
+fn the_table_brackets_matches_when_piped() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let (code, _, out) = agentlog(&[
+        "search",
+        dir.path().to_str().unwrap(),
+        "In A",
+        "--limit",
+        "1",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("needle [in a] haystack, once"), "{out}");
+    assert!(out.contains("next page: --cursor "), "{out}");
+    assert!(!out.contains('\x1b'));
+}
+
+fn index_files(root: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(root.join(".agentlog-search"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect()
+}
+
+#[test]
+fn the_index_is_private_and_sessions_never_see_it() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    search(dir.path(), &["needle"]);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.path().join(".agentlog-search")), 0o700);
+    let files = index_files(dir.path());
+    assert!(files.len() >= 2, "{files:?}");
+    for file in files {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    // A folder opened up by someone is closed again.
+    let folder = dir.path().join(".agentlog-search");
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    search(dir.path(), &["needle"]);
+    assert_eq!(mode(&folder), 0o700);
+    let (_, json, _) = agentlog(&["sessions", dir.path().to_str().unwrap(), "--json"]);
+    assert_eq!(
+        json.as_array().unwrap().len(),
+        5,
+        "the index folder is not a session"
+    );
+}
+
+/// Replaces the index file with `bytes`-producing damage; the next search must rebuild it and
+/// answer as before, and cursors of the old index must be refused.
+fn damage_is_rebuilt(damage: impl Fn(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let (_, before) = search(dir.path(), &["needle", "--limit", "2"]);
+    let cursor = before["nextCursor"].as_str().unwrap().to_string();
+    damage(&dir.path().join(".agentlog-search").join("index.sqlite"));
+    let (code, after) = search(dir.path(), &["needle", "--limit", "2"]);
+    assert_eq!(code, 0, "{after}");
+    assert_eq!(ids(&after), ids(&before));
+    let (code, err) = search(dir.path(), &["needle", "--limit", "2", "--cursor", &cursor]);
+    assert_eq!((code, err["error"].as_str()), (2, Some("invalid_cursor")));
+}
+
+#[test]
+fn random_bytes_are_rebuilt() {
+    damage_is_rebuilt(|path| {
+        let bytes: Vec<u8> = (0..40_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        std::fs::write(path, bytes).unwrap();
+    });
+}
+
+#[test]
+fn a_truncated_index_is_rebuilt() {
+    damage_is_rebuilt(|path| {
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len / 2).unwrap();
+    });
+}
+
+#[test]
+fn another_sqlite_database_is_rebuilt() {
+    damage_is_rebuilt(|path| {
+        std::fs::remove_file(path).unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch("CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES ('mine');")
+            .unwrap();
+    });
+}
+
+#[test]
+fn another_schema_version_is_rebuilt() {
+    damage_is_rebuilt(|path| {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch("PRAGMA user_version = 99;").unwrap();
+    });
+}
+
+#[test]
+fn deleting_the_index_loses_nothing() {
+    damage_is_rebuilt(|path| {
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    });
+}
+
+#[test]
+fn a_linked_log_is_named_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    std::fs::create_dir(dir.path().join("s6")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("s1").join("events.jsonl"),
+        dir.path().join("s6").join("events.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.path().join("s2"), dir.path().join("s7")).unwrap();
+    let (code, page) = search(dir.path(), &["needle"]);
+    assert_eq!(code, 0);
+    assert_eq!(ids(&page), ["s5", "s4", "s3", "s2", "s1"]);
+    let named: Vec<&str> = page["unreadable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["s6", "s7"]);
+}
