@@ -36,7 +36,6 @@
 //! ```
 //!
 //! See `README.md` for the command line and `docs/FORMAT.md` for the on-disk rules.
-#![warn(missing_docs)]
 
 pub mod event;
 pub mod export;
