@@ -44,6 +44,12 @@ impl TokenValue {
 
     /// Applies the rule to a float (JSON numbers with a fraction or exponent, and integers too
     /// large for `u64`, arrive as floats).
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "2^53 is exact in f64, and the cast is of a whole number checked to be in 0..=2^53"
+    )]
     pub fn from_f64(value: f64) -> TokenValue {
         // NaN fails both comparisons and is rejected; -0.0 is not negative and truncates to 0.
         if value >= 0.0 && value.trunc() <= MAX_TOKEN_VALUE as f64 {

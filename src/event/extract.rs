@@ -23,7 +23,7 @@ mod memo;
 
 pub use memo::LineMemo;
 
-/// The deepest nesting a valid line may have, counting the top-level object as 1: serde_json's
+/// The deepest nesting a valid line may have, counting the top-level object as 1: `serde_json`'s
 /// recursion limit, which applies to every value we read or `Skip` (but not to
 /// `IgnoredAny`, which we therefore never use).
 pub const MAX_NESTING: usize = 127;
@@ -228,6 +228,7 @@ impl Extractor {
     }
 
     /// Adds a line validator (see [`LineValidator`]).
+    #[must_use]
     pub fn with_validator(
         mut self,
         validator: Option<std::sync::Arc<dyn LineValidator>>,
@@ -261,7 +262,7 @@ impl Extractor {
     /// Extracts the index fields from one line (without its `\n`).
     ///
     /// Most lines take a byte-level fast path (`fast`); any line it is not certain about is
-    /// read by serde_json, which defines the answer.
+    /// read by `serde_json`, which defines the answer.
     pub fn extract<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         if let Some(fields) = fast::extract(self, line, None) {
             return Ok(fields);
@@ -284,14 +285,14 @@ impl Extractor {
         self.read_with_serde(line)
     }
 
-    /// [`Extractor::extract`] without the fast path: every line is read by serde_json. The
+    /// [`Extractor::extract`] without the fast path: every line is read by `serde_json`. The
     /// two always agree; this exists so tests and fuzz targets can check that they do.
     #[cfg(any(test, feature = "testing"))]
     pub fn extract_with_serde<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         self.read_with_serde(line)
     }
 
-    /// The serde_json reading of a line, which defines the answer.
+    /// The `serde_json` reading of a line, which defines the answer.
     fn read_with_serde<'a>(&self, line: &'a [u8]) -> Result<EventFields<'a>, LineProblem> {
         let text = std::str::from_utf8(line).map_err(|_| LineProblem::NotUtf8)?;
         self.extract_text_with_serde(text)
@@ -419,7 +420,7 @@ impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for KeySeed<'_> {
+impl Visitor<'_> for KeySeed<'_> {
     type Value = Key;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -449,6 +450,10 @@ impl<'de> de::Deserialize<'de> for StrValue<'de> {
 /// `ts`: epoch seconds as a number or numeric string, or an ISO-8601 string.
 struct SecondsValue(Field<Timestamp>);
 
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "an integer past 2^53 is out of the timestamp range however it rounds"
+)]
 impl<'de> de::Deserialize<'de> for SecondsValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
@@ -466,6 +471,10 @@ impl<'de> de::Deserialize<'de> for SecondsValue {
 /// `time`: epoch milliseconds as a number.
 struct MillisValue(Field<Timestamp>);
 
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "an integer past 2^53 is out of the timestamp range however it rounds"
+)]
 impl<'de> de::Deserialize<'de> for MillisValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
@@ -585,7 +594,7 @@ mod tests {
         assert_eq!(counts, [48213, 912, 45056, 384]);
         assert_eq!(
             f.time,
-            Field::Valid(Timestamp::from_seconds(1786000004.512).unwrap())
+            Field::Valid(Timestamp::from_seconds(1_786_000_004.512).unwrap())
         );
     }
 
@@ -598,7 +607,7 @@ mod tests {
         assert_eq!(f.kind(&Profile::lingtai(), false), EventKind::Boundary);
         assert_eq!(f.molt_count, MoltCount::Valid(4));
         assert_eq!(f.initiator_or_default(), "agent");
-        assert_eq!(f.before_tokens.count(), 171234);
+        assert_eq!(f.before_tokens.count(), 171_234);
         let f = extract(r#"{"type":"psyche_molt","molt_count":5,"initiator":"system"}"#).unwrap();
         assert_eq!(f.initiator_or_default(), "system");
         for initiator in [r#""""#, "7", "null", "[]"] {
@@ -682,7 +691,7 @@ mod tests {
         let ms = extract(r#"{"type":"x","time":1786000000500}"#).unwrap();
         assert_eq!(
             ms.time,
-            Field::Valid(Timestamp::from_seconds(1786000000.5).unwrap())
+            Field::Valid(Timestamp::from_seconds(1_786_000_000.5).unwrap())
         );
         let both = extract(r#"{"type":"x","time":1,"ts":2}"#).unwrap();
         assert_eq!(
@@ -700,7 +709,7 @@ mod tests {
         assert_eq!(extract(r#"{"seq":3}"#).unwrap().seq, Field::Valid(3));
         assert_eq!(extract(r#"{"seq":-3}"#).unwrap().seq, Field::Invalid);
         assert_eq!(extract(r#"{"seq":"3"}"#).unwrap().seq, Field::Invalid);
-        assert_eq!(extract(r#"{}"#).unwrap().seq, Field::Absent);
+        assert_eq!(extract(r"{}").unwrap().seq, Field::Absent);
     }
 
     #[test]

@@ -53,6 +53,7 @@ impl Totals {
 
     /// `self - earlier`, where `earlier` is a prefix of `self` (so nothing goes negative; a
     /// corrupt pair saturates at zero instead of panicking).
+    #[must_use]
     pub fn since(&self, earlier: &Totals) -> Totals {
         Totals {
             input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
@@ -64,6 +65,7 @@ impl Totals {
     }
 
     /// `self + other`.
+    #[must_use]
     pub fn plus(&self, other: &Totals) -> Totals {
         Totals {
             input_tokens: self.input_tokens.saturating_add(other.input_tokens),
@@ -444,7 +446,7 @@ mod tests {
     struct NoRedTypes;
 
     impl crate::event::LineValidator for NoRedTypes {
-        fn name(&self) -> &str {
+        fn name(&self) -> &'static str {
             "no-red/1"
         }
         fn accepts(&self, line: &[u8]) -> bool {

@@ -1,9 +1,9 @@
 //! Skipping a JSON value while still validating it exactly as `serde_json::Value` would.
 //!
-//! serde_json's own `IgnoredAny` skips without decoding strings, parsing numbers or counting
+//! `serde_json`'s own `IgnoredAny` skips without decoding strings, parsing numbers or counting
 //! depth, so it accepts lines that `Value` rejects (a lone surrogate escape, `1e400`, nesting
-//! past the limit). [`Skip`] lets serde_json parse each value fully, without allocating, so a
-//! line is valid for us exactly when it is valid for a plain serde_json reader.
+//! past the limit). [`Skip`] lets `serde_json` parse each value fully, without allocating, so a
+//! line is valid for us exactly when it is valid for a plain `serde_json` reader.
 
 use std::fmt;
 

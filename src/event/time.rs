@@ -20,6 +20,10 @@ const MAX_SECONDS: f64 = 253_402_300_799.0;
 
 impl Timestamp {
     /// Builds a timestamp from whole microseconds since the epoch, if in range.
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "whole seconds of an i64 of microseconds are below 2^53, exact in an f64"
+    )]
     pub fn from_micros(micros: i64) -> Option<Timestamp> {
         let seconds = micros.div_euclid(1_000_000) as f64;
         (MIN_SECONDS..=MAX_SECONDS)
@@ -39,6 +43,7 @@ impl Timestamp {
             return None;
         }
         // In range, so the product fits an i64 comfortably (|x| < 2.6e17).
+        #[expect(clippy::cast_possible_truncation, reason = "in range: see above")]
         Some(Timestamp((seconds * 1_000_000.0).round() as i64))
     }
 
@@ -69,6 +74,10 @@ impl Timestamp {
     }
 
     /// Fractional seconds since the epoch (the form lingtai writes in `ts`).
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "an f64 of seconds is the form wanted; it holds every microsecond until 2255"
+    )]
     pub fn as_seconds(self) -> f64 {
         self.0 as f64 / 1_000_000.0
     }

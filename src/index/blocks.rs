@@ -74,7 +74,7 @@ pub(crate) fn write(
     if !rest.is_empty() {
         let mut block_cursor = blocks.upper_bound_mut(Bound::<u64>::Unbounded)?;
         let mut start_cursor = starts.upper_bound_mut(Bound::<u64>::Unbounded)?;
-        for block in rest.chunks(BLOCK_EVENTS as usize) {
+        for block in rest.chunks(usize::try_from(BLOCK_EVENTS).unwrap_or(usize::MAX)) {
             let before = (totals, boundaries);
             encode_into(number, block, before, scratch)?;
             block_cursor

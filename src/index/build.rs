@@ -303,12 +303,18 @@ impl<'a> ChunkReader<'a> {
                         bytes,
                         ends,
                     };
-                    let next = NextRun {
+                    let mut next = NextRun {
                         scanner: &self.scanner,
                         spare: &mut self.spare,
                     };
-                    let ahead =
-                        fold_run(&mut self.folder, run, self.two_threads, next, rows, types);
+                    let ahead = fold_run(
+                        &mut self.folder,
+                        run,
+                        self.two_threads,
+                        &mut next,
+                        rows,
+                        types,
+                    );
                     if let Some(ahead) = ahead {
                         self.spare = self.scanner.adopt(ahead);
                     }
@@ -390,13 +396,13 @@ fn fold_run(
     folder: &mut Folder,
     run: RunLines<'_>,
     two_threads: bool,
-    next: NextRun<'_, '_>,
+    next: &mut NextRun<'_, '_>,
     rows: &mut RowBuffer,
     types: &mut TypeMap,
 ) -> Option<ReadAhead> {
     let mut fold = |folder: &mut Folder, offset: u64, line: &[u8], extracted| {
-        let folded = folder.fold_extracted(offset, line, extracted);
-        if let Some(row) = Row::from_folded(&folded, offset, folder.state(), types) {
+        let event = folder.fold_extracted(offset, line, extracted);
+        if let Some(row) = Row::from_folded(&event, offset, folder.state(), types) {
             rows.push(row);
         }
     };

@@ -103,17 +103,15 @@ impl Committer {
         }
         self.in_flight = false;
         let received = self.thread.as_ref().map(|t| t.landed.recv());
-        match received {
-            Some(Ok(landed)) => Some(Ok(landed)),
-            _ => {
-                let why = self
-                    .thread
-                    .take()
-                    .and_then(Running::stop)
-                    .unwrap_or_else(|| "the index commit thread stopped".to_owned());
-                Some(Err(why))
-            }
+        if let Some(Ok(landed)) = received {
+            return Some(Ok(landed));
         }
+        let why = self
+            .thread
+            .take()
+            .and_then(Running::stop)
+            .unwrap_or_else(|| "the index commit thread stopped".to_owned());
+        Some(Err(why))
     }
 }
 

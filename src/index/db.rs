@@ -377,16 +377,11 @@ fn classify(error: DatabaseError) -> WritableOpenError {
             WritableOpenError::Busy
         }
         DatabaseError::Storage(StorageError::Io(io)) => match io.kind() {
-            std::io::ErrorKind::PermissionDenied
-            | std::io::ErrorKind::ReadOnlyFilesystem
-            | std::io::ErrorKind::IsADirectory
-            | std::io::ErrorKind::NotFound
-            | std::io::ErrorKind::StorageFull
-            | std::io::ErrorKind::QuotaExceeded => WritableOpenError::NotWritable(Cause::error(io)),
             // A file too short to hold redb's header reads as an early end of file.
             std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData => {
                 WritableOpenError::Damaged(Cause::error(io))
             }
+            // No permission, a read-only or full file system, a missing file, and the rest.
             _ => WritableOpenError::NotWritable(Cause::error(io)),
         },
         other => WritableOpenError::Damaged(Cause::error(other)),

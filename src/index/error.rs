@@ -220,7 +220,7 @@ mod tests {
         let e = IndexError::redb_failure(path, redb::Error::Io(eof));
         let source = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
         assert_eq!(
-            source.map(|s| s.kind()),
+            source.map(std::io::Error::kind),
             Some(std::io::ErrorKind::UnexpectedEof)
         );
     }
@@ -232,7 +232,7 @@ mod tests {
         let e = IndexError::unavailable(path, Cause::error(denied));
         let source = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
         assert_eq!(
-            source.map(|s| s.kind()),
+            source.map(std::io::Error::kind),
             Some(std::io::ErrorKind::PermissionDenied)
         );
         let e = IndexError::unavailable(path, Cause::described("there is no index"));

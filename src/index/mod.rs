@@ -116,6 +116,10 @@ impl IndexOptions {
     }
 
     /// The injected failures to arm the writers with: `None` outside tests.
+    #[cfg_attr(
+        not(feature = "testing"),
+        expect(clippy::unused_self, reason = "only the testing build stores faults")
+    )]
     pub(crate) fn faults(&self) -> Option<&Arc<Faults>> {
         #[cfg(feature = "testing")]
         return self.faults.as_ref();

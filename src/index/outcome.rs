@@ -158,7 +158,7 @@ pub enum IndexOutcome {
 }
 
 impl IndexOutcome {
-    /// A stable snake_case name for scripts.
+    /// A stable `snake_case` name for scripts.
     pub fn code(&self) -> &'static str {
         match self {
             IndexOutcome::Fresh => "fresh",

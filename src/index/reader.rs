@@ -310,6 +310,8 @@ impl Index {
     /// ([`IndexError::Io`], with its path); or this index cannot be read, which is a damaged
     /// file ([`IndexError::Damaged`]; it is rebuilt unless the index was opened `read_only`).
     pub fn compare_with_rebuild(&self) -> Result<Vec<TableComparison>, IndexError> {
+        // How often a writer committing meanwhile is followed.
+        const ATTEMPTS: usize = 3;
         let scratch_dir = tempfile::Builder::new()
             .prefix("agentlog-verify-")
             .tempdir()
@@ -342,7 +344,6 @@ impl Index {
                 Unwritable::Busy => scratch_failed("held by another process".into()),
                 Unwritable::NotWritable(why) => scratch_failed(why.into_source()),
             })?;
-        const ATTEMPTS: usize = 3;
         for attempt in 1..=ATTEMPTS {
             let fresh_txn = fresh
                 .database()

@@ -112,7 +112,7 @@ pub(crate) struct TypeMap {
     ids: HashMap<String, u32>,
     /// The first few names and their ids, compared before hashing: a log has a handful of
     /// common types, and comparing a short name with each costs less than hashing it (the map
-    /// keeps SipHash: a log crafted to collide must not make a build quadratic).
+    /// keeps `SipHash`: a log crafted to collide must not make a build quadratic).
     first: Vec<(Box<str>, u32)>,
     /// Names given an id since the last commit, with their ids.
     pub(crate) unsaved: Vec<(u32, String)>,

@@ -88,6 +88,7 @@ pub struct TypesSum {
 
 impl TypesSum {
     /// The sum of the table with `(id, name)` added after the names already summed.
+    #[must_use]
     pub fn with(self, id: u32, name: &str) -> TypesSum {
         let mut hasher = crc32fast::Hasher::new_with_initial(self.crc);
         hasher.update(&id.to_le_bytes());

@@ -83,9 +83,9 @@ fn compare<K: Key + 'static, V: Value + 'static>(
     use CompareError::{Fresh, Stored};
     let ours = open(stored, definition).map_err(Stored)?;
     let theirs = open(fresh, definition).map_err(Fresh)?;
-    let ours = ours.as_ref().map(|t| t.iter()).transpose();
+    let ours = ours.as_ref().map(ReadableTable::iter).transpose();
     let mut ours = ours.map_err(|e| Stored(e.into()))?;
-    let theirs = theirs.as_ref().map(|t| t.iter()).transpose();
+    let theirs = theirs.as_ref().map(ReadableTable::iter).transpose();
     let mut theirs = theirs.map_err(|e| Fresh(e.into()))?;
     let mut comparison = TableComparison {
         table: name,

@@ -232,7 +232,7 @@ impl Writer {
         // Kept for the next call's buffer.
         self.batch = batch;
         let receipts = result?;
-        self.commit_if_due()?;
+        self.commit_if_due();
         Ok(receipts)
     }
 
@@ -260,8 +260,11 @@ impl Writer {
         }
         for ((start, len), fields) in lines {
             let offset = appended.start + start;
-            let line = batch
-                .get(start as usize..(start + len) as usize)
+            let span = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(start + len).ok());
+            let line = span
+                .and_then(|(from, to)| batch.get(from..to))
                 .unwrap_or_default();
             let folded = self.folder.fold_extracted(offset, line, Ok(fields));
             self.queue(&folded, offset);
@@ -339,7 +342,7 @@ impl Writer {
 
     /// Starts a commit when the policy says one is due: on the index's commit thread, so this
     /// append does not wait for it (unless the previous commit is still running).
-    fn commit_if_due(&mut self) -> Result<(), IndexError> {
+    fn commit_if_due(&mut self) {
         let policy = &self.options.commit;
         let unindexed = self.folder.state().end - self.index.meta.watermark();
         let due = self.index.buffer.len() >= policy.rows
@@ -348,7 +351,7 @@ impl Writer {
                 .pending_since
                 .is_some_and(|t| t.elapsed() >= policy.interval);
         if !due {
-            return Ok(());
+            return;
         }
         let committed = if self.options.index.two_threads {
             self.land().and_then(|()| self.start_commit())
@@ -362,7 +365,6 @@ impl Writer {
             self.index_stale = true;
             self.pending_since = Some(Instant::now());
         }
-        Ok(())
     }
 
     /// Commits queued rows to the index now, after waiting for any commit still running on

@@ -24,11 +24,17 @@ pub enum FaultKind {
 impl FaultKind {
     /// An index operation failing this way: an error, or for [`FaultKind::Panic`] a panic
     /// (tests only: production code never arms a fault).
+    #[expect(
+        clippy::panic,
+        reason = "FaultKind::Panic exists to panic inside redb's calls"
+    )]
     fn fail(self) -> io::Result<()> {
-        if self == FaultKind::Panic {
-            panic!("injected panic inside the index's storage (FaultKind::Panic)");
+        match self {
+            FaultKind::Panic => {
+                panic!("injected panic inside the index's storage (FaultKind::Panic)")
+            }
+            FaultKind::NoSpace | FaultKind::Io => Err(self.error()),
         }
-        Err(self.error())
     }
 
     fn error(self) -> io::Error {

@@ -598,7 +598,7 @@ mod tests {
     fn runs_hold_the_same_lines_as_next_line() {
         let mut bytes = Vec::new();
         for i in 0..500 {
-            bytes.extend(vec![b'a' + (i % 26) as u8; (i * 37) % 300]);
+            bytes.extend(vec![b'a' + u8::try_from(i % 26).unwrap(); (i * 37) % 300]);
             bytes.push(b'\n');
             if i % 97 == 0 {
                 bytes.extend(vec![b'y'; 5000]);

@@ -176,7 +176,7 @@ impl LogWriter {
                     .map_err(|e| LogError::io("duplicate handle of", path, e))?;
                 let shared = Arc::clone(&shared);
                 Some(std::thread::spawn(move || {
-                    group_commit(&file, &shared, every)
+                    group_commit(&file, &shared, every);
                 }))
             }
             SyncPolicy::Fsync | SyncPolicy::None => None,
@@ -300,7 +300,7 @@ impl LogWriter {
     /// Truncates what a failed append left after `to`. Under the writer lock those bytes are
     /// ours. Returns whether the log is back at `to`; if not, the next append terminates them.
     fn roll_back(&mut self, to: u64) -> bool {
-        let len = self.file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+        let len = self.file.metadata().map_or(u64::MAX, |m| m.len());
         if len <= to {
             return true;
         }

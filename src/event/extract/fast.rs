@@ -2,7 +2,7 @@
 //!
 //! One pass over the line validates it as JSON and finds the top-level keys the index reads;
 //! only those few values are handed on (plain numbers and strings straight to their type,
-//! anything else to serde_json on its own bytes). Everything else is checked here, without
+//! anything else to `serde_json` on its own bytes). Everything else is checked here, without
 //! serde's per-value machinery.
 //!
 //! Strings are scanned eight bytes at a time as one `u64` (SWAR): a word's bytes that end or
@@ -30,7 +30,7 @@ use super::{EventFields, Extractor, Key, RawFields, ValueReader};
 const FAST_NESTING: usize = 64;
 
 /// Numbers whose integer digits plus positive exponent stay under this are far from `f64`'s
-/// overflow at about 1.8e308, so serde_json cannot reject them.
+/// overflow at about 1.8e308, so `serde_json` cannot reject them.
 const SAFE_MAGNITUDE_DIGITS: usize = 300;
 
 /// Extracts the fields of `line`, or `None` if the serde path must decide (which includes
@@ -111,7 +111,7 @@ pub(super) fn extract<'a>(
     Some(raw.finish())
 }
 
-/// What the cursor saw of a value: enough to read the plain ones without serde_json.
+/// What the cursor saw of a value: enough to read the plain ones without `serde_json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
     /// A string; `escaped` says whether it holds escapes.
@@ -135,7 +135,7 @@ const PLAIN_INTEGER_DIGITS: usize = 19;
 
 /// Decimals of at most this many digits have a significand below 2^53 and a power of ten
 /// below 1e22: both exact in an `f64`, so one division rounds correctly, which is what
-/// serde_json computes for them and what `str::parse` gives for every input.
+/// `serde_json` computes for them and what `str::parse` gives for every input.
 const PLAIN_DECIMAL_DIGITS: usize = 15;
 
 /// The powers of ten a plain decimal divides by, all exact in an `f64`.
@@ -165,9 +165,9 @@ impl<'a> ValueReader<'a> for ValueBytes<'a> {
     type Error = serde_json::Error;
 
     /// The commonest shapes, a short unsigned integer or decimal and a string without escapes,
-    /// are handed to `T` directly, exactly as serde_json would hand them (`visit_u64`,
+    /// are handed to `T` directly, exactly as `serde_json` would hand them (`visit_u64`,
     /// `visit_f64`, `visit_borrowed_str`), without starting a JSON parser for a few bytes.
-    /// Anything else is parsed by serde_json.
+    /// Anything else is parsed by `serde_json`.
     fn read<T: serde::Deserialize<'a>>(self) -> Result<T, serde_json::Error> {
         match self.shape {
             Shape::Integer => {
@@ -179,7 +179,9 @@ impl<'a> ValueReader<'a> for ValueBytes<'a> {
                 if let Some(&power) = POWERS_OF_TEN.get(places) {
                     // Both exact (significand < 10^15 < 2^53), so the quotient is the
                     // correctly rounded value of the decimal, as `str::parse` gives it.
-                    return T::deserialize(F64Deserializer::new(significand as f64 / power));
+                    #[expect(clippy::cast_precision_loss, reason = "exact: see above")]
+                    let significand = significand as f64;
+                    return T::deserialize(F64Deserializer::new(significand / power));
                 }
             }
             Shape::Str { escaped: false } => {
@@ -227,6 +229,10 @@ struct Cursor<'a> {
     high: u64,
 }
 
+#[expect(
+    clippy::inline_always,
+    reason = "the per-byte steps are forced into the scanning loop, the cold paths kept out of it"
+)]
 impl<'a> Cursor<'a> {
     fn new(bytes: &'a [u8]) -> Cursor<'a> {
         Cursor { bytes, high: 0 }
@@ -485,7 +491,11 @@ impl<'a> Cursor<'a> {
                 return None;
             }
             let (value, _) = digits_value(self.bytes.get(start..at)?);
-            exponent = Some(if negative { 0 } else { value as usize });
+            exponent = Some(if negative {
+                0
+            } else {
+                usize::try_from(value).ok()?
+            });
         }
         if integer_digits + exponent.unwrap_or(0) >= SAFE_MAGNITUDE_DIGITS {
             return None;

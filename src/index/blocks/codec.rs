@@ -126,7 +126,11 @@ pub(super) fn encode(
         }
         let gap = entry.offset.checked_sub(previous_end)?;
         previous_end = entry.end();
-        let seq_delta = entry.row.seq.wrapping_sub(previous_seq.wrapping_add(1)) as i64;
+        let seq_delta = entry
+            .row
+            .seq
+            .wrapping_sub(previous_seq.wrapping_add(1))
+            .cast_signed();
         previous_seq = entry.row.seq;
         let time_delta = entry.row.time.map(|t| {
             let delta = t.micros().wrapping_sub(previous_time);
@@ -188,22 +192,24 @@ pub(super) fn decode_prefix(number: u64, bytes: &[u8], slots: u64) -> Option<Dec
     // overflow (each count is at most 2^53, but `totals_before` is as stored).
     let mut totals = totals_before;
     let decoded = count.min(slots);
-    let mut entries = Vec::with_capacity(decoded as usize);
+    let mut entries = Vec::with_capacity(usize::try_from(decoded).unwrap_or(0));
     for i in 0..decoded {
         let gap = input.u64()?;
         let len = input.u64()?;
         let seq_delta = input.i64()?;
-        let time_delta = match input.tag()? {
-            true => Some(input.i64()?),
-            false => None,
+        let time_delta = if input.tag()? {
+            Some(input.i64()?)
+        } else {
+            None
         };
         let type_id = input.u32()?;
         let flags = input.byte()?;
         let token = flags & flags::TOKEN != 0;
         let boundary = flags & flags::BOUNDARY != 0;
-        let tokens = match input.tag()? {
-            true => Some([input.u64()?, input.u64()?, input.u64()?, input.u64()?]),
-            false => None,
+        let tokens = if input.tag()? {
+            Some([input.u64()?, input.u64()?, input.u64()?, input.u64()?])
+        } else {
+            None
         };
         if flags & !flags::ALL != 0 || (token && boundary) {
             return None;
@@ -217,7 +223,9 @@ pub(super) fn decode_prefix(number: u64, bytes: &[u8], slots: u64) -> Option<Dec
             return None;
         }
         let offset = previous_end.checked_add(gap)?;
-        let seq = previous_seq.wrapping_add(1).wrapping_add(seq_delta as u64);
+        let seq = previous_seq
+            .wrapping_add(1)
+            .wrapping_add(seq_delta.cast_unsigned());
         let time = match time_delta {
             Some(delta) => {
                 previous_time = previous_time.wrapping_add(delta);
@@ -317,7 +325,7 @@ impl Postcard<'_> {
 
     fn i64(&mut self) -> Option<i64> {
         let n = self.u64()?;
-        Some(((n >> 1) as i64) ^ -((n & 1) as i64))
+        Some((n >> 1).cast_signed() ^ -(n & 1).cast_signed())
     }
 
     /// An option's tag: whether a value follows.
@@ -391,11 +399,15 @@ pub(super) fn encode_into(
         generation = next;
         if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
             return Err(damaged("events queued out of file order"));
-        };
+        }
         previous_end = entry.end();
         varint(out, gap);
         varint(out, entry.row.len);
-        let seq_delta = entry.row.seq.wrapping_sub(previous_seq.wrapping_add(1)) as i64;
+        let seq_delta = entry
+            .row
+            .seq
+            .wrapping_sub(previous_seq.wrapping_add(1))
+            .cast_signed();
         previous_seq = entry.row.seq;
         varint(out, zigzag(seq_delta));
         match entry.row.time {
@@ -424,6 +436,10 @@ pub(super) fn encode_into(
 
 /// Appends `value` as postcard does: 7 bits a byte, low bits first, the top bit set on all
 /// but the last byte.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "each byte takes the value's low 7 bits"
+)]
 fn varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -433,6 +449,10 @@ fn varint(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// [`varint`] for a `u128`.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "each byte takes the value's low 7 bits"
+)]
 fn varint_u128(out: &mut Vec<u8>, mut value: u128) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -443,5 +463,5 @@ fn varint_u128(out: &mut Vec<u8>, mut value: u128) {
 
 /// A signed value as postcard stores it before its varint: 0, -1, 1, -2, ... as 0, 1, 2, 3.
 fn zigzag(value: i64) -> u64 {
-    ((value << 1) ^ (value >> 63)) as u64
+    ((value << 1) ^ (value >> 63)).cast_unsigned()
 }

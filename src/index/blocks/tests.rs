@@ -1,3 +1,6 @@
+// Ordinals and seqs here are small, so their casts are exact.
+#![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+
 use super::codec::{encode, encode_into};
 use super::*;
 use crate::event::{Timestamp, Totals};
