@@ -7,6 +7,7 @@
 //! few thousand responses, started by the agent (no `initiator` key) or the system. The output
 //! is a pure function of the options, so a benchmark or test can regenerate it exactly.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 /// What to generate.
@@ -71,6 +72,22 @@ impl Rng {
         lo + self.next_u64() % (hi.saturating_sub(lo) + 1)
     }
 
+    /// A whole number of milliseconds in `lo..=hi`, in seconds.
+    fn millis(&mut self, lo: u32, hi: u32) -> f64 {
+        let ms = self.range(u64::from(lo), u64::from(hi));
+        f64::from(u32::try_from(ms).unwrap_or(hi)) / 1000.0
+    }
+
+    /// One of `items`, each as likely.
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        let at = self.range(0, (items.len() as u64).saturating_sub(1));
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| items.get(at))
+            .copied()
+            .unwrap_or_default()
+    }
+
     fn hex(&mut self, digits: usize) -> String {
         let value = self.next_u64();
         format!("{value:016x}")[..digits.min(16)].to_owned()
@@ -125,7 +142,7 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
         result
     };
     for response in 0..options.responses {
-        ts += rng.range(1, 4_000) as f64 / 1000.0;
+        ts += rng.millis(1, 4_000);
         if rng.range(0, 9) == 0 {
             line.push_str(&envelope("agent_state", ts));
             line.push_str(", \"old\": \"idle\", \"new\": \"active\", \"reason\": \"mail\"");
@@ -133,11 +150,12 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
         }
         let call = rng.hex(12);
         line.push_str(&envelope("llm_call", ts));
-        line.push_str(&format!(
+        let _ = write!(
+            line,
             ", \"model\": \"gpt-5.5\", \"api_call_id\": \"api_{call}\""
-        ));
+        );
         emit(&mut line, &mut summary, out)?;
-        ts += rng.range(500, 9_000) as f64 / 1000.0;
+        ts += rng.millis(500, 9_000);
         context += rng.range(20, 160);
         let input = context;
         let cached = input * rng.range(50, 95) / 100;
@@ -148,28 +166,31 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
             rng.range(0, 1_500)
         };
         line.push_str(&envelope("llm_response", ts));
-        line.push_str(&format!(
+        let _ = write!(
+            line,
             ", \"input_tokens\": {input}, \"output_tokens\": {output}, \"thinking_tokens\": {thinking}, \"cached_tokens\": {cached}, \"estimated\": false, \"api_call_id\": \"api_{call}\", \"prompt_build_ms\": {}, \"tool_schema_build_ms\": {}, \"provider_wait_ms\": {}, \"usage_track_ms\": 0",
             rng.range(1, 9),
             rng.range(0, 3),
             rng.range(300, 9_000)
-        ));
+        );
         emit(&mut line, &mut summary, out)?;
         summary.api_calls_since_molt += 1;
         summary.input_tokens_since_molt += input;
         if rng.range(0, 2) > 0 {
-            let tool = ["shell", "read", "grep", "write", "email"][rng.range(0, 4) as usize];
+            let tool = rng.pick(&["shell", "read", "grep", "write", "email"]);
             line.push_str(&envelope("tool_call", ts));
-            line.push_str(&format!(
+            let _ = write!(
+                line,
                 ", \"tool\": \"{tool}\", \"call_id\": \"call_{}\"",
                 rng.hex(10)
-            ));
+            );
             emit(&mut line, &mut summary, out)?;
-            ts += rng.range(10, 3_000) as f64 / 1000.0;
+            ts += rng.millis(10, 3_000);
             line.push_str(&envelope("tool_result", ts));
-            line.push_str(&format!(
+            let _ = write!(
+                line,
                 ", \"tool\": \"{tool}\", \"ok\": true, \"preview\": \""
-            ));
+            );
             // Most results are short; one in twenty is a long file dump.
             let longest = if rng.range(0, 19) == 0 { 2_000 } else { 120 };
             let words = rng.range(8, longest);
@@ -177,7 +198,7 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
                 if i > 0 {
                     line.push(' ');
                 }
-                line.push_str(WORDS[rng.range(0, WORDS.len() as u64 - 1) as usize]);
+                line.push_str(rng.pick(WORDS));
             }
             line.push('"');
             emit(&mut line, &mut summary, out)?;
@@ -187,18 +208,20 @@ pub fn write_lingtai_log(out: &mut impl Write, options: &SynthOptions) -> io::Re
             summary.molt_count += 1;
             let after = fresh_context(&mut rng);
             line.push_str(&envelope("psyche_molt", ts));
-            line.push_str(&format!(
+            let _ = write!(
+                line,
                 ", \"before_tokens\": {context}, \"after_tokens\": {after}, \"molt_count\": {}",
                 summary.molt_count
-            ));
+            );
             if forced {
                 line.push_str(", \"kept_tool_calls\": 0, \"kept_last\": 0, \"initiator\": \"system\", \"source\": \"warning_ladder\"");
             } else {
-                line.push_str(&format!(
+                let _ = write!(
+                    line,
                     ", \"kept_tool_calls\": {}, \"kept_last\": 0, \"session_journal_path\": \"knowledge/session-journal/{}/KNOWLEDGE.md\"",
                     rng.range(0, 3),
                     rng.hex(8)
-                ));
+                );
             }
             emit(&mut line, &mut summary, out)?;
             context = after;

@@ -26,7 +26,7 @@ pub enum Sync {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    /// The agent directory (its log is `AGENT_DIR/logs/events.jsonl`).
     agent_dir: PathBuf,
     /// When an event is acknowledged.
     #[arg(long, value_enum, default_value = "fsync")]
@@ -66,7 +66,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let mut acks = Acks::default();
     let tick = match sync {
         SyncPolicy::Interval(every) => every,
-        SyncPolicy::Fsync | SyncPolicy::None => Duration::from_secs(3600),
+        SyncPolicy::Fsync | SyncPolicy::None => Duration::from_hours(1),
     };
     let mut outcome = Ok(EXIT_OK);
     'input: loop {

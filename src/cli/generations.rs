@@ -11,7 +11,7 @@ use super::{EXIT_OK, Failure, agent_paths, print_json};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    /// The agent directory (its log is `AGENT_DIR/logs/events.jsonl`).
     agent_dir: PathBuf,
     /// Print a JSON array.
     #[arg(long)]
@@ -42,7 +42,7 @@ fn row(g: &Generation) -> Row<'_> {
             .boundary
             .as_ref()
             .and_then(|b| b.time)
-            .map(|t| t.as_seconds()),
+            .map(agentlog::event::Timestamp::as_seconds),
         input_tokens: g.totals.input_tokens,
         output_tokens: g.totals.output_tokens,
         cached_tokens: g.totals.cached_tokens,

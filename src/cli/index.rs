@@ -14,7 +14,7 @@ use super::{EXIT_OK, Failure, agent_paths, print_json};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    /// The agent directory (its log is `AGENT_DIR/logs/events.jsonl`).
     agent_dir: PathBuf,
     /// Print one JSON object.
     #[arg(long)]

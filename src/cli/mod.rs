@@ -2,7 +2,7 @@
 //!
 //! Conventions scripts rely on: with `--json`, stdout carries exactly one JSON document, error
 //! objects included (`{"error":"<code>","message":...}`); human messages go to stderr. Exit
-//! codes: 0 success, 1 failure, 2 bad input, 3 molt_count mismatch, 4 no log.
+//! codes: 0 success, 1 failure, 2 bad input, 3 `molt_count` mismatch, 4 no log.
 
 mod append;
 mod demo;

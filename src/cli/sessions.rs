@@ -196,30 +196,27 @@ pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
             values: vec![surface.into()],
         });
     }
-    let records: Vec<SessionEventRecord> = match &args.text {
-        // Text filters match an event's searchable text, so they read whole events.
-        Some(text) => {
-            filters.push(EventFilter::Text { text: text.clone() });
-            service
-                .filter_events(&args.session, &filters)?
-                .into_iter()
-                .map(|d| d.record)
-                .collect()
-        }
-        None => {
-            let records = if args.types.is_empty() {
-                service.list_events(&args.session)?
-            } else {
-                // Through the type index: the cost follows the matches, not the log.
-                let types: Vec<&str> = args.types.iter().map(String::as_str).collect();
-                service.list_events_of_types(&args.session, &types)?
-            };
-            let wanted = args.surface.map(SurfaceClass::from);
-            records
-                .into_iter()
-                .filter(|r| wanted.is_none_or(|w| r.surface == w))
-                .collect()
-        }
+    // Text filters match an event's searchable text, so they read whole events.
+    let records: Vec<SessionEventRecord> = if let Some(text) = &args.text {
+        filters.push(EventFilter::Text { text: text.clone() });
+        service
+            .filter_events(&args.session, &filters)?
+            .into_iter()
+            .map(|d| d.record)
+            .collect()
+    } else {
+        let records = if args.types.is_empty() {
+            service.list_events(&args.session)?
+        } else {
+            // Through the type index: the cost follows the matches, not the log.
+            let types: Vec<&str> = args.types.iter().map(String::as_str).collect();
+            service.list_events_of_types(&args.session, &types)?
+        };
+        let wanted = args.surface.map(SurfaceClass::from);
+        records
+            .into_iter()
+            .filter(|r| wanted.is_none_or(|w| r.surface == w))
+            .collect()
     };
     if args.json {
         let out: Vec<EventJson<'_>> = records
@@ -337,13 +334,13 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for line in &lines {
-        writeln!(out, "{line}").map_err(write_failure)?;
+        writeln!(out, "{line}").map_err(|e| write_failure(&e))?;
     }
-    out.flush().map_err(write_failure)?;
+    out.flush().map_err(|e| write_failure(&e))?;
     Ok(EXIT_OK)
 }
 
-fn write_failure(e: std::io::Error) -> Failure {
+fn write_failure(e: &std::io::Error) -> Failure {
     Failure::new("io_error", EXIT_FAILURE, format!("writing the output: {e}"))
 }
 

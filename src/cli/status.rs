@@ -1,5 +1,6 @@
 //! `agentlog status AGENT_DIR`: the current generation's totals.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -16,9 +17,9 @@ use super::{EXIT_OK, Failure, TierArg, agent_paths, display, print_json};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    /// The agent directory (its log is `AGENT_DIR/logs/events.jsonl`).
     agent_dir: PathBuf,
-    /// The generation to expect. Default: `molt_count` of AGENT_DIR/.agent.json; without
+    /// The generation to expect. Default: `molt_count` of `AGENT_DIR/.agent.json`; without
     /// either, the latest generation is reported as found, unverified.
     #[arg(long, value_name = "N")]
     molt_count: Option<u64>,
@@ -28,7 +29,7 @@ pub struct Args {
     /// How many tail bytes the reverse scan reads.
     #[arg(long, value_name = "BYTES", default_value_t = agentlog::generation::DEFAULT_REVERSE_SCAN_BYTES)]
     reverse_scan_bytes: u64,
-    /// Accept a latest boundary without a valid molt_count as the expected generation.
+    /// Accept a latest boundary without a valid `molt_count` as the expected generation.
     #[arg(long)]
     trust_legacy_boundaries: bool,
     /// Fold at most this many unindexed bytes in memory instead of committing them to the
@@ -113,7 +114,9 @@ fn to_json<'a>(
         api_calls: current.totals.api_calls,
         boundary_offset: boundary.map(|b| b.offset),
         boundary_initiator: current.boundary_initiator(),
-        boundary_ts: boundary.and_then(|b| b.time).map(|t| t.as_seconds()),
+        boundary_ts: boundary
+            .and_then(|b| b.time)
+            .map(agentlog::event::Timestamp::as_seconds),
         boundary_molt_count: boundary.and_then(|b| b.molt_count.value()),
         index_outcome: current.index_outcome.as_ref().map(IndexOutcome::code),
         index: current.index_outcome.as_ref(),
@@ -125,7 +128,10 @@ fn to_json<'a>(
 
 fn human(current: &CurrentGeneration, expected: Option<u64>, from: Option<&str>) -> String {
     let mut out = String::new();
-    let mut row = |label: &str, value: String| out.push_str(&format!("{label:<16}{value}\n"));
+    // Writing to a String cannot fail.
+    let mut row = |label: &str, value: String| {
+        let _ = writeln!(out, "{label:<16}{value}");
+    };
     let generation = match (current.molt_count, current.verified, from) {
         (Some(n), true, _) => format!("{n} (verified: the log's latest boundary says {n})"),
         (Some(n), false, Some(_)) if expected.is_some() => {

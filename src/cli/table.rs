@@ -1,5 +1,7 @@
 //! Plain aligned tables and number formatting for human output.
 
+use std::fmt::Write as _;
+
 /// Formats an integer with thousands separators: 12345678 → "12,345,678".
 pub fn thousands(value: impl Into<u128>) -> String {
     let digits = value.into().to_string();
@@ -34,11 +36,12 @@ pub fn render(rows: &[Vec<String>]) -> String {
             if c > 0 {
                 line.push_str("  ");
             }
-            if numeric {
-                line.push_str(&format!("{cell:>width$}"));
+            // Writing to a String cannot fail.
+            let _ = if numeric {
+                write!(line, "{cell:>width$}")
             } else {
-                line.push_str(&format!("{cell:<width$}"));
-            }
+                write!(line, "{cell:<width$}")
+            };
         }
         out.push_str(line.trim_end());
         out.push('\n');

@@ -12,7 +12,7 @@ use super::{EXIT_FAILURE, EXIT_OK, Failure, agent_paths, print_json};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The agent directory (its log is AGENT_DIR/logs/events.jsonl).
+    /// The agent directory (its log is `AGENT_DIR/logs/events.jsonl`).
     agent_dir: PathBuf,
     /// Also recompute everything from the whole log: the running checksum of the indexed
     /// prefix, the totals, counts and boundaries, and every row of every table (compared
@@ -27,7 +27,8 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct Check {
-    check: &'static str,
+    #[serde(rename = "check")]
+    name: &'static str,
     ok: bool,
     detail: String,
 }
@@ -56,14 +57,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     match Index::open(&paths, &options) {
         Err(IndexError::Log(e)) => return Err(e.into()),
         Err(e) => checks.push(Check {
-            check: "open",
+            name: "open",
             ok: false,
             detail: e.to_string(),
         }),
         Ok(index) => {
             watermark = Some(index.watermark());
             checks.push(Check {
-                check: "open",
+                name: "open",
                 ok: true,
                 detail: format!(
                     "versions, head and tail windows and table counts agree with the log; {} bytes after the watermark",
@@ -88,7 +89,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         for check in &report.checks {
             println!(
                 "{:<8} {:<5} {}",
-                check.check,
+                check.name,
                 if check.ok { "ok" } else { "FAIL" },
                 check.detail
             );
@@ -116,7 +117,7 @@ fn deep(
     while scanner.next_line().map_err(io)?.is_some() {}
     let crc = scanner.crc();
     checks.push(Check {
-        check: "crc",
+        name: "crc",
         ok: crc == index.running_crc() && scanner.end() == index.watermark(),
         detail: format!(
             "running crc32 of [0, {}): index {:08x}, log {:08x}",
@@ -127,7 +128,7 @@ fn deep(
     });
     let state = full_scan(log, options.extractor(), options.max_line).map_err(io)?;
     checks.push(Check {
-        check: "fold",
+        name: "fold",
         ok: &state == index.state(),
         detail: format!(
             "events {} / {}, boundaries {} / {}, api calls {} / {} (index / scan)",
@@ -139,20 +140,20 @@ fn deep(
             state.totals.api_calls
         ),
     });
-    let scanned = full_scan_boundaries(log, options).map_err(io)?.0;
+    let in_log = full_scan_boundaries(log, options).map_err(io)?.0;
     let stored = index.boundaries().map_err(Failure::from)?;
     checks.push(Check {
-        check: "bounds",
-        ok: scanned == stored,
+        name: "bounds",
+        ok: in_log == stored,
         detail: format!(
             "{} boundaries stored, {} in the log",
             stored.len(),
-            scanned.len()
+            in_log.len()
         ),
     });
     match index.compare_with_rebuild() {
         Ok(tables) => checks.extend(tables.into_iter().map(|table| Check {
-            check: "rows",
+            name: "rows",
             ok: table.matches(),
             detail: match &table.first_difference {
                 None => format!("{}: {} rows, as a rebuild gives", table.table, table.rows),
@@ -165,7 +166,7 @@ fn deep(
         // Unreadable rows are a finding about the index; anything else means we could not
         // check (the log, or the scratch directory the rebuild goes to).
         Err(e @ IndexError::Damaged { .. }) => checks.push(Check {
-            check: "rows",
+            name: "rows",
             ok: false,
             detail: e.to_string(),
         }),

@@ -84,7 +84,7 @@ mod tests {
         let source = e
             .source()
             .and_then(|s| s.downcast_ref::<serde_json::Error>());
-        assert!(source.is_some_and(|s| s.is_syntax()), "{e:?}");
+        assert!(source.is_some_and(serde_json::Error::is_syntax), "{e:?}");
         assert!(
             e.to_string()
                 .contains("is not a JSON object: key must be a string"),

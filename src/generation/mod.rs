@@ -310,17 +310,17 @@ pub fn current_generation_at(
             }),
         }
     }
-    let (tier, view) = match answer {
-        Some(found) => found,
-        None => {
-            let log = open_log(&paths.log)?;
-            let state = full_scan(&log, request.index.extractor(), request.index.max_line)
-                .map_err(|source| GenerationError::Read {
-                    path: paths.log.clone(),
-                    source,
-                })?;
-            (Tier::FullScan, GenerationView::from_state(&state))
-        }
+    let (tier, view) = if let Some(found) = answer {
+        found
+    } else {
+        let log = open_log(&paths.log)?;
+        let state = full_scan(&log, request.index.extractor(), request.index.max_line).map_err(
+            |source| GenerationError::Read {
+                path: paths.log.clone(),
+                source,
+            },
+        )?;
+        (Tier::FullScan, GenerationView::from_state(&state))
     };
     for step in &stepped_aside {
         tracing::info!(tier = %step.tier, reason = %step.reason, "tier stepped aside");

@@ -112,9 +112,8 @@ pub fn parse_header(value: &Value) -> Result<SessionHeader, HeaderError> {
     let map = value
         .as_object()
         .ok_or_else(|| invalid("the header is not a JSON object"))?;
-    let version = match map.get("version") {
-        Some(v) => v,
-        None => return Err(invalid("version is missing")),
+    let Some(version) = map.get("version") else {
+        return Err(invalid("version is missing"));
     };
     if let Some(n) = version.as_i64().filter(|n| *n < 0) {
         return Err(HeaderError::Unsupported(format!(
@@ -502,9 +501,8 @@ pub fn check_message_shape(event: &SessionEvent) -> Result<(), Violation> {
                 .ok_or_else(|| {
                     fail("a tool result needs source.kind \"tool\" with a non-empty callId")
                 })?;
-            let block = match content.as_slice() {
-                [only] => only,
-                _ => return Err(fail("a tool result needs exactly one content block")),
+            let [block] = content.as_slice() else {
+                return Err(fail("a tool result needs exactly one content block"));
             };
             if block.get("type").and_then(Value::as_str) != Some("tool-result")
                 || !block.get("content").is_some_and(Value::is_array)

@@ -7,7 +7,7 @@
 //! (nothing was written) and [`QueryError::InvalidSurface`] when it is found in a log.
 //!
 //! [`QueryError`] is the closed set a caller matches on; every variant has a stable
-//! snake_case [`QueryError::code`] for machine output such as the CLI's
+//! `snake_case` [`QueryError::code`] for machine output such as the CLI's
 //! `{"error":"<code>","message":...}`. A variant found through another error (a damaged log,
 //! a parse failure, an I/O error) keeps it, so `source()` leads to the root cause.
 
@@ -238,7 +238,7 @@ pub enum QueryError {
 }
 
 impl QueryError {
-    /// The stable snake_case code of this error, for machine-readable output.
+    /// The stable `snake_case` code of this error, for machine-readable output.
     pub fn code(&self) -> &'static str {
         match self {
             Self::SessionNotFound { .. } => "session_not_found",

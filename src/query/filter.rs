@@ -1,6 +1,6 @@
 //! Session and event filters (docs/SESSIONS.md, "Filters").
 //!
-//! Filters in a list are ANDed; the values inside one clause are ORed; an empty value
+//! Every filter in a list must match, and one of the values inside a clause; an empty value
 //! list matches nothing; ranges are inclusive. Filters are validated and compiled into
 //! an owned matcher before any data is read, so a bad filter fails fast and a caller
 //! changing its filter values afterwards cannot affect a running query.
@@ -298,7 +298,7 @@ impl TextPattern {
     }
 }
 
-/// JavaScript's `\s`: Unicode White_Space plus BOM, without NEL.
+/// JavaScript's `\s`: Unicode `White_Space` plus BOM, without NEL.
 fn is_js_space(c: char) -> bool {
     c == '\u{FEFF}' || (c.is_whitespace() && c != '\u{85}')
 }
@@ -344,7 +344,7 @@ mod tests {
                 session_id: "s".into(),
                 seq,
                 event_type: ty.into(),
-                time: seq as i64 * 10,
+                time: i64::try_from(seq).unwrap() * 10,
                 surface,
             },
             text: text.into(),

@@ -41,7 +41,7 @@ const TURN_END: &str = "turn/end";
 struct EventLineValidator;
 
 impl LineValidator for EventLineValidator {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         // The name is part of the index's profile fingerprint: a new rule needs a new name, so
         // that an index built under another rule is rebuilt, not believed.
         "dsh-envelope/2"
@@ -442,19 +442,19 @@ impl PersistedSource for IndexedSource {
     }
 
     fn event_types(&self, session_id: &str) -> Result<Vec<String>, SourceError> {
-        self.with_session(session_id, |session| match session.committed.type_names() {
-            Some(names) => Ok(names),
-            None => {
-                let mut names: Vec<String> = session
-                    .committed
-                    .range(session_id, 0, u64::MAX)?
-                    .into_iter()
-                    .map(|e| e.event_type)
-                    .collect();
-                names.sort_unstable();
-                names.dedup();
-                Ok(names)
+        self.with_session(session_id, |session| {
+            if let Some(names) = session.committed.type_names() {
+                return Ok(names);
             }
+            let mut names: Vec<String> = session
+                .committed
+                .range(session_id, 0, u64::MAX)?
+                .into_iter()
+                .map(|e| e.event_type)
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            Ok(names)
         })
     }
 }

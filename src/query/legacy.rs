@@ -369,7 +369,7 @@ mod tests {
         let surface_ids: Vec<_> = fold
             .nodes
             .iter()
-            .map(|s| message_id(&out[*s as usize]).unwrap())
+            .map(|s| message_id(&out[usize::try_from(*s).unwrap()]).unwrap())
             .collect();
         assert_eq!(
             surface_ids,
@@ -428,7 +428,7 @@ mod tests {
         );
     }
 
-    fn turn_end(reason: Value) -> Result<Value, Violation> {
+    fn turn_end(reason: &Value) -> Result<Value, Violation> {
         normalize_event(
             SID,
             log_only("turn/end", 0, json!({"turn": 1, "reason": reason})),
@@ -440,32 +440,32 @@ mod tests {
     #[test]
     fn legacy_turn_end_reasons_are_mapped() {
         assert_eq!(
-            turn_end(json!({"kind": "completed"})).unwrap(),
+            turn_end(&json!({"kind": "completed"})).unwrap(),
             json!({"kind": "completed"})
         );
         assert_eq!(
-            turn_end(json!({"kind": "aborted"})).unwrap(),
+            turn_end(&json!({"kind": "aborted"})).unwrap(),
             json!({"kind": "aborted", "reason": {"kind": "legacy"}})
         );
         assert_eq!(
-            turn_end(json!({"kind": "disposed"})).unwrap(),
+            turn_end(&json!({"kind": "disposed"})).unwrap(),
             json!({"kind": "aborted", "reason": {"kind": "disposed"}})
         );
         assert_eq!(
             turn_end(
-                json!({"kind": "error", "step": 2, "failure": {"message": "boom", "code": "E"}})
+                &json!({"kind": "error", "step": 2, "failure": {"message": "boom", "code": "E"}})
             )
             .unwrap(),
             json!({"kind": "error", "error": {"message": "boom", "code": "E"}})
         );
         assert_eq!(
-            turn_end(json!({"kind": "error", "step": 2, "message": "boom"})).unwrap(),
+            turn_end(&json!({"kind": "error", "step": 2, "message": "boom"})).unwrap(),
             json!({"kind": "error", "error": {"message": "boom", "code": "UNKNOWN"}})
         );
         let current = json!({"kind": "error", "error": {"message": "x", "code": "y"}});
-        assert_eq!(turn_end(current.clone()).unwrap(), current);
+        assert_eq!(turn_end(&current).unwrap(), current);
         assert_eq!(
-            turn_end(json!({"kind": "custom", "x": 1})).unwrap(),
+            turn_end(&json!({"kind": "custom", "x": 1})).unwrap(),
             json!({"kind": "custom", "x": 1})
         );
     }
@@ -479,8 +479,8 @@ mod tests {
         );
         let err = normalize_event(SID, stray_step, &HashMap::new()).unwrap_err();
         assert!(err.message.contains("malformed pre-react-loop turn/end"));
-        assert!(turn_end(json!({"kind": "completed", "extra": 1})).is_err());
-        assert!(turn_end(json!({"kind": "error", "step": -1, "message": "m"})).is_err());
+        assert!(turn_end(&json!({"kind": "completed", "extra": 1})).is_err());
+        assert!(turn_end(&json!({"kind": "error", "step": -1, "message": "m"})).is_err());
 
         let bad_start = log_only(
             "turn/start",

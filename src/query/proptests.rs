@@ -68,7 +68,7 @@ fn build(ops: &[Op]) -> (Vec<SessionEvent>, Vec<u64>, SurfaceState) {
             }
             Op::Prune(i) if len > 0 => {
                 let target = model[i % len];
-                let t = &events[target as usize];
+                let t = &events[usize::try_from(target).unwrap()];
                 (t.event_type == "tool/result").then(|| {
                     let mut e = t.clone();
                     e.seq = seq;
@@ -109,7 +109,7 @@ fn quiet_store(dir: &std::path::Path, max_pending: usize) -> Store {
     let config = StoreConfig {
         checkpoint: CheckpointPolicy {
             max_pending_events: max_pending,
-            max_delay: std::time::Duration::from_secs(3600),
+            max_delay: std::time::Duration::from_hours(1),
         },
         ..Default::default()
     };
@@ -274,11 +274,11 @@ proptest! {
             } else if seq >= n {
                 prop_assert_eq!(got.unwrap_err().code(), "event_not_found");
             } else {
-                let lo = seq.saturating_sub(before) as usize;
-                let hi = (seq + after).min(n - 1) as usize;
+                let lo = usize::try_from(seq.saturating_sub(before)).unwrap();
+                let hi = usize::try_from((seq + after).min(n - 1)).unwrap();
                 let w = got.unwrap();
                 prop_assert_eq!(&w.events, &events[lo..=hi].to_vec());
-                prop_assert_eq!(&w.target, &events[seq as usize]);
+                prop_assert_eq!(&w.target, &events[usize::try_from(seq).unwrap()]);
                 prop_assert_eq!((w.start_seq, w.end_seq), (lo as u64, hi as u64));
             }
         }

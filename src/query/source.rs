@@ -315,11 +315,11 @@ impl PersistedSource for JsonlSource {
             match read_header_file(&path) {
                 Ok(h) if h.id == name => headers.push(h),
                 Ok(h) => {
-                    tracing::warn!(dir = %name, header_id = %h.id, "session directory holds another session's log; skipped in listing")
+                    tracing::warn!(dir = %name, header_id = %h.id, "session directory holds another session's log; skipped in listing");
                 }
                 Err(SourceError::NotFound) => {}
                 Err(e) => {
-                    tracing::warn!(session = %name, error = %e, "unreadable session header; skipped in listing")
+                    tracing::warn!(session = %name, error = %e, "unreadable session header; skipped in listing");
                 }
             }
         }

@@ -471,10 +471,10 @@ fn flush(root: &Path, session: &mut LiveSession) -> Result<()> {
 /// Publishes a new log: header + first batch, fsynced, linked into place without
 /// overwriting anything.
 fn materialize(path: &Path, header: &SessionHeader, first_batch: &[u8]) -> Result<()> {
+    static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(path);
     let what = |step: &str| format!("{step} {}", path.display());
     create_private_dir(dir).map_err(|e| failed(what("creating the directory of"), e))?;
-    static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
     let tmp = dir.join(format!(
         ".events.jsonl.tmp-{}-{}",
         std::process::id(),

@@ -117,8 +117,7 @@ impl SurfaceFold {
         self.replacements
             .iter()
             .find(|r| r.seq == seq)
-            .map(|r| r.shadowed_seqs.as_slice())
-            .unwrap_or(&[])
+            .map_or(&[], |r| r.shadowed_seqs.as_slice())
     }
 }
 
@@ -593,12 +592,11 @@ mod tests {
         ];
         for (path, value) in edits {
             let mut bad = pruned(&t, 1, "[pruned]");
-            match bad.data.pointer_mut(path) {
-                Some(slot) => *slot = value,
-                None => {
-                    let (parent, key) = path.rsplit_once('/').unwrap();
-                    bad.data.pointer_mut(parent).unwrap()[key] = value;
-                }
+            if let Some(slot) = bad.data.pointer_mut(path) {
+                *slot = value;
+            } else {
+                let (parent, key) = path.rsplit_once('/').unwrap();
+                bad.data.pointer_mut(parent).unwrap()[key] = value;
             }
             let err = err_of(&[t.clone(), bad]);
             assert!(err.contains("may change only content"), "{path}: {err}");

@@ -4,12 +4,17 @@ use serde_json::{Value, json};
 
 use crate::query::types::{SessionEvent, SurfaceOp};
 
+/// The time the helpers give the event at `seq`.
+fn time_of(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap() * 10
+}
+
 /// A current-shape `user/message` appended to the surface.
 pub fn user(seq: u64, id: &str, text: &str) -> SessionEvent {
     SessionEvent::new(
         "user/message",
         seq,
-        seq as i64 * 10,
+        time_of(seq),
         json!({"id": id, "role": "user", "source": {"kind": "user"},
                "content": [{"type": "text", "text": text}]}),
     )
@@ -21,7 +26,7 @@ pub fn assistant(seq: u64, id: &str, text: &str) -> SessionEvent {
     SessionEvent::new(
         "assistant/message",
         seq,
-        seq as i64 * 10,
+        time_of(seq),
         json!({"turn": 1, "step": 1, "message": {"id": id, "role": "assistant",
                "source": {"kind": "model", "provider": "p", "model": "m"},
                "content": [{"type": "text", "text": text}]}}),
@@ -34,7 +39,7 @@ pub fn tool_result(seq: u64, id: &str, call_id: &str, text: &str) -> SessionEven
     SessionEvent::new(
         "tool/result",
         seq,
-        seq as i64 * 10,
+        time_of(seq),
         json!({"turn": 1, "step": 1, "message": {"id": id, "role": "user",
                "source": {"kind": "tool", "callId": call_id},
                "content": [{"type": "tool-result", "toolCallId": call_id,
@@ -45,7 +50,7 @@ pub fn tool_result(seq: u64, id: &str, call_id: &str, text: &str) -> SessionEven
 
 /// A log-only event of `event_type` with `data`.
 pub fn log_only(event_type: &str, seq: u64, data: Value) -> SessionEvent {
-    SessionEvent::new(event_type, seq, seq as i64 * 10, data)
+    SessionEvent::new(event_type, seq, time_of(seq), data)
 }
 
 /// `event` turned into a replace of `start..=end` citing `sources`.
@@ -60,7 +65,7 @@ pub fn manual_store(dir: &std::path::Path) -> crate::query::Store {
     let config = crate::query::StoreConfig {
         checkpoint: crate::query::CheckpointPolicy {
             max_pending_events: usize::MAX,
-            max_delay: std::time::Duration::from_secs(3600),
+            max_delay: std::time::Duration::from_hours(1),
         },
         ..Default::default()
     };

@@ -89,7 +89,7 @@ fn build_descendants(
             (a.header.created_at, &a.header.id).cmp(&(b.header.created_at, &b.header.id))
         });
     }
-    let kids_of = |id: &str| children.get(id).map(Vec::as_slice).unwrap_or(&[]);
+    let kids_of = |id: &str| children.get(id).map_or(&[][..], Vec::as_slice);
 
     // Breadth-first order; each entry remembers the index of its parent entry.
     let mut order: Vec<(&SessionRecord, Option<usize>)> =

@@ -420,27 +420,24 @@ impl std::fmt::Debug for SessionLineageNode {
         let mut stack = vec![std::slice::from_ref(self).iter()];
         let mut first = true;
         while let Some(level) = stack.last_mut() {
-            match level.next() {
-                Some(node) => {
-                    if !first {
-                        f.write_str(", ")?;
-                    }
-                    write!(
-                        f,
-                        "SessionLineageNode {{ session: {:?}, descendants: [",
-                        node.session
-                    )?;
-                    first = true;
-                    stack.push(node.descendants.iter());
+            if let Some(node) = level.next() {
+                if !first {
+                    f.write_str(", ")?;
                 }
-                None => {
-                    stack.pop();
-                    // The outermost level is `self` alone, which has no brackets of its own.
-                    if !stack.is_empty() {
-                        f.write_str("] }")?;
-                    }
-                    first = false;
+                write!(
+                    f,
+                    "SessionLineageNode {{ session: {:?}, descendants: [",
+                    node.session
+                )?;
+                first = true;
+                stack.push(node.descendants.iter());
+            } else {
+                stack.pop();
+                // The outermost level is `self` alone, which has no brackets of its own.
+                if !stack.is_empty() {
+                    f.write_str("] }")?;
                 }
+                first = false;
             }
         }
         Ok(())
@@ -532,30 +529,27 @@ fn write_lineage_nodes(
     let mut stack = vec![nodes.iter()];
     let mut first = true;
     while let Some(level) = stack.last_mut() {
-        match level.next() {
-            Some(node) => {
-                put(
-                    w,
-                    if first {
-                        b"{\"session\":"
-                    } else {
-                        b",{\"session\":"
-                    },
-                )?;
-                serde_json::to_writer(&mut *w, &node.session)?;
-                put(w, b",\"descendants\":[")?;
-                first = true;
-                stack.push(node.descendants.iter());
+        if let Some(node) = level.next() {
+            put(
+                w,
+                if first {
+                    b"{\"session\":"
+                } else {
+                    b",{\"session\":"
+                },
+            )?;
+            serde_json::to_writer(&mut *w, &node.session)?;
+            put(w, b",\"descendants\":[")?;
+            first = true;
+            stack.push(node.descendants.iter());
+        } else {
+            stack.pop();
+            // Closes this level's array, and the node that held it (the outermost array
+            // is closed below).
+            if !stack.is_empty() {
+                put(w, b"]}")?;
             }
-            None => {
-                stack.pop();
-                // Closes this level's array, and the node that held it (the outermost array
-                // is closed below).
-                if !stack.is_empty() {
-                    put(w, b"]}")?;
-                }
-                first = false;
-            }
+            first = false;
         }
     }
     put(w, b"]")

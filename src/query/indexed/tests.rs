@@ -1,5 +1,6 @@
 //! The indexed source against the plain scanner, and its cache of validated sessions.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use super::*;
@@ -24,11 +25,13 @@ fn log_text(id: &str, events: u64, letter: char) -> String {
                 letter.to_string().repeat(8)
             ),
         };
-        text.push_str(&format!(
-            "{{\"type\":\"{}\",\"seq\":{seq},\"time\":{},\"data\":{data}}}\n",
+        writeln!(
+            text,
+            "{{\"type\":\"{}\",\"seq\":{seq},\"time\":{},\"data\":{data}}}",
             TYPES[kind],
             1000 + seq,
-        ));
+        )
+        .unwrap();
     }
     text
 }
@@ -145,7 +148,7 @@ fn a_log_changed_just_before_it_was_read_is_not_kept() {
     let dir = tempfile::tempdir().unwrap();
     store_with(dir.path(), "s", &log_text("s", 10, 'a'));
     let source = IndexedSource {
-        settled: Duration::from_secs(3600),
+        settled: Duration::from_hours(1),
         ..IndexedSource::new(dir.path())
     };
     agrees(&source, "s");
@@ -161,7 +164,9 @@ fn a_damaged_kept_index_is_opened_again_and_still_answers() {
     std::fs::OpenOptions::new()
         .write(true)
         .open(&index)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &vec![0x5a; len as usize]))
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, &vec![0x5a; usize::try_from(len).unwrap()])
+        })
         .unwrap();
     agrees(&source, "s");
     // Deleted: the kept handle still reads the file it validated.

@@ -21,9 +21,10 @@ fn service(store: &Store) -> QueryService<'_> {
 /// Creates, fills and closes a session so it is persisted only.
 fn persist(dir: &std::path::Path, header: SessionHeader, events: Vec<SessionEvent>) {
     let store = manual_store(dir);
-    store.create_session(header.clone()).unwrap();
-    store.append(&header.id, events).unwrap();
-    store.close_session(&header.id).unwrap();
+    let id = header.id.clone();
+    store.create_session(header).unwrap();
+    store.append(&id, events).unwrap();
+    store.close_session(&id).unwrap();
 }
 
 #[test]
@@ -247,7 +248,7 @@ fn flaky_store(dir: &std::path::Path) -> (Store, Arc<Flaky>) {
     let config = StoreConfig {
         checkpoint: crate::query::CheckpointPolicy {
             max_pending_events: usize::MAX,
-            max_delay: std::time::Duration::from_secs(3600),
+            max_delay: std::time::Duration::from_hours(1),
         },
         ..Default::default()
     };
@@ -329,7 +330,7 @@ fn window_reads_of_stored_sessions_read_only_their_range() {
     persist(dir.path(), SessionHeader::new("s", 1), events);
     let source = Arc::new(Recording {
         inner: JsonlSource::new(dir.path()),
-        ranges: Default::default(),
+        ranges: std::sync::Mutex::default(),
     });
     let store = Store::with_source(dir.path(), StoreConfig::default(), source.clone()).unwrap();
     let w = service(&store)
@@ -605,7 +606,7 @@ fn surface_op_replace_survives_the_disk() {
 /// A legacy `steering/message` is read as a `user/message` (docs/SESSIONS.md, "Legacy
 /// import", step 3), so the type-index read
 /// must find it: both as a wanted type and as a surface node a later replace points at.
-/// Found by the `session_log` fuzz target (fuzz/regressions/session_log/steering-*).
+/// Found by the `session_log` fuzz target (`fuzz/regressions/session_log/steering-*`).
 #[test]
 fn type_reads_see_legacy_steering_messages_as_user_messages() {
     let steering = json!({"type": "steering/message", "seq": 0, "time": 1000, "surfaceOp": "append",
@@ -656,7 +657,7 @@ fn refusals_keep_the_errors_that_found_them() {
     let store = manual_store(dir.path());
 
     // A header that is not JSON: the query error, the source's damage, the JSON error.
-    std::fs::write(&log, text.replacen("{", "{{", 1)).unwrap();
+    std::fs::write(&log, text.replacen('{', "{{", 1)).unwrap();
     let err = service(&store).list_events("s").unwrap_err();
     assert_eq!(err.code(), "corrupt_session");
     let chain = causes(&err);

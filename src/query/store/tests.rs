@@ -253,7 +253,7 @@ fn checkpoint_triggers_on_event_count() {
     let config = StoreConfig {
         checkpoint: CheckpointPolicy {
             max_pending_events: 3,
-            max_delay: Duration::from_secs(3600),
+            max_delay: Duration::from_hours(1),
         },
         ..Default::default()
     };
