@@ -1,8 +1,10 @@
 //! Field extraction alone, on lingtai-shaped lines: the byte-level fast path that
-//! `Extractor::extract` takes, against the serde_json path that defines it (and that every line
+//! `Extractor::extract` takes, against the `serde_json` path that defines it (and that every line
 //! took before the fast path existed). Throughput is in bytes of log.
 //!
 //! cargo bench --bench extract
+// Benchmark setup: a failed step stops the run with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agentlog::event::{Extractor, LineMemo, Profile};
 use agentlog::synth::{SynthOptions, write_lingtai_log};
@@ -52,7 +54,7 @@ fn extraction(c: &mut Criterion) {
                 .iter()
                 .filter(|line| extractor.extract(line).is_ok())
                 .count()
-        })
+        });
     });
     group.bench_function(
         "fast path, memo of the previous line (extract_with_memo)",
@@ -63,7 +65,7 @@ fn extraction(c: &mut Criterion) {
                     .iter()
                     .filter(|line| extractor.extract_with_memo(&mut memo, line).is_ok())
                     .count()
-            })
+            });
         },
     );
     group.bench_function("serde path (extract_with_serde)", |b| {
@@ -72,7 +74,7 @@ fn extraction(c: &mut Criterion) {
                 .iter()
                 .filter(|line| extractor.extract_with_serde(line).is_ok())
                 .count()
-        })
+        });
     });
     group.finish();
 }

@@ -23,6 +23,8 @@
 //!
 //! Figures criterion cannot measure (peak RSS, sizes on disk, repair counts, one-shot
 //! timings, the machine) go to `target/bench-data/report.json`.
+// Benchmark setup: a failed step stops the run with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "support/child.rs"]
 mod child;
@@ -85,7 +87,16 @@ fn main() {
     data::save_report();
 }
 
-fn check(key: String, ok: bool, detail: Value) {
+/// `part / whole` for the report.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "file sizes are far below 2^53 bytes"
+)]
+fn ratio(part: u64, whole: u64) -> f64 {
+    part as f64 / whole as f64
+}
+
+fn check(key: &str, ok: bool, detail: &Value) {
     if !ok {
         eprintln!("WARNING: check {key} failed: {detail}");
     }
@@ -102,17 +113,17 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     let index = ds.index();
     let answer = from_state(index.state(), &req).expect("since-molt answer");
     check(
-        format!("{label}/index_answer"),
+        &format!("{label}/index_answer"),
         answer.totals.api_calls == ds.api_calls_since_molt
             && answer.totals.input_tokens == u128::from(ds.input_tokens_since_molt),
-        json!({"api_calls": answer.totals.api_calls, "expected": ds.api_calls_since_molt}),
+        &json!({"api_calls": answer.totals.api_calls, "expected": ds.api_calls_since_molt}),
     );
     let mut g = c.benchmark_group(format!("since_molt/{label}"));
     cfg.fast(&mut g);
 
     // (a) In-process, on an open handle: O(1).
     g.bench_function("a_index_state", |b| {
-        b.iter(|| from_state(black_box(index.state()), black_box(&req)).unwrap())
+        b.iter(|| from_state(black_box(index.state()), black_box(&req)).unwrap());
     });
     let writer: OnceCell<Writer> = OnceCell::new();
     g.bench_function("a_writer_state", |b| {
@@ -126,7 +137,7 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
             )
             .expect("open writer")
         });
-        b.iter(|| from_state(black_box(w.state()), black_box(&req)).unwrap())
+        b.iter(|| from_state(black_box(w.state()), black_box(&req)).unwrap());
     });
     if let Some(w) = writer.into_inner() {
         w.close().expect("close writer");
@@ -135,13 +146,17 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     // (b) Open + validate + answer, from the index tier.
     let first = current_generation_at(&ds.paths, &req).expect("current_generation_at");
     check(
-        format!("{label}/open_validate_answer_tier"),
+        &format!("{label}/open_validate_answer_tier"),
         first.tier == Tier::Index
-            && first.index_outcome.as_ref().map(|o| o.code()) == Some("fresh"),
-        json!({"tier": first.tier.as_str(), "outcome": first.index_outcome.as_ref().map(|o| o.code())}),
+            && first
+                .index_outcome
+                .as_ref()
+                .map(agentlog::index::IndexOutcome::code)
+                == Some("fresh"),
+        &json!({"tier": first.tier.as_str(), "outcome": first.index_outcome.as_ref().map(agentlog::index::IndexOutcome::code)}),
     );
     g.bench_function("b_open_validate_answer", |b| {
-        b.iter(|| current_generation_at(black_box(&ds.paths), &req).unwrap())
+        b.iter(|| current_generation_at(black_box(&ds.paths), &req).unwrap());
     });
 
     // (c) The whole process: `agentlog status DIR --json`.
@@ -156,12 +171,12 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
         let out = run();
         let parsed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         check(
-            format!("{label}/process_status"),
+            &format!("{label}/process_status"),
             out.status.success()
                 && parsed["tier"] == "index"
                 && parsed["index_outcome"] == "fresh"
                 && parsed["api_calls"] == ds.api_calls_since_molt,
-            json!({"status": out.status.code(), "tier": parsed["tier"], "outcome": parsed["index_outcome"],
+            &json!({"status": out.status.code(), "tier": parsed["tier"], "outcome": parsed["index_outcome"],
                    "api_calls": parsed["api_calls"]}),
         );
         g.bench_function("c_process_status_cli", |b| {
@@ -169,7 +184,7 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
                 let out = run();
                 assert!(out.status.success());
                 out
-            })
+            });
         });
     }
 
@@ -182,31 +197,31 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     let (rev_req, full_req) = (at_tier(Tier::ReverseScan), at_tier(Tier::FullScan));
     let rev = current_generation_at(&ds.paths, &rev_req).expect("reverse scan");
     check(
-        format!("{label}/reverse_scan_tier"),
+        &format!("{label}/reverse_scan_tier"),
         rev.tier == Tier::ReverseScan && rev.totals == answer.totals,
-        json!({"tier": rev.tier.as_str(), "bytes_read": rev.bytes_read}),
+        &json!({"tier": rev.tier.as_str(), "bytes_read": rev.bytes_read}),
     );
     g.bench_function("d_reverse_scan_tier", |b| {
-        b.iter(|| current_generation_at(&ds.paths, &rev_req).unwrap())
+        b.iter(|| current_generation_at(&ds.paths, &rev_req).unwrap());
     });
     // The tier functions alone, without opening the file or labelling.
     let log = File::open(&ds.paths.log).unwrap();
     let opts = IndexOptions::default();
     let extractor = opts.extractor();
     g.bench_function("d_reverse_scan_fn", |b| {
-        b.iter(|| reverse_scan(&log, 8 << 20, &extractor, opts.max_line).unwrap())
+        b.iter(|| reverse_scan(&log, 8 << 20, &extractor, opts.max_line).unwrap());
     });
 
     // (e) The reference's plain reverse scan.
     let r = reference::reverse_scan(&ds.paths.log, reference::MAX_SCAN_BYTES);
     check(
-        format!("{label}/ref_reverse_scan"),
+        &format!("{label}/ref_reverse_scan"),
         r.as_ref()
             .is_some_and(|r| r.api_calls == ds.api_calls_since_molt),
-        json!({"found": r.is_some(), "api_calls": r.as_ref().map(|r| r.api_calls)}),
+        &json!({"found": r.is_some(), "api_calls": r.as_ref().map(|r| r.api_calls)}),
     );
     g.bench_function("e_ref_reverse_scan", |b| {
-        b.iter(|| reference::reverse_scan(black_box(&ds.paths.log), reference::MAX_SCAN_BYTES))
+        b.iter(|| reference::reverse_scan(black_box(&ds.paths.log), reference::MAX_SCAN_BYTES));
     });
 
     // (f) The SQLite sidecar's tier-1 pair.
@@ -219,16 +234,17 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     // reported beside it.
     let by_clock = reference::by_wall_clock(&ds.paths.log);
     let as_specified = pair.is_some_and(|p| {
-        p.api_calls as u64 == by_clock.api_calls && p.input_tokens == by_clock.input_tokens
+        u64::try_from(p.api_calls) == Ok(by_clock.api_calls)
+            && p.input_tokens == by_clock.input_tokens
     });
     let truthful = pair.is_some_and(|p| {
-        p.api_calls as u64 == ds.api_calls_since_molt
-            && p.input_tokens as u64 == ds.input_tokens_since_molt
+        u64::try_from(p.api_calls) == Ok(ds.api_calls_since_molt)
+            && u64::try_from(p.input_tokens) == Ok(ds.input_tokens_since_molt)
     });
     check(
-        format!("{label}/sidecar_pair"),
+        &format!("{label}/sidecar_pair"),
         as_specified,
-        json!({
+        &json!({
             "pair": format!("{pair:?}"),
             "differs_from_truth": !truthful,
             "truth_api_calls": ds.api_calls_since_molt,
@@ -236,11 +252,11 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
         }),
     );
     g.bench_function("f_sidecar_pair_fresh_connections", |b| {
-        b.iter(|| sidecar::pair_fresh_connections(black_box(&db), ds.molt_count).unwrap())
+        b.iter(|| sidecar::pair_fresh_connections(black_box(&db), ds.molt_count).unwrap());
     });
     let conn = sidecar::open_read_only(&db).expect("open sidecar");
     g.bench_function("f_sidecar_pair_open_connection", |b| {
-        b.iter(|| sidecar::pair_open_connection(black_box(&conn), ds.molt_count).unwrap())
+        b.iter(|| sidecar::pair_open_connection(black_box(&conn), ds.molt_count).unwrap());
     });
     drop(conn);
 
@@ -249,24 +265,24 @@ fn since_molt(c: &mut Criterion, cfg: &Config, ds: &Dataset, bin: Option<&Path>,
     g.throughput(Throughput::Bytes(ds.log_len));
     let full = current_generation_at(&ds.paths, &full_req).expect("full scan");
     check(
-        format!("{label}/full_scan_tier"),
+        &format!("{label}/full_scan_tier"),
         full.tier == Tier::FullScan && full.totals == answer.totals,
-        json!({"tier": full.tier.as_str()}),
+        &json!({"tier": full.tier.as_str()}),
     );
     g.bench_function("d_full_scan_tier", |b| {
-        b.iter(|| current_generation_at(&ds.paths, &full_req).unwrap())
+        b.iter(|| current_generation_at(&ds.paths, &full_req).unwrap());
     });
     g.bench_function("d_full_scan_fn", |b| {
-        b.iter(|| full_scan(&log, extractor.clone(), opts.max_line).unwrap())
+        b.iter(|| full_scan(&log, extractor.clone(), opts.max_line).unwrap());
     });
     let rf = reference::full_scan(&ds.paths.log);
     check(
-        format!("{label}/ref_full_scan"),
+        &format!("{label}/ref_full_scan"),
         rf.api_calls == ds.api_calls_since_molt,
-        json!({"api_calls": rf.api_calls}),
+        &json!({"api_calls": rf.api_calls}),
     );
     g.bench_function("e_ref_full_scan", |b| {
-        b.iter(|| reference::full_scan(black_box(&ds.paths.log)))
+        b.iter(|| reference::full_scan(black_box(&ds.paths.log)));
     });
     g.finish();
 }
@@ -295,7 +311,7 @@ fn build(c: &mut Criterion, cfg: &Config, ds: &Dataset, extra: &[Vec<u8>]) {
                 assert_eq!(index.state().lines, ds.lines);
             }
             total
-        })
+        });
     });
     let _ = fs::remove_file(&paths.index);
 
@@ -315,7 +331,7 @@ fn build(c: &mut Criterion, cfg: &Config, ds: &Dataset, extra: &[Vec<u8>]) {
                     phases.borrow_mut().push(stats);
                 }
                 total
-            })
+            });
         });
     } else {
         // In a child, which also gives its peak memory (`memory_and_disk` skips it then).
@@ -366,7 +382,7 @@ fn build(c: &mut Criterion, cfg: &Config, ds: &Dataset, extra: &[Vec<u8>]) {
                     .unwrap();
             }
             t.elapsed()
-        })
+        });
     });
     g.finish();
     let _ = fs::remove_file(&runtime_db);
@@ -419,7 +435,7 @@ fn catch_up(c: &mut Criterion, cfg: &Config, ds: &Dataset, work: &LogPaths, extr
                     assert_eq!(committed.outcome().work().1, n as u64);
                 }
                 total
-            })
+            });
         });
     }
     for n in [0usize, 1, 100, 10_000] {
@@ -436,7 +452,7 @@ fn catch_up(c: &mut Criterion, cfg: &Config, ds: &Dataset, work: &LogPaths, extr
                     assert_eq!(index.outcome().work().1, n as u64, "{}", index.outcome());
                 }
                 total
-            })
+            });
         });
     }
     g.finish();
@@ -453,7 +469,7 @@ fn open(c: &mut Criterion, cfg: &Config, ds: &Dataset, work: &LogPaths) {
             let index = Index::open(&ds.paths, &opts).unwrap();
             assert_eq!(index.outcome().code(), "fresh");
             index
-        })
+        });
     });
     cfg.heavy(&mut g);
     if cfg.smoke {
@@ -474,7 +490,7 @@ fn open(c: &mut Criterion, cfg: &Config, ds: &Dataset, work: &LogPaths) {
                 assert_eq!(index.outcome().work().1, 10, "{}", index.outcome());
             }
             total
-        })
+        });
     });
     g.finish();
     if kills.get() > 0 {
@@ -523,7 +539,7 @@ fn hardware(c: &mut Criterion, cfg: &Config, ds: &Dataset) {
         b.iter(|| {
             f.write_all(&page).unwrap();
             f.sync_data().unwrap();
-        })
+        });
     });
     drop(f);
     let _ = fs::remove_file(&probe);
@@ -564,7 +580,7 @@ fn memory_and_disk(cfg: &Config, ds: &Dataset) {
     report(
         &format!("disk/{label}"),
         json!({"log_bytes": log, "lines": ds.lines, "index_bytes": idx, "sidecar_bytes": sqlite,
-               "index_over_log": idx as f64 / log as f64, "sidecar_over_log": sqlite as f64 / log as f64}),
+               "index_over_log": ratio(idx, log), "sidecar_over_log": ratio(sqlite, log)}),
     );
     let _ = fs::remove_file(&index);
 }
@@ -606,7 +622,7 @@ fn append(c: &mut Criterion, cfg: &Config, extra: &[Vec<u8>]) {
                 });
                 let mut w = w.borrow_mut();
                 b.iter_custom(|iters| {
-                    let t = Instant::now();
+                    let started = Instant::now();
                     for _ in 0..iters {
                         if batch == 1 {
                             let i = cursor.get();
@@ -616,17 +632,17 @@ fn append(c: &mut Criterion, cfg: &Config, extra: &[Vec<u8>]) {
                             w.append_batch_json(&batch100).unwrap();
                         }
                     }
-                    t.elapsed()
-                })
+                    started.elapsed()
+                });
             });
             if let Some(w) = writer.into_inner() {
                 let w = w.into_inner();
                 let events = w.state().events;
-                let t = Instant::now();
+                let started = Instant::now();
                 w.close().unwrap();
                 report(
                     &format!("append/ours_{name}/{batch}"),
-                    json!({"events_appended": events, "close_secs": t.elapsed().as_secs_f64()}),
+                    json!({"events_appended": events, "close_secs": started.elapsed().as_secs_f64()}),
                 );
             }
             let _ = fs::remove_dir_all(&dir);
@@ -646,21 +662,21 @@ fn append(c: &mut Criterion, cfg: &Config, extra: &[Vec<u8>]) {
     );
     let cursor = Cell::new(0usize);
     g.bench_function("peer_jsonl_write_flush", |b| {
-        let mut f = file.borrow_mut();
+        let mut file = file.borrow_mut();
         let mut line = Vec::with_capacity(4096);
         b.iter_custom(|iters| {
-            let t = Instant::now();
+            let started = Instant::now();
             for _ in 0..iters {
                 let i = cursor.get();
                 cursor.set(i + 1);
                 line.clear();
                 line.extend_from_slice(&extra[i % extra.len()]);
                 line.push(b'\n');
-                f.write_all(&line).unwrap();
-                f.flush().unwrap();
+                file.write_all(&line).unwrap();
+                file.flush().unwrap();
             }
-            t.elapsed()
-        })
+            started.elapsed()
+        });
     });
     drop(file);
 
@@ -674,28 +690,40 @@ fn append(c: &mut Criterion, cfg: &Config, extra: &[Vec<u8>]) {
     let offset = Cell::new(0u64);
     g.bench_function("peer_sidecar_runtime_log_event", |b| {
         b.iter_custom(|iters| {
-            let t = Instant::now();
+            let started = Instant::now();
             for _ in 0..iters {
                 let i = offset.get();
                 offset.set(i + 1);
-                sidecar::runtime_log_event(&db, &rows[i as usize % rows.len()], &source, i)
-                    .unwrap();
+                sidecar::runtime_log_event(
+                    &db,
+                    &rows[usize::try_from(i).unwrap() % rows.len()],
+                    &source,
+                    i,
+                )
+                .unwrap();
             }
-            t.elapsed()
-        })
+            started.elapsed()
+        });
     });
     let kept: OnceCell<rusqlite::Connection> = OnceCell::new();
     g.bench_function("peer_sidecar_kept_open_insert_commit", |b| {
         let conn = kept.get_or_init(|| sidecar::open_kept(&db).unwrap());
         b.iter_custom(|iters| {
-            let t = Instant::now();
+            let started = Instant::now();
             for _ in 0..iters {
                 let i = offset.get();
                 offset.set(i + 1);
-                sidecar::insert(conn, &rows[i as usize % rows.len()], &source, i, None).unwrap();
+                sidecar::insert(
+                    conn,
+                    &rows[usize::try_from(i).unwrap() % rows.len()],
+                    &source,
+                    i,
+                    None,
+                )
+                .unwrap();
             }
-            t.elapsed()
-        })
+            started.elapsed()
+        });
     });
     drop(kept);
     g.finish();

@@ -9,6 +9,8 @@
 //! on in-memory sessions: the whole fold, and one event appended to a live session.
 //!
 //! cargo bench --bench sessions
+// Benchmark setup: a failed step stops the run with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,8 +28,10 @@ const RARE_COUNT: u64 = 100;
 fn sizes() -> Vec<u64> {
     std::env::var("AGENTLOG_BENCH_SESSION_EVENTS")
         .ok()
-        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10_000, 100_000])
+        .map_or_else(
+            || vec![10_000, 100_000],
+            |s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        )
 }
 
 /// A dsh-style session of `n` events: turns of user message, assistant reply, tool call and
@@ -110,7 +114,7 @@ fn reads(c: &mut Criterion) {
         }
         let wide = WindowRequest::new("s", n / 2).with_neighbours(50, 50);
         group.bench_with_input(BenchmarkId::new("pm50/middle", n), &wide, |b, r| {
-            b.iter(|| service.read_event(r).expect("read"))
+            b.iter(|| service.read_event(r).expect("read"));
         });
     }
     group.finish();
@@ -127,7 +131,7 @@ fn filters(c: &mut Criterion) {
             b.iter(|| {
                 let found = service.list_events_of_types("s", &[RARE]).expect("filter");
                 assert_eq!(found.len() as u64, RARE_COUNT.min(n));
-            })
+            });
         });
     }
     group.finish();
@@ -148,7 +152,7 @@ fn whole_log(c: &mut Criterion) {
             b.iter(|| {
                 let surface = service.read_surface("s").expect("surface");
                 assert!(!surface.events.is_empty());
-            })
+            });
         });
         group.bench_with_input(BenchmarkId::new("surface_type_records", n), &n, |b, _| {
             b.iter(|| {
@@ -156,7 +160,7 @@ fn whole_log(c: &mut Criterion) {
                     .list_events_of_types("s", &["user/message"])
                     .expect("filter");
                 assert!(!found.is_empty());
-            })
+            });
         });
     }
     group.finish();
@@ -184,8 +188,13 @@ fn surface_event(kind: u64, seq: u64) -> SessionEvent {
                                 "content": [{"type": "text", "text": "a long tool output"}]}]}}),
         ),
     };
-    SessionEvent::new(event_type, seq, 1_700_000_000_000 + seq as i64, data)
-        .with_surface_op(SurfaceOp::Append)
+    SessionEvent::new(
+        event_type,
+        seq,
+        1_700_000_000_000 + i64::try_from(seq).unwrap(),
+        data,
+    )
+    .with_surface_op(SurfaceOp::Append)
 }
 
 /// A session of `n` events that rewrites its history as long agent sessions do: turns of a
@@ -224,10 +233,10 @@ fn rewriting_session(n: u64) -> (Vec<SessionEvent>, Vec<u64>) {
                 .with_sources(sources)
         } else if seq % 8 == 7
             && len > 40
-            && events[surface[len - 40] as usize].event_type == "tool/result"
+            && events[usize::try_from(surface[len - 40]).unwrap()].event_type == "tool/result"
         {
             let target = surface[len - 40];
-            let mut pruned = events[target as usize].clone();
+            let mut pruned = events[usize::try_from(target).unwrap()].clone();
             pruned.seq = seq;
             pruned.data["message"]["content"][0]["content"] =
                 json!([{"type": "text", "text": "[pruned]"}]);
@@ -259,14 +268,14 @@ fn rewrites(c: &mut Criterion) {
         assert_eq!(fold.nodes, expected, "the fold disagrees with the model");
         group.throughput(Throughput::Elements(n));
         group.bench_with_input(BenchmarkId::new("fold_surface", n), &events, |b, events| {
-            b.iter(|| fold_surface(events).expect("fold"))
+            b.iter(|| fold_surface(events).expect("fold"));
         });
         group.throughput(Throughput::Elements(1));
         let dir = tempfile::tempdir().expect("temp dir");
         let config = StoreConfig {
             checkpoint: CheckpointPolicy {
                 max_pending_events: usize::MAX,
-                max_delay: Duration::from_secs(3600),
+                max_delay: Duration::from_hours(1),
             },
             ..Default::default()
         };
@@ -287,13 +296,13 @@ fn rewrites(c: &mut Criterion) {
                     SessionEvent::new(
                         "step/start",
                         seq,
-                        1_700_000_000_000 + seq as i64,
+                        1_700_000_000_000 + i64::try_from(seq).unwrap(),
                         json!({"turn": 1, "step": seq}),
                     )
                 },
                 |event| store.append("s", vec![event]).expect("append"),
                 BatchSize::SmallInput,
-            )
+            );
         });
     }
     group.finish();

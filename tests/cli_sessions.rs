@@ -1,4 +1,6 @@
 //! The session commands' contract: sessions, events, read, trace-session, trace-event.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -10,7 +12,7 @@ fn user(seq: u64, text: &str) -> SessionEvent {
     SessionEvent::new(
         "user/message",
         seq,
-        seq as i64 * 10,
+        i64::try_from(seq).unwrap() * 10,
         json!({"id": format!("u{seq}"), "role": "user", "source": {"kind": "user"},
                "content": [{"type": "text", "text": text}]}),
     )
@@ -21,7 +23,7 @@ fn assistant(seq: u64, text: &str) -> SessionEvent {
     SessionEvent::new(
         "assistant/message",
         seq,
-        seq as i64 * 10,
+        i64::try_from(seq).unwrap() * 10,
         json!({"turn": 1, "step": 1, "message": {"id": format!("a{seq}"), "role": "assistant",
                "source": {"kind": "model", "provider": "p", "model": "m"},
                "content": [{"type": "text", "text": text}]}}),

@@ -112,9 +112,8 @@ fn many_reader_threads_and_one_writer() {
 fn versions() -> [Vec<u8>; 3] {
     let log = |n: u64, offset: u64| -> Vec<u8> {
         (0..n)
-            .map(|i| format!("{}\n", unit_event(i + offset)))
-            .collect::<String>()
-            .into_bytes()
+            .flat_map(|i| format!("{}\n", unit_event(i + offset)).into_bytes())
+            .collect()
     };
     [log(400, 0), log(150, 7), log(900, 3)]
 }

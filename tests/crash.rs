@@ -14,6 +14,8 @@
 //!
 //! Rounds: `AGENTLOG_CRASH_ROUNDS` per policy (default 8, so CI stays quick; run hundreds by
 //! hand, see docs/RELIABILITY.md). `AGENTLOG_CRASH_SEED` replays a run.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -50,7 +52,7 @@ fn seed() -> u64 {
         .unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
+                .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
         })
 }
 
@@ -165,12 +167,13 @@ fn run_and_kill(
 fn assert_acked_present(log: &[u8], acked: &[(u64, u64)], durable_upto: u64) {
     for &(offset, k) in acked {
         let expected = format!("{}\n", event(k));
-        let end = offset as usize + expected.len();
+        let offset = usize::try_from(offset).unwrap();
+        let end = offset + expected.len();
         if (end as u64) > durable_upto {
             continue;
         }
         assert_eq!(
-            log.get(offset as usize..end),
+            log.get(offset..end),
             Some(expected.as_bytes()),
             "acknowledged event {k} at offset {offset} is not intact"
         );
@@ -235,7 +238,8 @@ fn crash_rounds(sync: &str, durable_acks: bool, power_loss: bool) {
         let after = Duration::from_millis(5 + rng.below(60));
         // Index commits by policy happen on the writer's commit thread, and a kill can land
         // in one: commit often in most rounds.
-        let commit_interval = Duration::from_millis([1, 3, 10, 1000][rng.below(4) as usize]);
+        let commit_interval =
+            Duration::from_millis([1, 3, 10, 1000][usize::try_from(rng.below(4)).unwrap()]);
         let log_before = std::fs::metadata(&agent.paths.log).map_or(0, |m| m.len());
         let (killed, sent_upto) = run_and_kill(&agent, sync, next, after, commit_interval);
         next = sent_upto;
@@ -255,12 +259,14 @@ fn crash_rounds(sync: &str, durable_acks: bool, power_loss: bool) {
         if power_loss && log.len() as u64 > durable {
             // What a power loss could take: anything past what the policy made durable.
             let cut = durable + rng.below(log.len() as u64 - durable + 1);
-            log.truncate(cut as usize);
+            log.truncate(usize::try_from(cut).unwrap());
             cuts += 1;
             if rng.below(3) == 0 && (cut - durable) > 8 {
                 let start = durable + rng.below(cut - durable);
                 let len = rng.below(cut - start).min(4096);
-                for b in &mut log[start as usize..(start + len) as usize] {
+                let start = usize::try_from(start).unwrap();
+                let len = usize::try_from(len).unwrap();
+                for b in &mut log[start..start + len] {
                     *b = 0;
                 }
             }
@@ -382,7 +388,11 @@ fn killed_builds(log_bytes: u64) {
         let answer = common::json(&output);
         assert_eq!(answer["tier"], "index", "{answer}");
         assert_eq!(answer["api_calls"], expected.calls, "{answer}");
-        assert_eq!(answer["input_tokens"], expected.input as u64, "{answer}");
+        assert_eq!(
+            answer["input_tokens"],
+            u64::try_from(expected.input).unwrap(),
+            "{answer}"
+        );
         let outcome = answer["index"]["outcome"]
             .as_str()
             .unwrap_or("?")

@@ -1,7 +1,9 @@
 //! Damaged index files: opening them must never panic or abort, must give the oracle's
 //! answers, and a damaged row, once found, must be rebuilt rather than met again. Some files
-//! are the fuzzer's findings (fuzz/regressions/index_file, written in index format 1, so they
+//! are the fuzzer's findings (`fuzz/regressions/index_file`, written in index format 1, so they
 //! also exercise a rebuild from an old format whose file is damaged).
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -151,7 +153,7 @@ fn a_damaged_row_found_by_a_query_is_rebuilt() {
 /// damage does to redb (errors, or panics inside it), the writer must keep appending, heal
 /// the index from the log at its next commit, and close cleanly: a commit on a damaged file
 /// rebuilds instead of returning an error, and the rebuild does not find the file locked by the
-/// handle leaked after redb's panic (fuzz/regressions/log_ops/writer-*).
+/// handle leaked after redb's panic (`fuzz/regressions/log_ops/writer-*`).
 #[test]
 fn a_writer_heals_an_index_damaged_between_its_runs() {
     use agentlog::index::{CommitPolicy, Writer, WriterOptions};
@@ -164,7 +166,7 @@ fn a_writer_heals_an_index_damaged_between_its_runs() {
         commit: CommitPolicy {
             rows,
             bytes: 8 << 20,
-            interval: Duration::from_secs(3600),
+            interval: Duration::from_hours(1),
         },
         ..WriterOptions::default()
     };
@@ -178,7 +180,7 @@ fn a_writer_heals_an_index_damaged_between_its_runs() {
         let mut writer = Writer::open(&agent.paths, options(3)).unwrap();
         writer.append_batch_json(&first).unwrap();
         writer.close().unwrap();
-        std::fs::metadata(&agent.paths.index).unwrap().len() as usize
+        usize::try_from(std::fs::metadata(&agent.paths.index).unwrap().len()).unwrap()
     };
     assert!(index_len > 0);
     // Dense over the header and first pages, where redb's allocator state lives, sparse
@@ -299,7 +301,11 @@ fn aborts_once_then_rebuilds(log: &[u8], index: &[u8]) {
     assert!(!marker.exists());
     let oracle = agent.oracle();
     assert_eq!(v["api_calls"], oracle.since().calls, "{v}");
-    assert_eq!(v["input_tokens"], oracle.since().input as u64, "{v}");
+    assert_eq!(
+        v["input_tokens"],
+        u64::try_from(oracle.since().input).unwrap(),
+        "{v}"
+    );
     let index = Index::open(&agent.paths, &IndexOptions::default()).unwrap();
     // Every complete line is indexed; a torn final line does not make the index less fresh.
     assert_eq!(index.outcome(), &IndexOutcome::Fresh);
@@ -378,7 +384,11 @@ fn sweep_single_bit_flips_through_the_cli() {
             let what = format!("byte {at} ^ {flip:#x}: {v}");
             assert_eq!(v["tier"], "index", "{what}");
             assert_eq!(v["api_calls"], oracle.since().calls, "{what}");
-            assert_eq!(v["input_tokens"], oracle.since().input as u64, "{what}");
+            assert_eq!(
+                v["input_tokens"],
+                u64::try_from(oracle.since().input).unwrap(),
+                "{what}"
+            );
             let latest = oracle.boundaries.last().expect("the log molts");
             assert_eq!(v["boundary_offset"], latest.offset, "{what}");
             assert_eq!(
@@ -653,6 +663,7 @@ fn extreme_keys_and_values_in_the_index_are_damage_not_an_overflow() {
 fn a_damaged_type_name_is_rebuilt_never_believed() {
     use agentlog::index::schema::TYPES;
     use redb::{ReadableTable, ReadableTableMetadata};
+    type Edit<'a> = (&'a str, &'a dyn Fn(&redb::WriteTransaction));
     fn name(txn: &redb::WriteTransaction, id: u32) -> String {
         let table = txn.open_table(TYPES).unwrap();
         table.get(id).unwrap().unwrap().value().to_owned()
@@ -677,7 +688,6 @@ fn a_damaged_type_name_is_rebuilt_never_believed() {
         table.remove(0).unwrap();
         table.insert(count, first.as_str()).unwrap();
     };
-    type Edit<'a> = (&'a str, &'a dyn Fn(&redb::WriteTransaction));
     let edits: [Edit; 3] = [
         ("renamed", &renamed),
         ("swapped", &swapped),

@@ -1,5 +1,7 @@
 //! I/O faults on the log and on the index (short writes, a full disk, I/O errors): the caller
 //! gets a clear error, the acknowledged prefix stays intact, and the next open recovers.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -20,7 +22,7 @@ fn writer(agent: &Agent, sync: SyncPolicy, faults: &Arc<Faults>) -> Writer {
     options.commit = CommitPolicy {
         rows: 1,
         bytes: 1 << 20,
-        interval: Duration::from_secs(3600),
+        interval: Duration::from_hours(1),
     };
     Writer::open(&agent.paths, options).expect("open writer")
 }

@@ -3,11 +3,14 @@
 //! gaps, blank lines, events that break a read rule (a message shape, a surface field), and
 //! turn/end events before or after the damage. Reads go through the index built from scratch,
 //! then fresh, then caught up after an append.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agentlog::query::{
     IndexedSource, JsonlSource, PersistedSource, SessionHeader, SourceError, StoredSlice,
 };
 use proptest::prelude::*;
+use std::fmt::Write as _;
 
 const TYPES: [&str; 4] = ["turn/start", "step/start", "turn/end", "tool/call"];
 
@@ -58,20 +61,26 @@ fn render(lines: &[Line], start: u64) -> String {
                 seq += 1;
             }
             Line::Unparsable => out.push_str("{not json"),
-            Line::BadEnvelope => out.push_str(&format!(
+            Line::BadEnvelope => write!(
+                out,
                 "{{\"type\":\"turn/start\",\"seq\":{seq},\"time\":1,\"data\":{{}},\"x\":1}}"
-            )),
+            )
+            .unwrap(),
             Line::SeqGap(kind) => {
                 out.push_str(&event(*kind, seq + 1));
                 seq += 2;
             }
             Line::Blank => {}
-            Line::BadMessage => out.push_str(&format!(
+            Line::BadMessage => write!(
+                out,
                 "{{\"type\":\"user/message\",\"seq\":{seq},\"time\":1,\"data\":{{\"role\":\"user\",\"source\":{{\"kind\":\"user\"}},\"content\":[]}},\"surfaceOp\":\"append\"}}"
-            )),
-            Line::BadSurfaceField => out.push_str(&format!(
+            )
+            .unwrap(),
+            Line::BadSurfaceField => write!(
+                out,
                 "{{\"type\":\"step/start\",\"seq\":{seq},\"time\":1,\"data\":{{}},\"surfaceOp\":\"append\"}}"
-            )),
+            )
+            .unwrap(),
         }
         out.push('\n');
     }

@@ -4,6 +4,8 @@
 //! Logs here stay under 64 KiB, so the head and tail windows cover them whole and every rewrite
 //! is within what the O(1) open check promises to detect (a rewrite in the middle of a larger
 //! log is `verify --deep`'s job; see docs/FORMAT.md).
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -14,6 +16,7 @@ use common::{
     with_warnings,
 };
 use proptest::prelude::*;
+use std::fmt::Write as _;
 
 #[derive(Clone, Debug)]
 enum Value {
@@ -69,7 +72,7 @@ enum Line {
 
 fn line() -> impl Strategy<Value = Line> {
     let molt = prop_oneof![
-        5 => (0u64..6).prop_map(|n| Some(["0", "1", "2", "3", "4", "5"][n as usize])),
+        5 => (0usize..6).prop_map(|n| Some(["0", "1", "2", "3", "4", "5"][n])),
         1 => Just(None),
         1 => prop_oneof![Just(Some("\"3\"")), Just(Some("3.0")), Just(Some("-1")), Just(Some("null"))],
     ];
@@ -105,7 +108,7 @@ fn render_line(line: &Line) -> String {
             }
             for (name, value) in names.iter().zip(values) {
                 if let Some(value) = value {
-                    out.push_str(&format!(", \"{name}\": {}", render(value)));
+                    write!(out, ", \"{name}\": {}", render(value)).unwrap();
                 }
             }
             out.push_str(", \"nested\": {\"a\": [1, {\"b\": null}]}}");
@@ -114,10 +117,10 @@ fn render_line(line: &Line) -> String {
         Line::Boundary(molt, initiator) => {
             let mut out = String::from("{\"type\": \"psyche_molt\", \"ts\": 9");
             if let Some(m) = molt {
-                out.push_str(&format!(", \"molt_count\": {m}"));
+                write!(out, ", \"molt_count\": {m}").unwrap();
             }
             if let Some(i) = initiator {
-                out.push_str(&format!(", \"initiator\": {i}"));
+                write!(out, ", \"initiator\": {i}").unwrap();
             }
             out.push('}');
             out
@@ -132,7 +135,18 @@ fn render_line(line: &Line) -> String {
     }
 }
 
-fn log_of(lines: &[Line], torn: &Option<String>) -> Vec<u8> {
+/// `at` (in `0.0..=1.0`) of `len`, rounded down.
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "test files are far below 2^53 bytes, and the product is in 0..=len"
+)]
+fn fraction_of(len: usize, at: f64) -> usize {
+    (len as f64 * at) as usize
+}
+
+fn log_of(lines: &[Line], torn: Option<&String>) -> Vec<u8> {
     let mut out = String::new();
     for line in lines {
         out.push_str(&render_line(line));
@@ -154,7 +168,7 @@ proptest! {
         expected in proptest::option::of(0u64..6),
         window in 40u64..4000,
     ) {
-        let agent = Agent::with_log(&log_of(&lines, &torn));
+        let agent = Agent::with_log(&log_of(&lines, torn.as_ref()));
         assert_tiers_match_oracle(&agent.paths, expected, window);
         let latest = agent.oracle().latest().and_then(|b| b.molt_count);
         assert_tiers_match_oracle(&agent.paths, latest, window);
@@ -191,7 +205,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn apply(agent: &Agent, op: &Op) {
     match op {
-        Op::AppendRaw(lines, torn) => agent.append_raw(&log_of(lines, torn)),
+        Op::AppendRaw(lines, torn) => agent.append_raw(&log_of(lines, torn.as_ref())),
         Op::AppendWriter(lines) => {
             let options = WriterOptions {
                 sync: SyncPolicy::None,
@@ -229,12 +243,12 @@ fn apply(agent: &Agent, op: &Op) {
         }
         Op::Truncate(at) => {
             let log = agent.log();
-            agent.write_log(&log[..(log.len() as f64 * at) as usize]);
+            agent.write_log(&log[..fraction_of(log.len(), *at)]);
         }
         Op::RewriteByte(at, byte) => {
             let mut log = agent.log();
             if !log.is_empty() {
-                let i = ((log.len() - 1) as f64 * at) as usize;
+                let i = fraction_of(log.len() - 1, *at);
                 log[i] = *byte;
                 agent.write_log(&log);
             }
@@ -246,7 +260,7 @@ fn apply(agent: &Agent, op: &Op) {
             if let Ok(mut index) = std::fs::read(&agent.paths.index)
                 && !index.is_empty()
             {
-                let i = ((index.len() - 1) as f64 * at) as usize;
+                let i = fraction_of(index.len() - 1, *at);
                 index[i] ^= byte | 1;
                 std::fs::write(&agent.paths.index, &index).expect("write index");
             }
@@ -266,7 +280,7 @@ proptest! {
         initial in proptest::collection::vec(line(), 0..20),
         ops in proptest::collection::vec(op(), 1..12),
     ) {
-        let agent = Agent::with_log(&log_of(&initial, &None));
+        let agent = Agent::with_log(&log_of(&initial, None));
         for op in &ops {
             apply(&agent, op);
             prop_assert!(agent.log().len() < 60_000, "keep logs inside the windows");
@@ -372,11 +386,13 @@ fn index_contents(index: &Index, log: &[u8]) -> String {
     );
     let mut offset = 0u64;
     for line in log.split_inclusive(|&b| b == b'\n') {
-        out.push_str(&format!(
-            "{offset}: {:?} {:?}\n",
+        writeln!(
+            out,
+            "{offset}: {:?} {:?}",
             index.event_at(offset).expect("event"),
             index.totals_before(offset + 1).expect("totals"),
-        ));
+        )
+        .unwrap();
         offset += line.len() as u64;
     }
     for name in [
@@ -387,10 +403,12 @@ fn index_contents(index: &Index, log: &[u8]) -> String {
         "session",
         "agent_state",
     ] {
-        out.push_str(&format!(
-            "{name}: {:?}\n",
+        writeln!(
+            out,
+            "{name}: {:?}",
             index.offsets_of_type(name, 0, usize::MAX).expect("types")
-        ));
+        )
+        .unwrap();
     }
     out
 }
@@ -451,7 +469,7 @@ proptest! {
         options.commit = CommitPolicy {
             rows: commit_rows,
             bytes: u64::MAX,
-            interval: std::time::Duration::from_secs(3600),
+            interval: std::time::Duration::from_hours(1),
         };
         let (state, warnings) = with_warnings(|| {
             let mut writer = Writer::open(&agent.paths, options).expect("writer");

@@ -75,7 +75,7 @@ fn append(dir: &Path, n: usize, batch: usize) {
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{}",
-        json!({"events": done, "secs": secs, "events_per_sec": done as f64 / secs})
+        json!({"events": done, "secs": secs, "events_per_sec": rate(done, secs)})
     );
 }
 
@@ -88,7 +88,7 @@ fn hold_writer(agent_dir: &Path) {
         commit: CommitPolicy {
             rows: usize::MAX,
             bytes: u64::MAX,
-            interval: Duration::from_secs(3600),
+            interval: Duration::from_hours(1),
         },
         ..WriterOptions::default()
     };
@@ -104,7 +104,7 @@ fn hold_writer(agent_dir: &Path) {
     println!("ready");
     std::io::stdout().flush().unwrap();
     loop {
-        std::thread::sleep(Duration::from_secs(60));
+        std::thread::sleep(Duration::from_mins(1));
     }
 }
 
@@ -138,7 +138,7 @@ pub const PEAK_JOBS: [&str; 7] = [
     "sidecar_rebuild",
 ];
 
-/// `peak JOB PATH [ARG]`: runs one job of [`PEAK_JOBS`] once and prints its peak RSS (VmHWM,
+/// `peak JOB PATH [ARG]`: runs one job of [`PEAK_JOBS`] once and prints its peak RSS (`VmHWM`,
 /// which includes the process's start-up, reported apart), its time and its answer.
 /// - `ours_answer`, `ours_reverse_scan`, `ours_full_scan`: `current_generation_at` on the agent
 ///   directory PATH, starting at that tier; ARG is the expected molt count.
@@ -219,4 +219,10 @@ pub fn kill_a_writer(agent_dir: &Path) {
     assert_eq!(line.trim(), "ready", "hold-writer child did not get ready");
     child.kill().unwrap(); // SIGKILL on Unix
     child.wait().unwrap();
+}
+
+/// Events a second.
+#[allow(clippy::cast_precision_loss, reason = "an event count far below 2^53")]
+fn rate(events: usize, secs: f64) -> f64 {
+    events as f64 / secs
 }

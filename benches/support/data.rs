@@ -20,9 +20,10 @@ pub const EXTRA_SEED: u64 = 7;
 
 /// Where cached data lives: `AGENTLOG_BENCH_DATA`, else `<crate>/target/bench-data`.
 pub fn data_root() -> PathBuf {
-    std::env::var_os("AGENTLOG_BENCH_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"))
+    std::env::var_os("AGENTLOG_BENCH_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"),
+        PathBuf::from,
+    )
 }
 
 /// A log size: its label (`1mb`) and target bytes (decimal units).

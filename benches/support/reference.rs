@@ -27,14 +27,15 @@ pub struct RefGeneration {
 /// `_int(value)`: `None` → 0, else `int(value)`, `TypeError`/`ValueError` → 0.
 fn py_int(v: Option<&Value>) -> i64 {
     match v {
-        None | Some(Value::Null) => 0,
         Some(Value::Bool(b)) => i64::from(*b),
+        // Python's `int()` of a float; `as` saturates where Python would grow (not seen in logs).
+        #[allow(clippy::cast_possible_truncation)]
         Some(Value::Number(n)) => n
             .as_i64()
             .or_else(|| n.as_f64().map(|f| f.trunc() as i64))
             .unwrap_or(0),
         Some(Value::String(s)) => s.trim().parse::<i64>().unwrap_or(0),
-        Some(_) => 0,
+        None | Some(_) => 0,
     }
 }
 
@@ -42,7 +43,7 @@ fn py_int(v: Option<&Value>) -> i64 {
 fn event_type(ev: &serde_json::Map<String, Value>) -> Option<&str> {
     fn truthy(v: Option<&Value>) -> Option<&str> {
         match v {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+            None | Some(Value::Null | Value::Bool(false)) => None,
             Some(Value::String(s)) if s.is_empty() => None,
             Some(v) => Some(v.as_str().unwrap_or("")),
         }

@@ -102,7 +102,7 @@ pub fn record_machine(cfg: &Config) {
     report(
         "machine",
         json!({
-            "nproc": std::thread::available_parallelism().map_or(0, |n| n.get()),
+            "nproc": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
             "cpu": cpu, "rustc": rustc, "git": git,
             "date": jiff::Timestamp::now().to_string(),
             "smoke": cfg.smoke,
@@ -113,9 +113,10 @@ pub fn record_machine(cfg: &Config) {
 
 /// The release CLI, copied aside so a concurrent rebuild cannot change it mid-run.
 pub fn agentlog_bin() -> Option<PathBuf> {
-    let src = std::env::var_os("AGENTLOG_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/agentlog"));
+    let src = std::env::var_os("AGENTLOG_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/agentlog"),
+        PathBuf::from,
+    );
     if !src.exists() {
         eprintln!(
             "WARNING: {} not found: skipping the whole-process benchmark (cargo build --release --bin agentlog)",

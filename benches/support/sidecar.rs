@@ -19,7 +19,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// `SQLiteEventIndex._ensure_schema`, schema version 3.
-pub const SCHEMA: &str = r#"
+pub const SCHEMA: &str = r"
 CREATE TABLE IF NOT EXISTS schema_migrations (
   version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS import_cursors (
@@ -71,13 +71,13 @@ CREATE INDEX IF NOT EXISTS idx_token_entries_api_call_id ON token_entries(api_ca
 CREATE INDEX IF NOT EXISTS idx_token_entries_run_id_ts ON token_entries(run_id, ts DESC);
 CREATE INDEX IF NOT EXISTS idx_token_entries_source_kind_ts ON token_entries(source_kind, ts DESC);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_token_entries_source_offset ON token_entries(source_file, source_offset);
-"#;
+";
 
 const INSERT_EVENT: &str = "INSERT OR IGNORE INTO events(ts, type, agent_address, \
     agent_name_snapshot, fields_json, source_file, source_offset, source_line, source_kind, \
     scope, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'agent_events', 'agent', NULL)";
 
-/// A JSON object with its keys in file order (Python dicts keep insertion order; serde_json's
+/// A JSON object with its keys in file order (Python dicts keep insertion order; `serde_json`'s
 /// `Map` here sorts them, which would change `json_extract`'s work).
 #[derive(Clone, Debug, Default)]
 pub struct Ordered(pub Vec<(String, Value)>);
@@ -179,12 +179,16 @@ fn coerce_ts(raw: Option<Value>, fields: &mut Ordered) -> f64 {
                 return f;
             }
             let iso = s.replace('Z', "+00:00");
-            match iso.parse::<jiff::Timestamp>() {
-                Ok(t) => t.as_millisecond() as f64 / 1000.0,
-                Err(_) => {
-                    fields.0.push(("ts_raw".to_owned(), Value::String(s)));
-                    0.0
-                }
+            if let Ok(t) = iso.parse::<jiff::Timestamp>() {
+                #[allow(
+                    clippy::cast_precision_loss,
+                    reason = "milliseconds in jiff's range are below 2^53, exact"
+                )]
+                let millis = t.as_millisecond() as f64;
+                millis / 1000.0
+            } else {
+                fields.0.push(("ts_raw".to_owned(), Value::String(s)));
+                0.0
             }
         }
         Some(other) => {
@@ -312,8 +316,8 @@ pub fn insert(
         row.agent_name,
         row.fields_json,
         source_file,
-        offset as i64,
-        line.map(|l| l as i64),
+        i64::try_from(offset).expect("a log offset fits SQLite's INTEGER"),
+        line.map(|l| i64::try_from(l).expect("a line number fits SQLite's INTEGER")),
     ])?;
     Ok(())
 }
@@ -369,7 +373,12 @@ pub fn offline_rebuild(log: &Path, target: &Path) -> rusqlite::Result<RebuildSta
     }
     conn.execute(
         "INSERT OR REPLACE INTO import_cursors(source_file, byte_offset, line_no, updated_at) VALUES (?1, ?2, ?3, ?4)",
-        params![source_file, cursor as i64, cursor_line as i64, now_iso()],
+        params![
+            source_file,
+            i64::try_from(cursor).expect("a log offset fits SQLite's INTEGER"),
+            i64::try_from(cursor_line).expect("a line number fits SQLite's INTEGER"),
+            now_iso()
+        ],
     )?;
     conn.execute_batch("COMMIT")?;
     let import = started.elapsed();

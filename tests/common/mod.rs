@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: agent directories in temp dirs, event line
 //! builders, and comparison of every tier against the naive oracle.
-#![allow(dead_code)]
+// Each test crate uses some of the helpers; a helper that fails fails the test calling it.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod oracle;
 
@@ -206,7 +207,7 @@ pub fn assert_index_matches_oracle(index: &Index, bytes: &[u8]) {
     );
     assert_eq!(OTotals::from(state.totals), oracle.lifetime(), "lifetime");
     assert_eq!(
-        state.boundaries as usize,
+        usize::try_from(state.boundaries).unwrap(),
         oracle.boundaries.len(),
         "boundaries"
     );
@@ -311,8 +312,9 @@ pub fn assert_rows_match_oracle(index: &Index, bytes: &[u8]) {
             .iter()
             .filter(|e| e.kind.as_deref() == Some(kind))
             .map(|e| {
-                let at = e.offset as usize;
-                (e.offset, bytes[at..at + e.len as usize].to_vec())
+                let at = usize::try_from(e.offset).unwrap();
+                let len = usize::try_from(e.len).unwrap();
+                (e.offset, bytes[at..at + len].to_vec())
             })
             .collect();
         assert_eq!(

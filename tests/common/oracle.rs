@@ -13,7 +13,7 @@ pub struct OBoundary {
     pub initiator: String,
 }
 
-/// Token totals: input, output, cached, thinking, api_calls.
+/// Token totals: input, output, cached, thinking, `api_calls`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OTotals {
     pub input: u128,
@@ -76,6 +76,12 @@ pub fn coerce(value: Option<&Value>) -> u64 {
                 0
             } else {
                 let f = n.as_f64().unwrap_or(-1.0);
+                // 2^53 is exact in an f64, and a whole number in 0..=2^53 is exact in a u64.
+                #[allow(
+                    clippy::cast_precision_loss,
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss
+                )]
                 if f >= 0.0 && f.trunc() <= MAX_TOKEN as f64 {
                     f.trunc() as u64
                 } else {
@@ -93,7 +99,7 @@ pub fn coerce(value: Option<&Value>) -> u64 {
                 return 0;
             }
             match whole.parse::<u128>() {
-                Ok(v) if v <= MAX_TOKEN as u128 => v as u64,
+                Ok(v) if v <= u128::from(MAX_TOKEN) => u64::try_from(v).unwrap_or(0),
                 _ => 0,
             }
         }
@@ -235,9 +241,8 @@ impl Oracle {
         trust_unverifiable: bool,
     ) -> Result<Option<u64>, Option<u64>> {
         match (expected, self.latest()) {
-            (None, None) => Ok(Some(0)),
+            (None | Some(0), None) => Ok(Some(0)),
             (None, Some(b)) => Ok(b.molt_count),
-            (Some(0), None) => Ok(Some(0)),
             (Some(_), None) => Err(None),
             (Some(n), Some(b)) => match b.molt_count {
                 Some(m) if m == n => Ok(Some(n)),
