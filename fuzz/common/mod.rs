@@ -107,7 +107,7 @@ pub fn install_panic_filter() {
     });
 }
 
-/// The oracle's latest boundary as (offset, molt_count, initiator).
+/// The oracle's latest boundary as (offset, `molt_count`, initiator).
 fn oracle_latest(oracle: &Oracle) -> Option<(u64, Option<u64>, String)> {
     oracle
         .latest()

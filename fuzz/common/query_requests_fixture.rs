@@ -1,4 +1,4 @@
-//! The query_requests fuzz target's fixed store, built once per process: five stored sessions
+//! The `query_requests` fuzz target's fixed store, built once per process: five stored sessions
 //! written through `Store` from a deterministic generator (turns with chunks, tool calls and
 //! results, todos, the turn-end reasons, a compaction replacing two nodes and a tool-result
 //! prune) in a lineage root > child > grandchild plus an orphan, a legacy-shape log, a log whose
@@ -44,15 +44,19 @@ impl Gen {
     fn next(&mut self, n: u64) -> u64 {
         self.rng = self
             .rng
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (self.rng >> 33) % n
     }
 
     fn push(&mut self, ty: &str, data: Value) -> u64 {
         let seq = self.events.len() as u64;
-        self.events
-            .push(SessionEvent::new(ty, seq, self.t0 + 3 * seq as i64, data));
+        self.events.push(SessionEvent::new(
+            ty,
+            seq,
+            self.t0 + 3 * i64::try_from(seq).unwrap(),
+            data,
+        ));
         seq
     }
 
@@ -90,7 +94,7 @@ impl Gen {
         let mut results = Vec::new();
         for turn in 1..=turns {
             g.push("turn/start", json!({"turn": turn}));
-            let text = USER[g.next(5) as usize];
+            let text = USER[usize::try_from(g.next(5)).unwrap()];
             g.surface(
                 "user/message",
                 json!({"id": format!("u{}", g.events.len()), "role": "user", "source": {"kind": "user"},
@@ -102,7 +106,7 @@ impl Gen {
             let chunks: Vec<u64> = (0..g.next(3))
                 .map(|_| g.push("assistant/chunk", json!({"turn": turn, "delta": "…"})))
                 .collect();
-            let reply = REPLY[g.next(3) as usize];
+            let reply = REPLY[usize::try_from(g.next(3)).unwrap()];
             g.surface(
                 "assistant/message",
                 json!({"turn": turn, "step": 1, "message": {"id": format!("a{}", g.events.len()),
@@ -144,7 +148,7 @@ impl Gen {
                 json!({"kind": "max-tokens"}),
                 json!({"kind": "interrupted"}),
             ];
-            let reason = reasons[g.next(5) as usize].clone();
+            let reason = reasons[usize::try_from(g.next(5)).unwrap()].clone();
             g.push("turn/end", json!({"turn": turn, "reason": reason}));
             if turn == 2 && g.nodes.len() >= 2 {
                 // A compaction replaces the first two nodes with a summary.
@@ -209,7 +213,7 @@ fn write_raw(root: &std::path::Path, h: &SessionHeader, events: &[Value]) {
 
 /// dsh's legacy worked example (pre-identity messages, a legacy prune).
 fn legacy_events() -> Vec<Value> {
-    let ev = |ty: &str, seq: u64, data: Value| json!({"type": ty, "seq": seq, "time": -50 + seq as i64, "data": data});
+    let ev = |ty: &str, seq: u64, data: Value| json!({"type": ty, "seq": seq, "time": -50 + i64::try_from(seq).unwrap(), "data": data});
     let mut v = vec![
         ev(
             "turn/start",
@@ -292,7 +296,7 @@ pub fn fixture() -> &'static Fixture {
         let root = crate::common::workdir().join("qstore");
         let _ = std::fs::remove_dir_all(&root);
         let config = StoreConfig {
-            checkpoint: CheckpointPolicy { max_pending_events: usize::MAX, max_delay: Duration::from_secs(3600) },
+            checkpoint: CheckpointPolicy { max_pending_events: usize::MAX, max_delay: Duration::from_hours(1) },
             ..StoreConfig::default()
         };
         let store = Store::open(&root, config).unwrap();
@@ -304,7 +308,7 @@ pub fn fixture() -> &'static Fixture {
         ] {
             let id = h.id.clone();
             store.create_session(h).unwrap();
-            store.append(&id, Gen::session(turns, 100 * seed as i64, seed)).unwrap();
+            store.append(&id, Gen::session(turns, 100 * i64::try_from(seed).unwrap(), seed)).unwrap();
             store.close_session(&id).unwrap();
         }
         write_raw(&root, &header("legacy", 0, None, None), &legacy_events());

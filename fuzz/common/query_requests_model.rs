@@ -1,4 +1,4 @@
-//! The query_requests fuzz target's naive semantics: filters (docs/SESSIONS.md, "Filters")
+//! The `query_requests` fuzz target's naive semantics: filters (docs/SESSIONS.md, "Filters")
 //! re-implemented simply (AND of clauses, OR of values, inclusive finite ranges, text matched by
 //! collapsing whitespace and folding case), event-type reads as filtered listings, and windows
 //! as the events whose seq lies in the clamped range, all from the fixture's reference answers.
@@ -49,6 +49,10 @@ fn in_range(n: f64, from: Option<f64>, to: Option<f64>) -> bool {
 }
 
 /// The sessions of `all` that pass `filters`, or `invalid_filter`.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "seqs, times and createdAt are safe integers, exact in f64, as the filters compare them"
+)]
 pub fn naive_sessions(all: &[SessionRecord], filters: &[SessionFilter]) -> R<Vec<SessionRecord>> {
     let valid = filters.iter().all(|f| match f {
         SessionFilter::CreatedAt { from, to } => range_ok(*from, *to),
@@ -135,6 +139,10 @@ fn event_filters_valid(filters: &[EventFilter]) -> bool {
 }
 
 /// `filter_events(id, filters)` as the reference answers give it.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "seqs, times and createdAt are safe integers, exact in f64, as the filters compare them"
+)]
 pub fn naive_events(
     f: &Fixture,
     id: &str,

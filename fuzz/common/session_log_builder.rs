@@ -1,4 +1,4 @@
-//! The session_log fuzz target's generator: mostly-valid dsh session logs built from fuzzed
+//! The `session_log` fuzz target's generator: mostly-valid dsh session logs built from fuzzed
 //! event picks ([`Ev`]): current and legacy message shapes, compactions and tool-result
 //! prunes aimed at current surface nodes, steering, turn-end reasons, and deliberate faults
 //! (broken surface ops, tampered and malformed messages, retired and unknown types, garbage

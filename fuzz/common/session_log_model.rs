@@ -1,4 +1,4 @@
-//! The session_log fuzz target's oracle: the answers the query service gives for session `s`
+//! The `session_log` fuzz target's oracle: the answers the query service gives for session `s`
 //! ([`Answers`]), and a naive model of the read path ([`Model`]) that re-derives them from the
 //! log: the header, the committed events (`scan_log`), the checks every read makes, legacy
 //! normalization, and a surface fold written here from docs/SESSIONS.md, "Surface events and
@@ -268,7 +268,7 @@ pub fn naive_fold(events: &[SessionEvent]) -> Result<NaiveFold, ()> {
                     let [target] = shadowed[..] else {
                         return Err(());
                     };
-                    let t = &events[target as usize];
+                    let t = &events[usize::try_from(target).unwrap()];
                     if t.event_type != "tool/result"
                         || without_content(&t.data) != without_content(&e.data)
                     {
@@ -379,45 +379,42 @@ pub fn check_model(m: &Model, got: &Answers, plan: &Plan, p_header: &SessionHead
         };
         assert_eq!(w, &want, "model: window {i} {req:?}");
     }
-    let fold = match m.fold.as_ref() {
-        Some(Ok(f)) => f,
-        _ => {
-            let c = Some(&"invalid_surface");
+    let Some(Ok(fold)) = m.fold.as_ref() else {
+        let c = Some(&"invalid_surface");
+        assert_eq!(
+            got.read.as_ref().err(),
+            c,
+            "model: read_session of a broken surface"
+        );
+        assert_eq!(
+            got.events.as_ref().err(),
+            c,
+            "model: list_events of a broken surface"
+        );
+        assert_eq!(
+            got.surface.as_ref().err(),
+            c,
+            "model: read_surface of a broken surface"
+        );
+        assert_eq!(
+            got.documents.as_ref().err(),
+            c,
+            "model: filter_events of a broken surface"
+        );
+        for (i, t) in got.traces.iter().enumerate() {
+            let s = plan.traces[i];
+            let want = if events.iter().any(|e| e.seq == s) {
+                "invalid_surface"
+            } else {
+                "event_not_found"
+            };
             assert_eq!(
-                got.read.as_ref().err(),
-                c,
-                "model: read_session of a broken surface"
+                t.as_ref().err(),
+                Some(&want),
+                "model: trace_event {s} of a broken surface"
             );
-            assert_eq!(
-                got.events.as_ref().err(),
-                c,
-                "model: list_events of a broken surface"
-            );
-            assert_eq!(
-                got.surface.as_ref().err(),
-                c,
-                "model: read_surface of a broken surface"
-            );
-            assert_eq!(
-                got.documents.as_ref().err(),
-                c,
-                "model: filter_events of a broken surface"
-            );
-            for (i, t) in got.traces.iter().enumerate() {
-                let s = plan.traces[i];
-                let want = if events.iter().any(|e| e.seq == s) {
-                    "invalid_surface"
-                } else {
-                    "event_not_found"
-                };
-                assert_eq!(
-                    t.as_ref().err(),
-                    Some(&want),
-                    "model: trace_event {s} of a broken surface"
-                );
-            }
-            return;
         }
+        return;
     };
     let records: Vec<SessionEventRecord> = events.iter().map(|e| record(e, fold)).collect();
     let want_read = SessionLogSnapshot {
@@ -432,7 +429,7 @@ pub fn check_model(m: &Model, got: &Answers, plan: &Plan, p_header: &SessionHead
         events: fold
             .nodes
             .iter()
-            .map(|s| events[*s as usize].clone())
+            .map(|s| events[usize::try_from(*s).unwrap()].clone())
             .collect(),
     };
     assert_eq!(got.surface, Ok(want_surface), "model: read_surface");

@@ -4,7 +4,7 @@
 //!
 //! * The line is valid iff it is not blank and `serde_json::from_slice::<Value>` gives an
 //!   object (so lines nested deeper than `MAX_NESTING`, lone surrogates, trailing garbage...
-//!   are invalid exactly when serde_json says so).
+//!   are invalid exactly when `serde_json` says so).
 //! * Blank (empty or ASCII whitespace only) lines are `LineProblem::Blank`; non-UTF-8 lines are
 //!   `NotUtf8`; valid JSON that is not an object is `NotAnObject`.
 //! * For a valid line: the type (`type` if a string, else `event` if a string), `molt_count`

@@ -9,9 +9,9 @@
 //!   modulo 4096 when the top bit of the 4th byte is set, to aim at headers) and a byte to XOR
 //!   in; a patch whose byte is 0 truncates the file at its offset instead.
 //!
-//! Checks: `Index::open` never panics and succeeds with Fresh, CaughtUp, Created, Rebuilt or,
-//! for an index a small tail behind the log, ReadOnly { SmallTail } (never another ReadOnly:
-//! nothing else holds the index); its state (totals since the latest boundary, lifetime
+//! Checks: `Index::open` never panics and succeeds with `Fresh`, `CaughtUp`, `Created`,
+//! `Rebuilt` or, for an index a small tail behind the log, `ReadOnly { SmallTail }` (never
+//! another `ReadOnly`: nothing else holds the index); its state (totals since the latest boundary, lifetime
 //! totals, latest boundary, counts) and its boundary rows equal the oracle on the log; the
 //! index tier of `current_generation_at` answers exactly as the oracle; an open that commits any
 //! tail then equals the oracle too; and a second open of the index just written is Fresh and

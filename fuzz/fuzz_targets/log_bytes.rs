@@ -3,14 +3,14 @@
 //! Checks, all against the naive oracle (`tests/common/oracle.rs`) on the same bytes:
 //! * `Index::open` builds the index (outcome Created); its state and boundary rows equal the
 //!   oracle;
-//! * `current_generation_at` with every start tier (Index; ReverseScan with the default 8 MiB window
-//!   and windows of 1, 7, 64 bytes and half the log; FullScan), for expected molt counts None,
-//!   0, 1, the latest boundary's count and its successor (and, on the index and full-scan tiers,
-//!   with `trust_unverifiable_boundaries` on as well): the same label, totals and boundary as the
-//!   oracle, or a `MoltMismatch` exactly when `Oracle::expect` says so, with the same `found`;
+//! * `current_generation_at` with every start tier (`Index`; `ReverseScan` with the default
+//!   8 MiB window and windows of 1, 7, 64 bytes and half the log; `FullScan`), for expected molt
+//!   counts None, 0, 1, the latest boundary's count and its successor (and, on the index and
+//!   full-scan tiers, with `trust_unverifiable_boundaries` on as well): the same label, totals
+//!   and boundary as the oracle, or a `MoltMismatch` exactly when `Oracle::expect` says so, with the same `found`;
 //!   the index and full-scan tiers answer themselves (no step-aside);
 //! * `generations_at` (index and full scan) equals the oracle's generations;
-//! * the same with a 24-byte maximum line size (the index is rebuilt: ProfileChanged), against
+//! * the same with a 24-byte maximum line size (the index is rebuilt: `ProfileChanged`), against
 //!   `Oracle::with_max_line`.
 #![no_main]
 

@@ -202,7 +202,7 @@ impl World {
             commit: CommitPolicy {
                 rows: self.commit_rows,
                 bytes: 8 << 20,
-                interval: Duration::from_secs(3600),
+                interval: Duration::from_hours(1),
             },
             index_wait: Duration::from_secs(5),
         };

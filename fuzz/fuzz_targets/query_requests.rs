@@ -168,13 +168,13 @@ fn check_window(f: &Fixture, req: &WindowRequest, max: u64) {
         let s = &f.refs[req.session_id.as_str()];
         assert_eq!(
             Some(&w.target),
-            s.events.get(req.seq as usize),
+            usize::try_from(req.seq).ok().and_then(|i| s.events.get(i)),
             "read_event({req:?}): target"
         );
         for e in &w.events {
             assert_eq!(
                 Some(e),
-                s.events.get(e.seq as usize),
+                usize::try_from(e.seq).ok().and_then(|i| s.events.get(i)),
                 "read_event({req:?}): event {}",
                 e.seq
             );
@@ -372,7 +372,7 @@ fn run_json(f: &Fixture, kind: u8, pick: u8, json: &[u8]) {
             let parsed = WindowRequest::from_json(&value);
             match (&parsed, naive_window_json(&value)) {
                 (Ok(got), Some(want)) => {
-                    assert_eq!(got, &want, "WindowRequest::from_json({value})")
+                    assert_eq!(got, &want, "WindowRequest::from_json({value})");
                 }
                 (Err(e), None) => assert_eq!(
                     e.code(),
@@ -406,10 +406,10 @@ fn run_structured(f: &Fixture, bytes: &[u8]) {
     for req in requests.iter().take(8) {
         match req {
             Req::Sessions(v) => {
-                check_sessions(f, &v.iter().map(session_filter).collect::<Vec<_>>())
+                check_sessions(f, &v.iter().map(session_filter).collect::<Vec<_>>());
             }
             Req::Events(id, v) => {
-                check_events(f, id.get(), &v.iter().map(event_filter).collect::<Vec<_>>())
+                check_events(f, id.get(), &v.iter().map(event_filter).collect::<Vec<_>>());
             }
             Req::Window {
                 id,

@@ -11,8 +11,9 @@
 //! `fuzz/common/session_log_model.rs`.
 //!
 //! Oracles:
-//! * every answer (list_sessions, read_session, list_events, read_surface, filter_events,
-//!   list_events_of_types, read_event windows, trace_event, trace_session; or the error's
+//! * every answer (`list_sessions`, `read_session`, `list_events`, `read_surface`,
+//!   `filter_events`, `list_events_of_types`, `read_event` windows, `trace_event`,
+//!   `trace_session`; or the error's
 //!   `QueryError::code()`) is the same from a store over the plain `JsonlSource` and from the
 //!   default index-backed store, again after reopening it (index now built), and again after
 //!   the second batch is appended (index caught up);
@@ -238,8 +239,8 @@ fn plan_for(probes: &[Probe], n: u64) -> Plan {
 const GARBAGE_TAILS: [&[u8]; 3] = [b"{\"type\":\"turn/end\",\"seq\":", b"\xff\xfe", b"   "];
 
 fn default_probes() -> Vec<Probe> {
-    use Bound::*;
-    use SeqPick::*;
+    use Bound::{Absent, Huge, Small};
+    use SeqPick::{FromEnd, Index, Raw};
     vec![
         Probe {
             seq: Index(0),
@@ -291,7 +292,7 @@ fn quiet() -> StoreConfig {
     StoreConfig {
         checkpoint: CheckpointPolicy {
             max_pending_events: usize::MAX,
-            max_delay: Duration::from_secs(3600),
+            max_delay: Duration::from_hours(1),
         },
         ..StoreConfig::default()
     }
@@ -309,12 +310,12 @@ fn jsonl_store(root: &Path) -> Store {
 /// Asks the JSONL-backed store, checks it against the model, and returns its answers.
 fn check_phase(log: &[u8], root: &Path, plan: &Plan, p_header: &SessionHeader) -> (Answers, Model) {
     let m = model(log);
-    let plain = ask(&jsonl_store(root), plan);
-    check_model(&m, &plain, plan, p_header);
+    let from_jsonl = ask(&jsonl_store(root), plan);
+    check_model(&m, &from_jsonl, plan, p_header);
     if let Ok((_, stored)) = &m.early {
         check_normalization(stored);
     }
-    (plain, m)
+    (from_jsonl, m)
 }
 
 /// A log the reader accepts unchanged is accepted by a live session, which answers the same,
@@ -408,21 +409,21 @@ fn run(case: &Case) {
     let plan = plan_for(&case.probes, n);
 
     // Phase 1: a fresh index, then the same index reopened.
-    let (plain, m) = check_phase(&case.log, &root, &plan, &p_header);
+    let (from_jsonl, m) = check_phase(&case.log, &root, &plan, &p_header);
     same(
         "indexed (built) vs plain",
         &ask(&Store::open(&root, StoreConfig::default()).unwrap(), &plan),
-        &plain,
+        &from_jsonl,
         false,
     );
     let indexed = Store::open(&root, StoreConfig::default()).unwrap();
     same(
         "indexed (reopened) vs plain",
         &ask(&indexed, &plan),
-        &plain,
+        &from_jsonl,
         false,
     );
-    check_live(&m, &plain, &plan, &live_root);
+    check_live(&m, &from_jsonl, &plan, &live_root);
 
     // Phase 2: more lines appended; the index catches up.
     if !case.more.is_empty() {
@@ -436,11 +437,11 @@ fn run(case: &Case) {
         drop(file);
         let n = scan_log(&log).map_or(8, |s| s.events.len() as u64);
         let plan = plan_for(&case.probes, n);
-        let (plain, _) = check_phase(&log, &root, &plan, &p_header);
+        let (from_jsonl, _) = check_phase(&log, &root, &plan, &p_header);
         same(
             "indexed (caught up) vs plain",
             &ask(&indexed, &plan),
-            &plain,
+            &from_jsonl,
             false,
         );
     }
