@@ -344,6 +344,33 @@ fn parser_version_change_rebuilds() {
     assert_index_matches_oracle(&index, &agent.log());
 }
 
+/// Parser 1 counted absent token fields in `token_values_zeroed`; parser 2 counts only values
+/// present and unusable. An index parser 1 built keeps the old count until it is rebuilt.
+#[test]
+fn an_index_of_parser_1_is_rebuilt_and_counts_only_unusable_token_values() {
+    assert_eq!(schema::PARSER_VERSION, 2);
+    // Three fields absent on each line, and one `null`.
+    let log = b"{\"type\": \"llm_response\", \"input_tokens\": 5}\n\
+{\"type\": \"llm_response\", \"input_tokens\": null}\n";
+    let agent = Agent::with_log(log);
+    drop(open(&agent));
+    // What parser 1 stored: the six absent fields and the null.
+    rewrite_meta(&agent, |_, meta| {
+        meta.parser = 1;
+        meta.fold.diagnostics.token_values_zeroed = 7;
+    });
+    let index = open(&agent);
+    assert_eq!(
+        rebuilt_reason(&index),
+        StaleReason::ParserChanged {
+            found: 1,
+            expected: 2
+        }
+    );
+    assert_eq!(index.state().diagnostics.token_values_zeroed, 1);
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
 #[test]
 fn profile_or_line_limit_change_rebuilds() {
     let agent = Agent::with_log(&big_log());

@@ -15,7 +15,7 @@ use crate::log::WindowSum;
 pub const FORMAT_VERSION: u32 = 4;
 
 /// Bumped whenever extraction or the fold could give a different answer for the same bytes.
-pub const PARSER_VERSION: u32 = 1;
+pub const PARSER_VERSION: u32 = 2;
 
 /// Events per block: the events with ordinals `64 b .. 64 b + 64` (0-based, in file order)
 /// are block `b`. 64 makes a block's events of one type one `u64` mask ([`TYPE_BLOCKS`]).
