@@ -3,12 +3,16 @@
 //! DuckDB converting the same log, and peak RSS, are measured whole-process by
 //! `benches/export_vs_duckdb.py` (docs/PERFORMANCE.md).
 //!
+//! ```text
 //! cargo bench --bench export                                   # a 10 MB log
 //! AGENTLOG_BENCH_EXPORT_SIZES=100mb,1gb cargo bench --bench export
 //! AGENTLOG_BENCH_SMOKE=1 cargo bench --bench export            # CI: 1 MB, quick settings
+//! ```
 //!
 //! Logs are generated once under `target/bench-data/export-<size>/` (`AGENTLOG_BENCH_DATA`
 //! moves them).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -115,7 +119,7 @@ fn bench(c: &mut Criterion) {
                         out
                     },
                     BatchSize::PerIteration,
-                )
+                );
             });
         }
 
@@ -157,7 +161,7 @@ fn bench(c: &mut Criterion) {
                     out
                 },
                 BatchSize::PerIteration,
-            )
+            );
         });
         group.finish();
     }

@@ -1,5 +1,5 @@
 //! Full-text search over generated stores of 1,000 sessions: our index against the reference's
-//! approach (benches/support/search_reference.rs) and a plain scan of the logs (`rg -F` style:
+//! approach (`benches/support/search_reference.rs`) and a plain scan of the logs (`rg -F` style:
 //! memmem over every file).
 //!
 //! Scenarios, each with the phrase "zanzibar harbour" (in about 1 event in 5,000):
@@ -15,8 +15,23 @@
 //! report, a table of p50/p99 per scenario, build speed and index size is printed at the end
 //! and written to target/bench-search.md.
 //!
+//! ```text
 //! cargo bench --bench search
 //! AGENTLOG_BENCH_SEARCH_EVENTS=10000,100000,1000000 cargo bench --bench search   # ~25 min
+//! ```
+
+// Benchmark setup: a failed step stops the run with its message. Figures are ratios of small
+// counts, and SQLite keeps integers as i64, so the numeric casts are deliberate.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss,
+    clippy::unchecked_time_subtraction
+)]
 
 #[path = "support/search_reference.rs"]
 mod search_reference;
@@ -45,8 +60,10 @@ fn smoke() -> bool {
 fn sizes() -> Vec<u64> {
     std::env::var("AGENTLOG_BENCH_SEARCH_EVENTS")
         .ok()
-        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10_000, 100_000])
+        .map_or_else(
+            || vec![10_000, 100_000],
+            |s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        )
 }
 
 const WORDS: &[&str] = &[
@@ -214,14 +231,12 @@ fn lengths(root: &Path) -> Vec<(PathBuf, u64)> {
 }
 
 fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|es| {
-            es.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
+    std::fs::read_dir(dir).map_or(0, |es| {
+        es.flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    })
 }
 
 /// A plain scan: every log read and searched for the phrase's bytes.
@@ -271,13 +286,11 @@ fn sample(name: String, n: usize, warm_up: bool, mut f: impl FnMut() -> Sample) 
 }
 
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec, which lives on this stack frame.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        ts.tv_sec.cast_unsigned(),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
 }
 
 fn timed(f: impl FnOnce()) -> Sample {
@@ -332,10 +345,8 @@ fn bench(c: &mut Criterion) {
         let Some(mut reference) = reference else {
             return;
         };
-        let ref_size = std::fs::metadata(&ref_db).map(|m| m.len()).unwrap_or(0)
-            + std::fs::metadata(format!("{}-wal", ref_db.display()))
-                .map(|m| m.len())
-                .unwrap_or(0);
+        let ref_size = std::fs::metadata(&ref_db).map_or(0, |m| m.len())
+            + std::fs::metadata(format!("{}-wal", ref_db.display())).map_or(0, |m| m.len());
         let log_bytes: u64 = original.iter().map(|(_, l)| l).sum();
         writeln!(
             summary_extra,
@@ -360,7 +371,7 @@ fn bench(c: &mut Criterion) {
             .warm_up_time(Duration::from_millis(500));
         group.measurement_time(Duration::from_secs(2));
         group.bench_function("warm/ours", |b| {
-            b.iter(|| ours.search_sessions(&request(RARE)).unwrap())
+            b.iter(|| ours.search_sessions(&request(RARE)).unwrap());
         });
         group.bench_function("warm/reference", |b| b.iter(|| reference.search(RARE, 20)));
         group.bench_function("warm/plain-scan", |b| b.iter(|| plain_scan(&root, RARE)));

@@ -1,6 +1,17 @@
 //! The Parquet export, read back with the `parquet` crate's reader and checked against the naive
 //! oracle: first exports, appends, torn tails, truncations, rewrites, lost or damaged states,
 //! leftovers of interrupted exports, session stores, several hosts, compaction.
+// Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
+// SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 mod common;
 mod export_support;
@@ -167,7 +178,7 @@ fn a_damaged_or_lost_state_starts_the_source_over_without_duplicating_a_row() {
     let agent = Agent::with_log(&synthetic(300, 5));
     let out = tempfile::tempdir().unwrap();
     run(&[agent.path()], out.path());
-    agent.append_raw(&common::lines(&[common::token(1786000100.0, 10, 1, 0)]));
+    agent.append_raw(&common::lines(&[common::token(1_786_000_100.0, 10, 1, 0)]));
     run(&[agent.path()], out.path());
     let [state] = state_files(out.path()).try_into().unwrap();
 
@@ -328,8 +339,8 @@ fn anything_that_is_not_a_source_is_a_typed_error_and_nothing_is_written() {
             &mut |_| {},
         );
         match (result, is_expected) {
-            (Err(ExportError::NotASource { .. }), "not_a_source") => {}
-            (Err(ExportError::NoSource { .. }), "no_source") => {}
+            (Err(ExportError::NotASource { .. }), "not_a_source")
+            | (Err(ExportError::NoSource { .. }), "no_source") => {}
             (other, _) => panic!("{}: {other:?}", path.display()),
         }
     }
@@ -425,7 +436,7 @@ fn compaction_merges_small_parts_and_keeps_every_row_once() {
     assert!(after < before, "{after} parts after compaction");
     assert_exact(out.path(), &agent);
     // And the dataset keeps growing incrementally after it.
-    agent.append_raw(&common::lines(&[common::token(1786001000.0, 1, 1, 0)]));
+    agent.append_raw(&common::lines(&[common::token(1_786_001_000.0, 1, 1, 0)]));
     run(&[agent.path()], out.path());
     assert_exact(out.path(), &agent);
 }

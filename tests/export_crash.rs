@@ -9,6 +9,17 @@
 //! (`--abort-at-step`: the process aborts right after that step, as a SIGKILL there would), and
 //! a real SIGKILL after a random delay. Rounds: `AGENTLOG_EXPORT_CRASH_ROUNDS` each (default 8);
 //! `AGENTLOG_EXPORT_CRASH_SEED` replays a run.
+// Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
+// SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 mod common;
 mod export_support;

@@ -1,6 +1,17 @@
 //! `agentlog search` as a user runs it: pages across processes, stale and invalid cursors,
 //! error codes and exit statuses, the index's permissions, and index files that are damaged
 //! or not ours.
+// Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
+// SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 mod search_common;
 

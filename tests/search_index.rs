@@ -1,5 +1,16 @@
 //! The search index through the library: what a catch-up reads, the live overlay, and a
 //! rewrite that keeps the log's length.
+// Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
+// SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 mod search_common;
 
@@ -89,7 +100,7 @@ fn live_sessions_are_searched_and_hide_their_stored_copy() {
     let config = StoreConfig {
         checkpoint: CheckpointPolicy {
             max_pending_events: usize::MAX,
-            max_delay: Duration::from_secs(3600),
+            max_delay: Duration::from_hours(1),
         },
         ..StoreConfig::default()
     };

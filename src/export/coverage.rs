@@ -86,6 +86,7 @@ impl Coverage {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::FileExt;
 
     #[test]
     fn growth_truncation_and_rewrites_are_told_apart() {
@@ -99,7 +100,6 @@ mod tests {
         assert_eq!(covered.check(&f).unwrap(), Check::Grew);
         f.set_len(8).unwrap();
         assert_eq!(covered.check(&f).unwrap(), Check::Truncated);
-        use std::os::unix::fs::FileExt;
         f.write_all_at(b"{\"a\":9}\n{\"a\":2}\n", 0).unwrap();
         assert_eq!(covered.check(&f).unwrap(), Check::Rewritten);
         assert_eq!(Coverage::measure(&f, 99, 0).unwrap(), None);

@@ -145,8 +145,8 @@ impl Row for Sourced<'_, GenerationRow> {
     }
 }
 
-fn text(value: &Option<String>) -> Option<&[u8]> {
-    value.as_deref().map(str::as_bytes)
+fn text(value: Option<&str>) -> Option<&[u8]> {
+    value.map(str::as_bytes)
 }
 
 impl Row for Sourced<'_, SessionRow> {
@@ -158,12 +158,12 @@ impl Row for Sourced<'_, SessionRow> {
         sink.text(Some(self.host.as_bytes()));
         sink.int(s.version.map(int));
         sink.int(s.created_at);
-        sink.text(text(&s.cwd));
-        sink.text(text(&s.parent_session));
+        sink.text(text(s.cwd.as_deref()));
+        sink.text(text(s.parent_session.as_deref()));
         sink.int(s.seed_length.map(int));
-        sink.text(text(&s.origin));
+        sink.text(text(s.origin.as_deref()));
         sink.int(s.delegation_depth.map(int));
-        sink.text(text(&s.agent_preset));
-        sink.text(text(&s.extra));
+        sink.text(text(s.agent_preset.as_deref()));
+        sink.text(text(s.extra.as_deref()));
     }
 }

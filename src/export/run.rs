@@ -247,7 +247,7 @@ pub fn run(
         generation_dates(&old_generations),
         generation_dates(&scanned.generations),
     ) {
-        retire(&mut kept, &mut retired, Table::Generations, &date);
+        retire(&mut kept, &mut retired, Table::Generations, date.as_ref());
         if !rows.is_empty() {
             let rows: Vec<_> = rows
                 .iter()
@@ -270,7 +270,7 @@ pub fn run(
     let old_session: Vec<SessionRow> = old_session.into_iter().collect();
     let new_session: Vec<SessionRow> = scanned.session.iter().cloned().collect();
     for (date, rows) in changed(session_dates(&old_session), session_dates(&new_session)) {
-        retire(&mut kept, &mut retired, Table::Sessions, &date);
+        retire(&mut kept, &mut retired, Table::Sessions, date.as_ref());
         if !rows.is_empty() {
             let rows: Vec<_> = rows
                 .iter()
@@ -361,10 +361,10 @@ fn changed<T: PartialEq>(
 }
 
 /// Moves the kept parts of `table` at `date` to the retired list.
-fn retire(kept: &mut Vec<Part>, retired: &mut Vec<Part>, table: Table, date: &Option<String>) {
+fn retire(kept: &mut Vec<Part>, retired: &mut Vec<Part>, table: Table, date: Option<&String>) {
     let (gone, stay): (Vec<Part>, Vec<Part>) = std::mem::take(kept)
         .into_iter()
-        .partition(|p| p.table == table && &p.date == date);
+        .partition(|p| p.table == table && p.date.as_ref() == date);
     *kept = stay;
     retired.extend(gone);
 }

@@ -66,33 +66,32 @@ struct Batch<'p> {
 impl Batch<'_> {
     fn push(
         &mut self,
-        date: &Option<String>,
+        date: Option<&String>,
         row: &EventRow<'_>,
         steps: &mut Steps,
     ) -> Result<(), ExportError> {
-        let at = match self.open.iter().position(|(d, _, _)| d == date) {
-            Some(at) => at,
-            None => {
-                if self.open.len() >= OPEN_PARTS {
-                    let (date, writer, serial) = self.open.remove(0);
-                    self.finish(date, writer, serial, steps)?;
-                }
-                let serial =
-                    take_serial(self.next_serial).ok_or_else(|| ExportError::TooManyParts {
-                        key: self.place.key.to_owned(),
-                    })?;
-                let probe = Part {
-                    table: Table::Events,
-                    date: date.clone(),
-                    serial,
-                    rows: 0,
-                    bytes: 0,
-                };
-                create_dir(&self.place.dir(Table::Events, date.as_deref()))?;
-                let writer = PartWriter::create(&self.place.temp_path(&probe), EventRow::COLUMNS)?;
-                self.open.push((date.clone(), writer, serial));
-                self.open.len() - 1
+        let at = if let Some(at) = self.open.iter().position(|(d, _, _)| d.as_ref() == date) {
+            at
+        } else {
+            if self.open.len() >= OPEN_PARTS {
+                let (date, writer, serial) = self.open.remove(0);
+                self.finish(date, writer, serial, steps)?;
             }
+            let serial =
+                take_serial(self.next_serial).ok_or_else(|| ExportError::TooManyParts {
+                    key: self.place.key.to_owned(),
+                })?;
+            let probe = Part {
+                table: Table::Events,
+                date: date.cloned(),
+                serial,
+                rows: 0,
+                bytes: 0,
+            };
+            create_dir(&self.place.dir(Table::Events, date.map(String::as_str)))?;
+            let writer = PartWriter::create(&self.place.temp_path(&probe), EventRow::COLUMNS)?;
+            self.open.push((date.cloned(), writer, serial));
+            self.open.len() - 1
         };
         // Most recently used last, so the first is the one to close.
         let used = self.open.remove(at);
@@ -215,14 +214,14 @@ pub fn scan(
             }
             Line::Complete { offset, bytes } => (offset, bytes),
         };
-        let folded = folder.fold_line(offset, bytes);
+        let line = folder.fold_line(offset, bytes);
         if let Some(before) = before
             && folder.state().first_break.is_some()
         {
             stopped = Some((offset, before));
             break;
         }
-        let event = match folded {
+        let event = match line {
             Folded::Skipped(_) => continue,
             Folded::Header => {
                 if source.kind != SourceKind::Agent {
@@ -248,7 +247,7 @@ pub fn scan(
                     molt_count: b.molt_count.value(),
                     boundary_offset: Some(b.offset),
                     boundary_initiator: b.initiator.clone(),
-                    boundary_ts: b.time.map(|t| t.micros()),
+                    boundary_ts: b.time.map(Timestamp::micros),
                     before_tokens: Some(b.before_tokens),
                     after_tokens: Some(b.after_tokens),
                     ..GenerationRow::default()
@@ -257,7 +256,7 @@ pub fn scan(
             generations.last_mut().and_then(|g| {
                 g.events = g.events.saturating_add(1);
                 if g.first_ts.is_none() {
-                    g.first_ts = event.time.map(|t| t.micros());
+                    g.first_ts = event.time.map(Timestamp::micros);
                 }
                 if event.kind == EventKind::Token {
                     g.api_calls = g.api_calls.saturating_add(1);
@@ -268,7 +267,7 @@ pub fn scan(
                 g.molt_count
             })
         };
-        let micros = event.time.map(|t| t.micros());
+        let micros = event.time.map(Timestamp::micros);
         let day = micros.map(|m| m.div_euclid(86_400_000_000));
         let date = match &day_cache {
             Some((cached, date)) if Some(*cached) == day => date.clone(),
@@ -293,7 +292,7 @@ pub fn scan(
             tokens: (event.kind == EventKind::Token).then_some(event.tokens),
             json: options.json_text.then_some(bytes),
         };
-        batch.push(&date, &row, steps)?;
+        batch.push(date.as_ref(), &row, steps)?;
         if offset - reported >= PROGRESS_EVERY {
             progress(offset - reported);
             reported = offset;

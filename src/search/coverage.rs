@@ -54,7 +54,11 @@ impl Stamp {
     }
 
     /// The stamp of a `stat` result.
-    #[allow(clippy::unnecessary_cast)] // the field types differ between architectures
+    #[allow(
+        clippy::unnecessary_cast,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )] // the field types differ between architectures
     pub fn of_stat(stat: &rustix::fs::Stat) -> Stamp {
         let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
         Stamp {

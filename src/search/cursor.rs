@@ -122,7 +122,12 @@ pub fn base64url_encode(bytes: &[u8]) -> String {
 /// Decodes base64url without padding; `None` for anything else (padding, other characters,
 /// an impossible length, non-zero trailing bits).
 pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| ALPHABET.iter().position(|a| *a == c).map(|p| p as u32);
+    let value = |c: u8| {
+        ALPHABET
+            .iter()
+            .position(|a| *a == c)
+            .and_then(|p| u32::try_from(p).ok())
+    };
     let bytes = text.as_bytes();
     if bytes.len() % 4 == 1 {
         return None;
@@ -151,8 +156,10 @@ mod tests {
 
     #[test]
     fn base64url_round_trips_and_refuses_other_spellings() {
-        for len in 0..20 {
-            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+        for len in 0u8..20 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| i.wrapping_mul(37).wrapping_add(11))
+                .collect();
             let text = base64url_encode(&bytes);
             assert!(!text.contains('='));
             assert_eq!(base64url_decode(&text), Some(bytes));

@@ -4,7 +4,7 @@ use crate::query::QueryError;
 
 /// Why a search could not answer.
 ///
-/// Every variant has a stable snake_case [`SearchError::code`]; the request errors
+/// Every variant has a stable `snake_case` [`SearchError::code`]; the request errors
 /// ([`SearchError::is_bad_request`]) are the caller's to fix and are found before any log is
 /// read.
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +62,7 @@ pub enum SearchError {
 }
 
 impl SearchError {
-    /// The stable snake_case code of this error, for machine-readable output.
+    /// The stable `snake_case` code of this error, for machine-readable output.
     pub fn code(&self) -> &'static str {
         match self {
             Self::InvalidQuery { .. } => "invalid_query",

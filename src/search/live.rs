@@ -148,33 +148,32 @@ impl LiveOverlay {
             {
                 continue;
             }
-            let key = match known.filter(|_| from > 0) {
-                Some(entry) => entry.key,
-                None => {
-                    if let Some(old) = self.sessions.remove(&id) {
-                        delete(conn, old.key)?;
-                    }
-                    conn.execute(
-                        "INSERT INTO temp.live_sessions(id, header, cwd, created_at, parent, persisted)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![
-                            id,
-                            header_json,
-                            header.cwd,
-                            header.created_at as i64,
-                            header.parent_session,
-                            is_persisted
-                        ],
-                    )
-                    .map_err(failed)?;
-                    conn.last_insert_rowid()
+            let key = if let Some(entry) = known.filter(|_| from > 0) {
+                entry.key
+            } else {
+                if let Some(old) = self.sessions.remove(&id) {
+                    delete(conn, old.key)?;
                 }
+                conn.execute(
+                    "INSERT INTO temp.live_sessions(id, header, cwd, created_at, parent, persisted)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        id,
+                        header_json,
+                        header.cwd,
+                        header.created_at.cast_signed(),
+                        header.parent_session,
+                        is_persisted
+                    ],
+                )
+                .map_err(failed)?;
+                conn.last_insert_rowid()
             };
             insert(conn, key, &docs)?;
             for seq in shadowed.iter().filter(|s| **s < from as u64) {
                 conn.execute(
                     "UPDATE temp.live_docs SET surface = 'shadowed' WHERE session = ?1 AND seq = ?2",
-                    params![key, *seq as i64],
+                    params![key, seq.cast_signed()],
                 )
                 .map_err(failed)?;
             }
@@ -241,11 +240,11 @@ fn insert(conn: &Connection, key: i64, docs: &[Doc]) -> Result<(), SearchError> 
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 key,
-                doc.seq as i64,
+                doc.seq.cast_signed(),
                 doc.event_type,
                 doc.time,
                 surface_name(doc.surface),
-                doc.length as i64
+                doc.length.cast_signed()
             ],
         )
         .map_err(failed)?;

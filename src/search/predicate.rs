@@ -48,7 +48,8 @@ impl Predicates {
             let mut text = String::with_capacity(clause.len() + 8);
             for c in clause.chars() {
                 if c == '?' {
-                    text.push_str(&format!("?{n}"));
+                    text.push('?');
+                    text.push_str(&n.to_string());
                     n += 1;
                 } else {
                     text.push(c);

@@ -158,7 +158,7 @@ fn run(
                 header: String::new(),
                 live: r.get(1)?,
                 persisted: r.get(2)?,
-                seq: r.get::<_, i64>(3)? as u64,
+                seq: r.get::<_, i64>(3)?.cast_unsigned(),
                 event_type: r.get(4)?,
                 time: r.get(5)?,
                 surface: r.get(6)?,

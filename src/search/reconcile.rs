@@ -129,7 +129,7 @@ fn load_rows(conn: &Connection) -> Result<HashMap<String, Row>, SearchError> {
         .map_err(|e| failed("reading the sessions", e))?;
     let rows = stmt
         .query_map([], |r| {
-            let u = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+            let u = |i: usize| r.get::<_, i64>(i).map(i64::cast_unsigned);
             Ok((
                 r.get::<_, String>(0)?,
                 Row {
@@ -231,7 +231,7 @@ fn list_store(root: &Path) -> Result<Vec<Found>, SearchError> {
                     refused: Some(link(&log)),
                     id,
                     stamp: Stamp::of_stat(&st),
-                })
+                });
             }
             Ok(st) => found.push(Found {
                 refused: None,
@@ -360,7 +360,7 @@ impl Writer<'_> {
                     );
                     match read {
                         Read::Indexed(delta) => {
-                            return self.extend(row, &file, stamp, is_settled, delta);
+                            return self.extend(row, &file, stamp, is_settled, &delta);
                         }
                         Read::Unreadable(err) => {
                             return self.unreadable(id, Some(row), stamp, is_settled, &err);
@@ -379,7 +379,7 @@ impl Writer<'_> {
         let (header, read) = read_whole(id, &bytes, vocabulary);
         match (header, read) {
             (Some(header), Read::Indexed(delta)) => {
-                self.replace(id, row, &header, &file, stamp, is_settled, delta)
+                self.replace(id, row, &header, &file, stamp, is_settled, &delta)
             }
             (_, Read::Unreadable(err)) => self.unreadable(id, row, stamp, is_settled, &err),
             // A whole read never asks for more; a header is always read before any event.
@@ -422,11 +422,11 @@ impl Writer<'_> {
                 .execute(params![
                     id,
                     key,
-                    doc.seq as i64,
+                    doc.seq.cast_signed(),
                     doc.event_type,
                     doc.time,
                     surface_name(doc.surface),
-                    doc.length as i64
+                    doc.length.cast_signed()
                 ])
                 .map_err(|e| failed("adding documents", e))?;
             fts_stmt
@@ -443,7 +443,7 @@ impl Writer<'_> {
         file: &File,
         stamp: Stamp,
         is_settled: bool,
-        delta: Delta,
+        delta: &Delta,
     ) -> Result<(), SearchError> {
         let touched = !delta.docs.is_empty() || !delta.shadowed_earlier.is_empty();
         self.insert_docs(row.key, &delta.docs)?;
@@ -455,7 +455,7 @@ impl Writer<'_> {
                 )
                 .map_err(|e| failed("reclassifying documents", e))?;
         }
-        let coverage = self.coverage(file, delta.covered)?;
+        let coverage = Self::coverage(file, delta.covered)?;
         self.tx
             .execute(
                 "UPDATE sessions SET dev = ?2, ino = ?3, size = ?4, mtime = ?5, ctime = ?6, settled = ?7,
@@ -465,19 +465,19 @@ impl Writer<'_> {
                  WHERE key = ?1",
                 params![
                     row.key,
-                    stamp.dev as i64,
-                    stamp.ino as i64,
-                    stamp.size as i64,
+                    stamp.dev.cast_signed(),
+                    stamp.ino.cast_signed(),
+                    stamp.size.cast_signed(),
                     stamp.mtime,
                     stamp.ctime,
                     is_settled,
-                    coverage.covered as i64,
-                    coverage.head.len as i64,
+                    coverage.covered.cast_signed(),
+                    coverage.head.len.cast_signed(),
                     coverage.head.crc,
-                    coverage.tail.start as i64,
-                    coverage.tail.len as i64,
+                    coverage.tail.start.cast_signed(),
+                    coverage.tail.len.cast_signed(),
                     coverage.tail.crc,
-                    delta.next_seq as i64,
+                    delta.next_seq.cast_signed(),
                     touched,
                     self.generation,
                 ],
@@ -504,7 +504,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn coverage(&self, file: &File, covered: u64) -> Result<Coverage, SearchError> {
+    fn coverage(file: &File, covered: u64) -> Result<Coverage, SearchError> {
         Coverage::of(file, covered)
             .map_err(|e| SearchError::index_io("checksumming a log", e))?
             .ok_or_else(|| SearchError::IndexFailed {
@@ -523,12 +523,12 @@ impl Writer<'_> {
         file: &File,
         stamp: Stamp,
         is_settled: bool,
-        delta: Delta,
+        delta: &Delta,
     ) -> Result<(), SearchError> {
         if let Some(row) = row {
             self.drop_session(row.key)?;
         }
-        let coverage = self.coverage(file, delta.covered)?;
+        let coverage = Self::coverage(file, delta.covered)?;
         let header_json = serde_json::to_string(header).unwrap_or_default();
         self.tx
             .execute(
@@ -540,23 +540,23 @@ impl Writer<'_> {
                 params![
                     id,
                     header_json,
-                    header.created_at as i64,
+                    header.created_at.cast_signed(),
                     header.cwd,
                     header.parent_session,
                     self.generation,
-                    stamp.dev as i64,
-                    stamp.ino as i64,
-                    stamp.size as i64,
+                    stamp.dev.cast_signed(),
+                    stamp.ino.cast_signed(),
+                    stamp.size.cast_signed(),
                     stamp.mtime,
                     stamp.ctime,
                     is_settled,
-                    coverage.covered as i64,
-                    coverage.head.len as i64,
+                    coverage.covered.cast_signed(),
+                    coverage.head.len.cast_signed(),
                     coverage.head.crc,
-                    coverage.tail.start as i64,
-                    coverage.tail.len as i64,
+                    coverage.tail.start.cast_signed(),
+                    coverage.tail.len.cast_signed(),
                     coverage.tail.crc,
-                    delta.next_seq as i64,
+                    delta.next_seq.cast_signed(),
                 ],
             )
             .map_err(|e| failed("recording a session", e))?;
@@ -586,9 +586,9 @@ impl Writer<'_> {
                            settled = ?7 WHERE key = ?1",
                         params![
                             row.key,
-                            stamp.dev as i64,
-                            stamp.ino as i64,
-                            stamp.size as i64,
+                            stamp.dev.cast_signed(),
+                            stamp.ino.cast_signed(),
+                            stamp.size.cast_signed(),
                             stamp.mtime,
                             stamp.ctime,
                             is_settled
@@ -610,9 +610,9 @@ impl Writer<'_> {
                     self.generation,
                     error.code(),
                     message,
-                    stamp.dev as i64,
-                    stamp.ino as i64,
-                    stamp.size as i64,
+                    stamp.dev.cast_signed(),
+                    stamp.ino.cast_signed(),
+                    stamp.size.cast_signed(),
                     stamp.mtime,
                     stamp.ctime,
                     is_settled,

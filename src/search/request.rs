@@ -56,7 +56,7 @@ pub struct EventSearchRequest {
     pub mode: MatchMode,
 }
 
-/// JavaScript's `\s` (what the reference trims and collapses): Unicode White_Space plus the
+/// JavaScript's `\s` (what the reference trims and collapses): Unicode `White_Space` plus the
 /// BOM, without NEL.
 pub fn is_js_space(c: char) -> bool {
     c == '\u{FEFF}' || (c.is_whitespace() && c != '\u{85}')

@@ -2,6 +2,17 @@
 //! globs it (final names only; partition keys from the path), and the expectations an export
 //! must meet, from the naive oracle.
 #![allow(dead_code)]
+// Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
+// SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,17 @@
 //! The search oracle: the reference's rules applied by a plain scan of every session, with a
 //! tokenizer of its own, and builders of raw session logs.
 #![allow(dead_code)]
+// Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
+// SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -42,7 +53,13 @@ fn starts_token(c: char) -> bool {
     c.is_alphanumeric() || is_private_use(c)
 }
 
-/// unicode61's folding: a Latin letter with one diacritic loses it (remove_diacritics=1 does
+/// The only item of `it`, if it has exactly one.
+fn single(mut it: impl Iterator<Item = char>) -> Option<char> {
+    let first = it.next()?;
+    it.next().is_none().then_some(first)
+}
+
+/// unicode61's folding: a Latin letter with one diacritic loses it (`remove_diacritics=1` does
 /// not handle two), then lower case by simple folding; a combining diacritic inside a token
 /// folds to nothing.
 fn fold(c: char) -> Option<char> {
@@ -57,10 +74,6 @@ fn fold(c: char) -> Option<char> {
         [base, mark] if base.is_ascii_alphabetic() && is_diacritic(*mark) => *base,
         _ => c,
     };
-    fn single(mut it: impl Iterator<Item = char>) -> Option<char> {
-        let first = it.next()?;
-        it.next().is_none().then_some(first)
-    }
     Some(
         single(c.to_uppercase())
             .and_then(|u| single(u.to_lowercase()))
@@ -87,7 +100,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
                     text: fold(c).into_iter().collect(),
                     start: at,
                     end,
-                })
+                });
             }
             None => {}
         }
@@ -151,7 +164,7 @@ pub fn matches(doc: &[Token], phrases: &[Vec<String>]) -> Option<Vec<(usize, usi
         }
         instances.extend(found);
     }
-    instances.sort();
+    instances.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::new();
     for (start, end) in instances {
         match merged.last_mut() {
@@ -192,7 +205,7 @@ pub fn snippet(text: &str, doc: &[Token], ranges: &[(usize, usize)], max: usize)
     }
     let m = match_start.min(len - 1);
     let mut start = m.saturating_sub(max / 3);
-    let prefix = if start > 0 { 1 } else { 0 };
+    let prefix = i64::from(start > 0);
     let mut suffix = 1;
     let mut content = max as i64 - prefix - suffix;
     if content < 1 {
@@ -246,7 +259,7 @@ fn scan_store(
     let service = QueryService::new(&store, QueryConfig::default()).unwrap();
     let mut ids: Vec<String> = std::fs::read_dir(root)
         .unwrap()
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .filter(|id| validate_session_id(id).is_ok())
         .filter(|id| {
