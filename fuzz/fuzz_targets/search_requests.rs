@@ -100,12 +100,12 @@ fn search_sessions(
     index: &mut SearchIndex<'static>,
     query: &str,
     limit: u64,
-    cursor: Option<String>,
+    cursor: Option<&str>,
 ) {
     let request = SessionSearchRequest {
         query: query.into(),
         limit: Some(limit),
-        cursor: cursor.clone(),
+        cursor: cursor.map(str::to_owned),
         ..SessionSearchRequest::default()
     };
     match index.search_sessions(&request) {
@@ -149,7 +149,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = String::from_utf8_lossy(rest).into_owned();
     let limit = u64::from(*limit_byte % 102);
-    let mut index = fixture().index.lock().unwrap_or_else(|p| p.into_inner());
+    let mut index = fixture()
+        .index
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     match tag % 5 {
         0 => {
             if let Ok(q) = normalize_query(&text) {
@@ -184,12 +187,12 @@ fuzz_target!(|data: &[u8]| {
                 ),
             }
         }
-        2 => search_sessions(&mut index, "alpha", limit.max(1), Some(text)),
+        2 => search_sessions(&mut index, "alpha", limit.max(1), Some(&text)),
         3 => search_sessions(
             &mut index,
             "alpha",
             limit.max(1),
-            Some(base64url_encode(rest)),
+            Some(&base64url_encode(rest)),
         ),
         _ => {
             let budget = usize::from(*limit_byte);
