@@ -138,7 +138,10 @@ fn concat(inputs: &[PathBuf], output: &std::path::Path) -> Result<Written, Expor
     };
     let file = File::options()
         .write(true)
-        .create_new(true)
+        // A temp file at a serial the state has not used yet is a stopped export's leftover
+        // (we hold the lock): it is overwritten, as the export's sweep would remove it.
+        .create(true)
+        .truncate(true)
         .open(output)
         .map_err(|e| ExportError::io("create", output, e))?;
     let schema = message_type(EVENT_COLUMNS).map_err(wrap(output))?;
