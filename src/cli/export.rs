@@ -35,6 +35,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Crash tests: abort at this file-system step.
+    #[cfg(feature = "testing")]
     #[arg(long, hide = true)]
     abort_at_step: Option<u64>,
 }
@@ -79,7 +80,9 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         out: args.out.clone(),
         host: args.host.clone().unwrap_or_else(default_host),
         json_text: !args.no_json_text,
+        #[cfg(feature = "testing")]
         abort_at_step: args.abort_at_step,
+        #[cfg(feature = "testing")]
         fail_at_step: None,
     };
     let terminal = std::io::stderr().is_terminal();
@@ -105,6 +108,8 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let report = report?;
     let compacted = if args.compact {
         let compact_options = ExportOptions {
+            // The crash tests count steps across the export and the compaction.
+            #[cfg(feature = "testing")]
             abort_at_step: args.abort_at_step.map(|k| k.saturating_sub(report.steps)),
             ..options
         };

@@ -10,7 +10,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use serde::Serialize;
 
-use super::commit::{Applied, Place, Steps, apply, create_dir, write_state};
+use super::commit::{Applied, Place, apply, create_dir, write_state};
 use super::error::ExportError;
 use super::layout::{Table, source_key, state_dir};
 use super::part::Written;
@@ -46,7 +46,7 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
     let states = state_dir(out, host);
     create_dir(&states)?;
     let _lock = lock(&states, host)?;
-    let mut steps = Steps::new(options.abort_at_step, options.fail_at_step);
+    let mut steps = options.steps();
     let mut report = CompactReport::default();
     for path in sources {
         for source in resolve(path)? {

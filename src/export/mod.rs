@@ -71,10 +71,10 @@ pub struct ExportOptions {
     pub json_text: bool,
     /// Crash tests only: abort the process at this file-system step (1-based), as a kill
     /// there would.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub abort_at_step: Option<u64>,
     /// Crash tests only: stop with [`ExportError::Interrupted`] at this file-system step.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fail_at_step: Option<u64>,
 }
 
@@ -85,9 +85,23 @@ impl ExportOptions {
             out: out.into(),
             host: default_host(),
             json_text: true,
+            #[cfg(feature = "testing")]
             abort_at_step: None,
+            #[cfg(feature = "testing")]
             fail_at_step: None,
         }
+    }
+
+    /// The file-system steps of a run, armed with the crash-test faults when there are any.
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(clippy::unused_self, reason = "no faults to read")
+    )]
+    pub(crate) fn steps(&self) -> Steps {
+        #[cfg(feature = "testing")]
+        return Steps::new(self.abort_at_step, self.fail_at_step);
+        #[cfg(not(feature = "testing"))]
+        Steps::new(None, None)
     }
 }
 
@@ -157,7 +171,7 @@ pub fn export(
         found: &found,
     };
     let total = logs.iter().map(|s| pending_bytes(&states, s)).sum();
-    let mut steps = Steps::new(options.abort_at_step, options.fail_at_step);
+    let mut steps = options.steps();
     let mut done = 0;
     let mut report = ExportReport {
         out: out.to_path_buf(),
