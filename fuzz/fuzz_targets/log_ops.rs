@@ -189,7 +189,8 @@ struct World {
     writer: Option<Writer>,
     commit_rows: usize,
     /// Whether a byte of the current index file was corrupted: damage no open checks for
-    /// (a cleared type mask bit) may make a type filter miss an event (FORMAT.md §3.2).
+    /// (a cleared type mask bit) may make a type filter miss an event
+    /// (docs/FORMAT.md, "What the open check does not see").
     index_damaged: bool,
 }
 

@@ -1,5 +1,5 @@
 //! Cursors: where the next page starts, bound to one index, one request and one state of the
-//! sessions searched (docs/SEARCH.md, "Cursors").
+//! sessions searched (docs/SEARCH.md, "Pages and cursors").
 //!
 //! A cursor is base64url (no padding) of the JSON
 //! `{"version":1,"instance":..,"scope":..,"fingerprint":..,"generation":..,"offset":..}`. The
