@@ -1,5 +1,6 @@
-//! The headline benchmarks: every figure in `docs/PERFORMANCE.md`, with the peers (the lingtai
-//! kernel's SQLite sidecar and its plain JSONL scans) measured in the same run on the same logs.
+//! The headline benchmarks: the agent-log figures of `docs/PERFORMANCE.md`, with the peers
+//! (the lingtai kernel's SQLite sidecar and its plain JSONL scans) measured in the same run on
+//! the same logs.
 //!
 //! ```text
 //! cargo build --release --bin agentlog          # for the whole-process figure

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the headline benchmark's output into the tables of docs/PERFORMANCE.md.
+"""Turns the headline benchmark's output into the agent-log figures of docs/PERFORMANCE.md.
 
 Reads criterion's estimates (target/criterion/**/new/) and the figures criterion cannot
 measure (target/bench-data/report.json), prints Markdown. Usage:
