@@ -136,7 +136,9 @@ impl Coverage {
         }
         match WindowSum::of(file, 0, self.end)? {
             Some(sum) if sum.crc == self.crc => Ok(check),
-            _ => Ok(CoverageCheck::BodyChanged { len: check.log_len() }),
+            _ => Ok(CoverageCheck::BodyChanged {
+                len: check.log_len(),
+            }),
         }
     }
 }

@@ -1,0 +1,100 @@
+//! Reading back what earlier lines left in the index, as a catch-up's new lines need it.
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use super::schema::{BUCKETS, KEYS, decode};
+use crate::transcript::fold::{BucketKey, Dedup, Message, Recall, RecallError};
+use crate::transcript::tally::Tally;
+
+/// The index's key and bucket tables, read through any transaction.
+pub(crate) struct Tables<K, B> {
+    pub(crate) keys: K,
+    pub(crate) buckets: B,
+}
+
+fn damaged(what: &str) -> RecallError {
+    RecallError(format!("a {what} row fails its checksum"))
+}
+
+fn storage(e: impl std::fmt::Display) -> RecallError {
+    RecallError(e.to_string())
+}
+
+impl<K, B> Recall for Tables<K, B>
+where
+    K: ReadableTable<&'static str, &'static [u8]>,
+    B: ReadableTable<(i64, u32), &'static [u8]>,
+{
+    fn messages(&mut self, id: &str) -> Result<Option<Vec<Message>>, RecallError> {
+        match self.keys.get(id).map_err(storage)? {
+            None => Ok(None),
+            Some(row) => decode::<Vec<Message>>(row.value())
+                .map(Some)
+                .ok_or_else(|| damaged("message")),
+        }
+    }
+
+    fn seen(&mut self, id: &str) -> Result<bool, RecallError> {
+        Ok(self.keys.get(id).map_err(storage)?.is_some())
+    }
+
+    fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError> {
+        match self.buckets.get(key).map_err(storage)? {
+            None => Ok(None),
+            Some(row) => decode::<Tally>(row.value())
+                .map(Some)
+                .ok_or_else(|| damaged("bucket")),
+        }
+    }
+}
+
+/// The number of rows of the key and bucket tables (0 for a table that does not exist).
+pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), RecallError> {
+    let txn = db.begin_read().map_err(storage)?;
+    let count = |len: Result<u64, redb::StorageError>| len.map_err(storage);
+    let keys = match txn.open_table(KEYS) {
+        Ok(t) => count(t.len())?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(storage(e)),
+    };
+    let buckets = match txn.open_table(BUCKETS) {
+        Ok(t) => count(t.len())?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(storage(e)),
+    };
+    Ok((keys, buckets))
+}
+
+/// Every key and bucket the index holds, for a merge with other transcripts or a comparison.
+pub(crate) fn load_all(db: &impl ReadableDatabase, claude: bool) -> Result<Dedup, RecallError> {
+    let txn = db.begin_read().map_err(storage)?;
+    let mut dedup = Dedup::default();
+    match txn.open_table(KEYS) {
+        Ok(keys) => {
+            for row in keys.iter().map_err(storage)? {
+                let (id, value) = row.map_err(storage)?;
+                if claude {
+                    let messages =
+                        decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
+                    dedup.messages.insert(id.value().to_owned(), messages);
+                } else {
+                    dedup.ids.insert(id.value().to_owned());
+                }
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(storage(e)),
+    }
+    match txn.open_table(BUCKETS) {
+        Ok(buckets) => {
+            for row in buckets.iter().map_err(storage)? {
+                let (key, value) = row.map_err(storage)?;
+                let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
+                dedup.buckets.insert(key.value(), tally);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(storage(e)),
+    }
+    Ok(dedup)
+}
