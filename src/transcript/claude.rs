@@ -272,3 +272,34 @@ fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Resul
         }
     }
 }
+
+/// Merges `message`, read from another file of the same session, into the messages filed
+/// under its id, by the rules lines follow: the same message as one that shares a request id
+/// (or, by the sidechain rule, any when either is a sidechain message), its winning line then
+/// competing with that message's as a line would; otherwise a message of its own.
+pub(crate) fn merge_message(entries: &mut Vec<Message>, message: &Message) {
+    let found = entries
+        .iter()
+        .position(|e| e.requests.iter().any(|r| message.requests.contains(r)))
+        .or_else(|| {
+            entries
+                .iter()
+                .position(|e| message.sidechain || e.sidechain)
+        });
+    let Some(existing) = found.and_then(|i| entries.get_mut(i)) else {
+        entries.push(message.clone());
+        return;
+    };
+    for request in &message.requests {
+        if !existing.requests.contains(request) {
+            existing.requests.push(request.clone());
+        }
+    }
+    if wins(
+        (message.usage, message.sidechain),
+        (existing.usage, existing.sidechain),
+    ) {
+        existing.usage = message.usage;
+        existing.sidechain = message.sidechain;
+    }
+}

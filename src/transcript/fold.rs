@@ -307,12 +307,10 @@ impl Fold {
     /// is left out. Returns the offset after the last complete line.
     pub fn lines(&mut self, start: u64, bytes: &[u8]) -> u64 {
         let mut at = 0;
-        for line in bytes.split_inclusive(|&b| b == b'\n') {
-            let Some(body) = line.strip_suffix(b"\n") else {
-                break;
-            };
+        while let Some(i) = bytes.get(at..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+            let body = bytes.get(at..at + i).unwrap_or_default();
             self.line(start + at as u64, body);
-            at += line.len();
+            at += i + 1;
         }
         start + at as u64
     }

@@ -21,6 +21,7 @@ mod format;
 mod json;
 mod pi;
 mod store;
+mod subagents;
 mod tally;
 
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
@@ -31,4 +32,5 @@ pub use fold::{
 };
 pub use format::{Format, UnknownFormat, detect_format};
 pub use store::{OpenOptions, Transcript, open};
+pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::Tally;

@@ -5,14 +5,28 @@
 //! Every process opens an index in redb's `SingleWriter` mode: one process at a time holds it
 //! for writing (the others are told at once, never made to wait), and any number of processes
 //! read its commits meanwhile.
+//!
+//! A write session skips redb's syncs (about eight `fdatasync`s for a build or a catch-up)
+//! behind a marker, `<index>.unsynced`, holding the boot id: made durable before the first
+//! write, removed after one sync at the end of the session. A marker found from an earlier
+//! boot means a power cut may have torn the file: it is rebuilt. A marker from this boot means
+//! only that a process died mid-session: the page cache holds exactly what redb wrote, and
+//! redb's own repair applies. See [`Unsynced`].
 
+use std::fs::File;
+use std::io::Write;
+use std::ops::Bound;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use redb::backends::FileBackend;
-use redb::{Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, StorageError};
+use redb::{
+    BackendError, Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase,
+    StorageBackend, StorageError,
+};
 
 use crate::transcript::cache::open_private_file;
 
@@ -69,17 +83,24 @@ pub(crate) fn open_writable(path: &Path, budget: Duration) -> Result<Database, O
     }
     let file = open_private_file(path)
         .map_err(|e| classify(DatabaseError::Storage(StorageError::Io(e))))?;
+    let unsynced = Unsynced::new(path, &file);
     let opened = guarded("opening the index", || {
-        FileBackend::new(file).and_then(|backend| builder(budget).create_with_backend(backend))
+        FileBackend::new(file).and_then(|inner| {
+            builder(budget).create_with_backend(CacheBackend {
+                inner,
+                unsynced: unsynced.clone(),
+            })
+        })
     })
     .map_err(OpenFailure::Damaged)?;
     opened.map_err(classify)
 }
 
 /// Opens an existing index read-only (beside a writer in another process). `None` if there is
-/// no index file or it cannot be opened now (a repair pending, a file being created).
+/// no index file, it may have been torn by a power cut ([`Unsynced::torn`]), or it cannot be
+/// opened now (a repair pending, a file being created).
 pub(crate) fn open_read_only(path: &Path) -> Option<ReadOnlyDatabase> {
-    if !path.is_file() {
+    if !path.is_file() || Unsynced::torn(path) {
         return None;
     }
     guarded("opening the index read-only", || {
@@ -87,6 +108,185 @@ pub(crate) fn open_read_only(path: &Path) -> Option<ReadOnlyDatabase> {
     })
     .ok()?
     .ok()
+}
+
+/// The id of this boot of the machine, if the system says (Linux).
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// A write session whose syncs are skipped behind a durable marker.
+///
+/// The marker `<index>.unsynced` holds the boot id. It is created, and its name made durable
+/// (a sync of the directory), at the session's first write, which comes after redb took the
+/// file's writer lock; it is removed after [`CacheBackend::close`] synced the file once. Until
+/// then every sync redb asks for is skipped: the page cache sees each write in order, so
+/// readers and later writers in a running system see exactly what redb wrote; only a power
+/// cut could leave a torn file, and then the boot id in the marker differs from the next
+/// boot's. Without a boot id (not Linux) nothing is skipped.
+#[derive(Debug)]
+pub(crate) struct Unsynced {
+    boot: String,
+    marker: PathBuf,
+    /// The index file (a second handle), for the one sync that ends the session.
+    file: File,
+    begun: Once,
+    deferring: AtomicBool,
+}
+
+impl Unsynced {
+    fn marker(index: &Path) -> PathBuf {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".unsynced");
+        PathBuf::from(name)
+    }
+
+    fn new(index: &Path, file: &File) -> Option<Arc<Unsynced>> {
+        Some(Arc::new(Unsynced {
+            boot: boot_id()?,
+            marker: Unsynced::marker(index),
+            file: file.try_clone().ok()?,
+            begun: Once::new(),
+            deferring: AtomicBool::new(false),
+        }))
+    }
+
+    /// Whether the index was written without syncs during an earlier boot and never synced
+    /// after: a power cut may have torn it. (A marker of this boot is a session running now,
+    /// or one whose process died: the file is as redb left it.)
+    pub(crate) fn torn(index: &Path) -> bool {
+        match std::fs::read_to_string(Unsynced::marker(index)) {
+            Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+            Ok(boot) => Some(boot.trim().to_owned()) != boot_id(),
+        }
+    }
+
+    /// Removes a marker, once the file it guarded is gone.
+    pub(crate) fn remove_marker(index: &Path) {
+        let _ = std::fs::remove_file(Unsynced::marker(index));
+    }
+
+    /// Called before every write (only the first acts): makes the marker durable, then skips
+    /// syncs. If the marker cannot be made durable, every sync stays.
+    fn begin(&self) {
+        self.begun.call_once(|| {
+            let made = File::create(&self.marker)
+                .and_then(|mut f| f.write_all(self.boot.as_bytes()))
+                .and_then(|()| sync_parent(&self.marker));
+            match made {
+                Ok(()) => self.deferring.store(true, Ordering::SeqCst),
+                Err(e) => {
+                    tracing::debug!(marker = %self.marker.display(), error = %e, "cannot make the unsynced-session marker durable; writing with synced commits");
+                    let _ = std::fs::remove_file(&self.marker);
+                }
+            }
+        });
+    }
+
+    fn deferring(&self) -> bool {
+        self.deferring.load(Ordering::SeqCst)
+    }
+
+    /// Ends the session: one sync of everything written, then the marker goes. On error the
+    /// marker stays (the next boot rebuilds the file).
+    fn finish(&self) -> std::io::Result<()> {
+        if !self.deferring.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.file.sync_data()?;
+        match std::fs::remove_file(&self.marker) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// Makes the names in `path`'s directory durable.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+/// redb's file backend with the syncs of an [`Unsynced`] session skipped. Locking is
+/// delegated untouched, so concurrency works as with the plain file.
+#[derive(Debug)]
+struct CacheBackend {
+    inner: FileBackend,
+    unsynced: Option<Arc<Unsynced>>,
+}
+
+impl StorageBackend for CacheBackend {
+    fn len(&self) -> Result<u64, std::io::Error> {
+        self.inner.len()
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+        self.inner.read(offset, out)
+    }
+
+    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+        if let Some(unsynced) = &self.unsynced {
+            unsynced.begin();
+        }
+        self.inner.set_len(len)
+    }
+
+    fn sync_data(&self) -> Result<(), std::io::Error> {
+        if self.unsynced.as_ref().is_some_and(|u| u.deferring()) {
+            return Ok(());
+        }
+        self.inner.sync_data()
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        if let Some(unsynced) = &self.unsynced {
+            unsynced.begin();
+        }
+        self.inner.write(offset, data)
+    }
+
+    fn close(&self) -> Result<(), std::io::Error> {
+        // Still holding the file's locks: no other process writes it before the sync.
+        let finished = match &self.unsynced {
+            Some(unsynced) => unsynced.finish(),
+            None => Ok(()),
+        };
+        let closed = self.inner.close();
+        finished.and(closed)
+    }
+
+    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.inner.try_lock_range(start, end)
+    }
+
+    fn try_lock_shared_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<bool, BackendError> {
+        self.inner.try_lock_shared_range(start, end)
+    }
+
+    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.lock_range(start, end)
+    }
+
+    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.lock_shared_range(start, end)
+    }
+
+    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.unlock_range(start, end)
+    }
+
+    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.inner.query_lock_range(start, end)
+    }
 }
 
 fn classify(error: DatabaseError) -> OpenFailure {

@@ -28,15 +28,28 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Transcript
         return from_scratch(&source, None, options, not_writable("no cache directory"));
     };
     let index = index_file(&dir, &source.path);
-    if options.read_only {
-        return read_only(&source, &index, options, ReadOnlyReason::Requested);
+    // Most opens find the index current: a read-only handle answers them and writes nothing
+    // (a writable open and close alone cost redb several syncs).
+    if let Some(answer) = without_writing(&source, &index, options)? {
+        answer.outcome.trace(&index);
+        return Ok(answer);
     }
     if let Err(e) = ensure_private_dir(&dir) {
         let why = not_writable(&format!("cannot create {}: {e}", dir.display()));
         return read_only(&source, &index, options, why);
     }
+    let mut torn = None;
+    if db::Unsynced::torn(&index) {
+        // Written without syncs before the machine restarted, never synced: maybe torn.
+        let _ = std::fs::remove_file(&index);
+        db::Unsynced::remove_marker(&index);
+        torn = Some(StaleReason::CommitInterrupted);
+    }
     let answer = match db::open_writable(&index, options.repair_budget) {
-        Ok(db) => writable(&source, &index, &db, options),
+        Ok(db) => match torn {
+            Some(reason) => build(&source, &index, &db, options, Some(reason)),
+            None => writable(&source, &index, &db, options),
+        },
         Err(OpenFailure::Busy) => {
             return read_only(
                 &source,
@@ -67,6 +80,63 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Transcript
     let answer = answer?;
     answer.outcome.trace(&index);
     Ok(answer)
+}
+
+/// The answer through a read-only handle, when that is all it takes: the index is current;
+/// or only a small tail (or, read-only as asked, any tail) follows it. `None` when the index
+/// must be written (built, caught up, rebuilt).
+fn without_writing(
+    source: &Source,
+    index: &Path,
+    options: &OpenOptions,
+) -> Result<Option<Transcript>, TranscriptError> {
+    let Some(db) = db::open_read_only(index) else {
+        return match options.read_only {
+            true => from_scratch(
+                source,
+                Some(index.to_path_buf()),
+                options,
+                ReadOnlyReason::Requested,
+            )
+            .map(Some),
+            false => Ok(None),
+        };
+    };
+    match validate(&db, source, options)? {
+        Validity::Usable(meta, CoverageCheck::Current { .. }) => {
+            fresh(source, index, &db, options, *meta).map(Some)
+        }
+        Validity::Usable(meta, _) if options.read_only => memory_tail(
+            source,
+            index,
+            &db,
+            options,
+            *meta,
+            ReadOnlyReason::Requested,
+        )
+        .map(Some),
+        Validity::Usable(meta, check)
+            if check.log_len() - meta.coverage.end <= options.max_memory_tail =>
+        {
+            memory_tail(
+                source,
+                index,
+                &db,
+                options,
+                *meta,
+                ReadOnlyReason::SmallTail,
+            )
+            .map(Some)
+        }
+        _ if options.read_only => from_scratch(
+            source,
+            Some(index.to_path_buf()),
+            options,
+            ReadOnlyReason::Requested,
+        )
+        .map(Some),
+        _ => Ok(None),
+    }
 }
 
 fn not_writable(detail: &str) -> ReadOnlyReason {

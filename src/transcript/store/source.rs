@@ -9,7 +9,8 @@ use crate::log::{LogError, open_for_read, read_exact_at};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::format::{Format, detect_format};
 
-/// How much of a transcript's start format detection reads.
+/// How much of a transcript's start format detection reads first, and at most.
+const DETECT_FIRST: u64 = 64 << 10;
 const DETECT_BYTES: u64 = 1 << 20;
 
 /// A transcript opened for reading.
@@ -41,20 +42,29 @@ impl Source {
             .metadata()
             .map_err(|e| TranscriptError::io("inspect", &canonical, e))?
             .len();
-        let head = read_head(&file, len).map_err(|e| TranscriptError::io("read", &canonical, e))?;
-        let complete: Vec<&[u8]> = head
-            .split_inclusive(|&b| b == b'\n')
-            .filter_map(|line| line.strip_suffix(b"\n"))
-            .collect();
-        if complete.is_empty() && len <= DETECT_BYTES {
+        let mut format = format;
+        let mut complete = false;
+        for window in [DETECT_FIRST, DETECT_BYTES] {
+            let head = read_head(&file, len.min(window))
+                .map_err(|e| TranscriptError::io("read", &canonical, e))?;
+            let lines = || {
+                head.split_inclusive(|&b| b == b'\n')
+                    .filter_map(|line| line.strip_suffix(b"\n"))
+            };
+            complete = memchr::memchr(b'\n', &head).is_some();
+            if format.is_none() {
+                format = detect_format(lines());
+            }
+            if (complete && format.is_some()) || len <= window {
+                break;
+            }
+        }
+        if !complete && len <= DETECT_BYTES {
             return Err(TranscriptError::Empty { path: canonical });
         }
-        let format = match format {
-            Some(format) => format,
-            None => detect_format(complete).ok_or_else(|| TranscriptError::UnknownFormat {
-                path: canonical.clone(),
-            })?,
-        };
+        let format = format.ok_or_else(|| TranscriptError::UnknownFormat {
+            path: canonical.clone(),
+        })?;
         Ok(Source {
             path: canonical,
             file,
@@ -71,7 +81,7 @@ impl Source {
 }
 
 fn read_head(file: &File, len: u64) -> io::Result<Vec<u8>> {
-    let mut head = vec![0; usize::try_from(len.min(DETECT_BYTES)).unwrap_or(0)];
+    let mut head = vec![0; usize::try_from(len).unwrap_or(0)];
     if !read_exact_at(file, &mut head, 0)? {
         // Shorter than it was a moment ago: detect from what there is.
         head.clear();
