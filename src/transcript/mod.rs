@@ -31,6 +31,6 @@ pub use fold::{
     fold_bytes,
 };
 pub use format::{Format, UnknownFormat, detect_format};
-pub use store::{OpenOptions, Transcript, open};
+pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::Tally;

@@ -9,11 +9,13 @@ mod open;
 mod recall;
 mod schema;
 mod source;
+mod verify;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use open::open;
+pub use verify::{Verification, verify};
 
 use crate::index::IndexOutcome;
 use crate::log::{Coverage, DEFAULT_MAX_LINE};

@@ -148,7 +148,7 @@ fn unreadable(detail: String) -> StaleReason {
 }
 
 /// What reading an index's meta record and checking it against the transcript found.
-enum Validity {
+pub(super) enum Validity {
     /// No commit yet.
     Empty,
     /// It must not be used.
@@ -160,10 +160,20 @@ enum Validity {
 
 /// Reads the meta record and checks it against `source`: versions, the transcript it is of,
 /// the format, the row counts, then the coverage (length, head and tail windows).
-fn validate(
+pub(super) fn validate(
     db: &impl ReadableDatabase,
     source: &Source,
     options: &OpenOptions,
+) -> Result<Validity, TranscriptError> {
+    validate_with(db, source, options, false)
+}
+
+/// [`validate`], with the running crc of every covered byte recomputed when `deep`.
+pub(super) fn validate_with(
+    db: &impl ReadableDatabase,
+    source: &Source,
+    options: &OpenOptions,
+    deep: bool,
 ) -> Result<Validity, TranscriptError> {
     let read = guarded("reading the index", || read_meta(db));
     let meta = match read {
@@ -207,10 +217,12 @@ fn validate(
         Ok(Err(e)) => return Ok(Validity::Stale(unreadable(e.0))),
         Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
     }
-    let check = meta
-        .coverage
-        .check(&source.file)
-        .map_err(|e| TranscriptError::io("read", &source.path, e))?;
+    let check = if deep {
+        meta.coverage.check_deep(&source.file)
+    } else {
+        meta.coverage.check(&source.file)
+    };
+    let check = check.map_err(|e| TranscriptError::io("read", &source.path, e))?;
     Ok(match check {
         CoverageCheck::Current { .. } | CoverageCheck::Grew { .. } => {
             Validity::Usable(Box::new(meta), check)
@@ -281,7 +293,7 @@ fn writable(
 }
 
 /// Why a fold stopped.
-enum FoldFailure {
+pub(super) enum FoldFailure {
     Read(std::io::Error),
     Recall(RecallError),
 }
@@ -295,11 +307,23 @@ fn fold_rest(
     recall: &mut dyn Recall,
     options: &OpenOptions,
 ) -> Result<u64, FoldFailure> {
+    fold_until(source, source.len, builder, fold, recall, options)
+}
+
+/// [`fold_rest`] up to `limit` bytes into the transcript.
+pub(super) fn fold_until(
+    source: &Source,
+    limit: u64,
+    builder: &mut CoverageBuilder,
+    fold: &mut Fold,
+    recall: &mut dyn Recall,
+    options: &OpenOptions,
+) -> Result<u64, FoldFailure> {
     let before = fold.summary.lines;
     let result = scan_lines(
         &source.file,
         builder,
-        source.len,
+        limit,
         options.max_line,
         |line| match line {
             Line::Complete { offset, bytes } => fold
