@@ -165,16 +165,6 @@ pub(super) fn validate(
     source: &Source,
     options: &OpenOptions,
 ) -> Result<Validity, TranscriptError> {
-    validate_with(db, source, options, false)
-}
-
-/// [`validate`], with the running crc of every covered byte recomputed when `deep`.
-pub(super) fn validate_with(
-    db: &impl ReadableDatabase,
-    source: &Source,
-    options: &OpenOptions,
-    deep: bool,
-) -> Result<Validity, TranscriptError> {
     let read = guarded("reading the index", || read_meta(db));
     let meta = match read {
         Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
@@ -217,12 +207,10 @@ pub(super) fn validate_with(
         Ok(Err(e)) => return Ok(Validity::Stale(unreadable(e.0))),
         Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
     }
-    let check = if deep {
-        meta.coverage.check_deep(&source.file)
-    } else {
-        meta.coverage.check(&source.file)
-    };
-    let check = check.map_err(|e| TranscriptError::io("read", &source.path, e))?;
+    let check = meta
+        .coverage
+        .check(&source.file)
+        .map_err(|e| TranscriptError::io("read", &source.path, e))?;
     Ok(match check {
         CoverageCheck::Current { .. } | CoverageCheck::Grew { .. } => {
             Validity::Usable(Box::new(meta), check)

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::OpenOptions;
 use super::db;
-use super::open::{FoldFailure, Validity, fold_until, validate_with};
+use super::open::{FoldFailure, Validity, fold_until, validate};
 use super::recall::load_all;
 use super::source::Source;
 use crate::index::StaleReason;
@@ -56,9 +56,10 @@ pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, Transc
         });
         return Ok(found);
     };
-    let meta = match validate_with(&db, &source, options, true)? {
-        Validity::Usable(meta, check) => {
-            found.coverage = Some(check);
+    let meta = match validate(&db, &source, options)? {
+        Validity::Usable(meta, _) => {
+            let deep = meta.coverage.check_deep(&source.file);
+            found.coverage = Some(deep.map_err(|e| TranscriptError::io("read", &source.path, e))?);
             meta
         }
         Validity::Stale(reason) => {
