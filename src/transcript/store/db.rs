@@ -62,7 +62,7 @@ fn builder(budget: Duration) -> Builder {
 }
 
 /// Runs a redb call, turning a panic on a damaged file into an error.
-pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
         let message = panic
             .downcast_ref::<&str>()
@@ -73,8 +73,107 @@ pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String>
     })
 }
 
+/// A redb handle whose calls run under [`Held::run`]. Once redb panicked in it, it is never
+/// used or dropped again: its drop locks mutexes the panic poisoned and would panic in turn
+/// (found by the `transcript_index_file` fuzzer). The file is then replaced.
+pub(crate) struct Held<D: Close> {
+    db: Option<D>,
+    poisoned: std::cell::Cell<bool>,
+}
+
+impl<D: Close> Held<D> {
+    fn new(db: D) -> Held<D> {
+        Held {
+            db: Some(db),
+            poisoned: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Runs `f` on the handle, turning a panic into an error (and the handle unusable).
+    pub(crate) fn run<T>(&self, what: &str, f: impl FnOnce(&D) -> T) -> Result<T, String> {
+        let Some(db) = self.db.as_ref().filter(|_| !self.poisoned.get()) else {
+            return Err(format!(
+                "{what}: the index handle is unusable after a panic"
+            ));
+        };
+        let result = guarded(what, || f(db));
+        if result.is_err() {
+            self.poisoned.set(true);
+        }
+        result
+    }
+}
+
+/// A redb handle that is closed explicitly, so a panic in the close can be caught.
+pub(crate) trait Close {
+    fn close_now(self) -> Result<(), DatabaseError>;
+}
+
+impl Close for Database {
+    fn close_now(self) -> Result<(), DatabaseError> {
+        self.close()
+    }
+}
+
+impl Close for ReadOnlyDatabase {
+    fn close_now(self) -> Result<(), DatabaseError> {
+        self.close()
+    }
+}
+
+impl<D: Close> Drop for Held<D> {
+    fn drop(&mut self) {
+        let Some(db) = self.db.take() else {
+            return;
+        };
+        if self.poisoned.get() {
+            std::mem::forget(db);
+            return;
+        }
+        // Closing writes the shutdown header; on a damaged file redb can panic doing so.
+        if let Err(e) = guarded("closing the index", || db.close_now()) {
+            tracing::warn!(error = %e, "closing a transcript index failed");
+        }
+    }
+}
+
+/// A redb transaction or table that is not dropped while a panic unwinds through it (its drop
+/// would lock a poisoned mutex and panic again, which aborts the process): it is leaked then,
+/// along with the handle it came from ([`Held`]).
+pub(crate) struct Leak<T>(Option<T>);
+
+impl<T> Leak<T> {
+    pub(crate) fn new(value: T) -> Leak<T> {
+        Leak(Some(value))
+    }
+
+    pub(crate) fn get(&self) -> Result<&T, redb::Error> {
+        self.0.as_ref().ok_or_else(gone)
+    }
+
+    pub(crate) fn get_mut(&mut self) -> Result<&mut T, redb::Error> {
+        self.0.as_mut().ok_or_else(gone)
+    }
+
+    pub(crate) fn take(mut self) -> Result<T, redb::Error> {
+        self.0.take().ok_or_else(gone)
+    }
+}
+
+fn gone() -> redb::Error {
+    redb::Error::Corrupted("a transaction used after it ended".to_owned())
+}
+
+impl<T> Drop for Leak<T> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
 /// Opens (creating, 0600, if absent) the index for writing.
-pub(crate) fn open_writable(path: &Path, budget: Duration) -> Result<Database, OpenFailure> {
+pub(crate) fn open_writable(path: &Path, budget: Duration) -> Result<Held<Database>, OpenFailure> {
     if path.is_dir() {
         return Err(OpenFailure::NotWritable(format!(
             "{} is a directory",
@@ -93,13 +192,13 @@ pub(crate) fn open_writable(path: &Path, budget: Duration) -> Result<Database, O
         })
     })
     .map_err(OpenFailure::Damaged)?;
-    opened.map_err(classify)
+    opened.map(Held::new).map_err(classify)
 }
 
 /// Opens an existing index read-only (beside a writer in another process). `None` if there is
 /// no index file, it may have been torn by a power cut ([`Unsynced::torn`]), or it cannot be
 /// opened now (a repair pending, a file being created).
-pub(crate) fn open_read_only(path: &Path) -> Option<ReadOnlyDatabase> {
+pub(crate) fn open_read_only(path: &Path) -> Option<Held<ReadOnlyDatabase>> {
     if !path.is_file() || Unsynced::torn(path) {
         return None;
     }
@@ -108,6 +207,7 @@ pub(crate) fn open_read_only(path: &Path) -> Option<ReadOnlyDatabase> {
     })
     .ok()?
     .ok()
+    .map(Held::new)
 }
 
 /// The id of this boot of the machine, if the system says (Linux).

@@ -7,9 +7,12 @@
 mod db;
 mod open;
 mod recall;
-mod schema;
+mod scan;
+pub(crate) mod schema;
 mod source;
+mod validate;
 mod verify;
+mod write;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,6 +2,7 @@
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
+use super::db::Leak;
 use super::schema::{BUCKETS, KEYS, decode};
 use crate::transcript::fold::{BucketKey, Dedup, Message, Recall, RecallError};
 use crate::transcript::tally::Tally;
@@ -50,15 +51,23 @@ where
 
 /// The number of rows of the key and bucket tables (0 for a table that does not exist).
 pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), RecallError> {
-    let txn = db.begin_read().map_err(storage)?;
-    let count = |len: Result<u64, redb::StorageError>| len.map_err(storage);
+    let txn = Leak::new(db.begin_read().map_err(storage)?);
+    let txn = txn.get().map_err(storage)?;
     let keys = match txn.open_table(KEYS) {
-        Ok(t) => count(t.len())?,
+        Ok(t) => Leak::new(t)
+            .get()
+            .map_err(storage)?
+            .len()
+            .map_err(storage)?,
         Err(redb::TableError::TableDoesNotExist(_)) => 0,
         Err(e) => return Err(storage(e)),
     };
     let buckets = match txn.open_table(BUCKETS) {
-        Ok(t) => count(t.len())?,
+        Ok(t) => Leak::new(t)
+            .get()
+            .map_err(storage)?
+            .len()
+            .map_err(storage)?,
         Err(redb::TableError::TableDoesNotExist(_)) => 0,
         Err(e) => return Err(storage(e)),
     };
@@ -67,11 +76,13 @@ pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), Recal
 
 /// Every key and bucket the index holds, for a merge with other transcripts or a comparison.
 pub(crate) fn load_all(db: &impl ReadableDatabase, claude: bool) -> Result<Dedup, RecallError> {
-    let txn = db.begin_read().map_err(storage)?;
+    let txn = Leak::new(db.begin_read().map_err(storage)?);
+    let txn = txn.get().map_err(storage)?;
     let mut dedup = Dedup::default();
     match txn.open_table(KEYS) {
         Ok(keys) => {
-            for row in keys.iter().map_err(storage)? {
+            let keys = Leak::new(keys);
+            for row in keys.get().map_err(storage)?.iter().map_err(storage)? {
                 let (id, value) = row.map_err(storage)?;
                 if claude {
                     let messages =
@@ -87,7 +98,8 @@ pub(crate) fn load_all(db: &impl ReadableDatabase, claude: bool) -> Result<Dedup
     }
     match txn.open_table(BUCKETS) {
         Ok(buckets) => {
-            for row in buckets.iter().map_err(storage)? {
+            let buckets = Leak::new(buckets);
+            for row in buckets.get().map_err(storage)?.iter().map_err(storage)? {
                 let (key, value) = row.map_err(storage)?;
                 let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
                 dedup.buckets.insert(key.value(), tally);

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::OpenOptions;
 use super::db;
-use super::open::{FoldFailure, Validity, fold_until, validate};
 use super::recall::load_all;
+use super::scan::{FoldFailure, fold_until};
 use super::source::Source;
+use super::validate::{Validity, validate};
 use crate::index::StaleReason;
 use crate::log::{CoverageBuilder, CoverageCheck};
 use crate::transcript::cache::{default_index_dir, index_file};
@@ -57,7 +58,7 @@ pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, Transc
         return Ok(found);
     };
     let meta = match validate(&db, &source, options)? {
-        Validity::Usable(meta, _) => {
+        Validity::Usable(meta, _, _) => {
             let deep = meta.coverage.check_deep(&source.file);
             found.coverage = Some(deep.map_err(|e| TranscriptError::io("read", &source.path, e))?);
             meta
@@ -87,9 +88,8 @@ pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, Transc
         Err(FoldFailure::Read(e)) => return Err(TranscriptError::io("read", &source.path, e)),
         Err(FoldFailure::Recall(_)) => return Ok(found),
     }
-    let rows = db::guarded("reading the index", || {
-        load_all(&db, source.format == Format::ClaudeCode)
-    });
+    let claude = source.format == Format::ClaudeCode;
+    let rows = db.run("reading the index", |db| load_all(db, claude));
     found.agrees = builder.coverage() == meta.coverage
         && fold.summary == meta.summary
         && matches!(rows, Ok(Ok(rows)) if rows == fold.dedup);
