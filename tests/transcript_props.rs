@@ -13,7 +13,9 @@ use std::path::Path;
 
 use agentlog::index::{IndexOutcome, ReadOnlyReason, StaleReason};
 use agentlog::log::WINDOW_BYTES;
-use agentlog::transcript::{Format, OpenOptions, Transcript, fold_bytes, open, verify};
+use agentlog::transcript::{
+    Format, OpenOptions, Transcript, fold_at_once, fold_bytes, fold_in_pieces, open, verify,
+};
 use proptest::prelude::*;
 
 fn options(cache: &Path, max_memory_tail: u64) -> OpenOptions {
@@ -52,6 +54,21 @@ fn agrees(t: &Transcript, bytes: &[u8]) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// The fold the index runs across catch-ups (state encoded and recalled between pieces)
+    /// equals one fold of the whole, without redb in the way.
+    #[test]
+    fn folding_in_pieces_through_encoded_rows_equals_one_fold(
+        format in format(),
+        seed in any::<u64>(),
+        steps in 1usize..150,
+        cuts in prop::collection::vec(0u16..1000, 0..12),
+    ) {
+        let whole = generate::transcript(format, seed, steps);
+        let cuts: Vec<usize> = cuts.iter().map(|&c| whole.len() * usize::from(c) / 1000).collect();
+        let pieces = fold_in_pieces(format, &whole, &cuts).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(pieces, fold_at_once(format, &whole));
+    }
 
     #[test]
     fn catching_up_in_random_pieces_equals_one_parse(

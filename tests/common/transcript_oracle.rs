@@ -31,8 +31,8 @@ fn count(v: Option<&Value>) -> Option<u64> {
     if let Some(n) = v.as_u64() {
         return (n <= MAX).then_some(n);
     }
-    if v.is_i64() {
-        return None;
+    if let Some(i) = v.as_i64() {
+        return u64::try_from(i).ok();
     }
     let x = match v {
         Value::Number(n) => n.as_f64()?,
