@@ -79,13 +79,17 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
 pub(crate) struct Held<D: Close> {
     db: Option<D>,
     poisoned: std::cell::Cell<bool>,
+    /// The file of a writable handle: removed if redb panics while closing it (the close may
+    /// have left it half written).
+    file: Option<PathBuf>,
 }
 
 impl<D: Close> Held<D> {
-    fn new(db: D) -> Held<D> {
+    fn new(db: D, file: Option<PathBuf>) -> Held<D> {
         Held {
             db: Some(db),
             poisoned: std::cell::Cell::new(false),
+            file,
         }
     }
 
@@ -121,17 +125,39 @@ impl Close for ReadOnlyDatabase {
     }
 }
 
-impl<D: Close> Drop for Held<D> {
-    fn drop(&mut self) {
+impl<D: Close> Held<D> {
+    /// Closes the handle now. Closing writes the shutdown header; on a damaged file redb can
+    /// panic doing so, and the file is then in no known state: it is removed (the next open
+    /// builds a new one) and the error returned.
+    pub(crate) fn close(mut self) -> Result<(), String> {
+        self.close_inner()
+    }
+
+    fn close_inner(&mut self) -> Result<(), String> {
         let Some(db) = self.db.take() else {
-            return;
+            return Ok(());
         };
         if self.poisoned.get() {
             std::mem::forget(db);
-            return;
+            return Err("the index handle is unusable after a panic".to_owned());
         }
-        // Closing writes the shutdown header; on a damaged file redb can panic doing so.
-        if let Err(e) = guarded("closing the index", || db.close_now()) {
+        match guarded("closing the index", || db.close_now()) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(panicked) => {
+                if let Some(file) = &self.file {
+                    let _ = std::fs::remove_file(file);
+                    Unsynced::remove_marker(file);
+                }
+                Err(panicked)
+            }
+        }
+    }
+}
+
+impl<D: Close> Drop for Held<D> {
+    fn drop(&mut self) {
+        if let Err(e) = self.close_inner() {
             tracing::warn!(error = %e, "closing a transcript index failed");
         }
     }
@@ -192,7 +218,9 @@ pub(crate) fn open_writable(path: &Path, budget: Duration) -> Result<Held<Databa
         })
     })
     .map_err(OpenFailure::Damaged)?;
-    opened.map(Held::new).map_err(classify)
+    opened
+        .map(|db| Held::new(db, Some(path.to_path_buf())))
+        .map_err(classify)
 }
 
 /// Opens an existing index read-only (beside a writer in another process). `None` if there is
@@ -207,7 +235,7 @@ pub(crate) fn open_read_only(path: &Path) -> Option<Held<ReadOnlyDatabase>> {
     })
     .ok()?
     .ok()
-    .map(Held::new)
+    .map(|db| Held::new(db, None))
 }
 
 /// The id of this boot of the machine, if the system says (Linux).

@@ -33,15 +33,27 @@ pub(super) fn build(
     let coverage = builder.coverage();
     let (bytes, events) = (coverage.end, fold.summary.lines);
     let mut reason = reason;
-    let mut written = commit(&db, source, options, &fold, &coverage);
+    // A file found damaged is not built upon (its allocator state may be damaged too): a new
+    // file takes its place. A file that is only out of date is rebuilt in place.
+    let damaged = matches!(
+        reason,
+        Some(
+            StaleReason::Unreadable { .. }
+                | StaleReason::Inconsistent { .. }
+                | StaleReason::CommitInterrupted
+        )
+    );
+    let mut written = match damaged {
+        true => Err(Failed::Damaged(String::new())),
+        false => commit_and_close(db, source, options, &fold, &coverage),
+    };
     if let Err(Failed::Damaged(detail)) = &written {
         // The file made redb panic, or holds structures redb refuses: a new file takes its
         // place.
         reason = Some(reason.unwrap_or_else(|| unreadable(detail.clone())));
-        drop(db);
         written = replace_file(index, options)
             .map_err(Failed::Io)
-            .and_then(|db| commit(&db, source, options, &fold, &coverage));
+            .and_then(|db| commit_and_close(db, source, options, &fold, &coverage));
     }
     let written = written.map_err(|(Failed::Io(d) | Failed::Damaged(d))| d);
     let outcome = match written {
@@ -68,6 +80,19 @@ pub(super) fn build(
         outcome,
         dedup,
     ))
+}
+
+/// [`commit`], then closes the file, so a close that finds it damaged is known here.
+fn commit_and_close(
+    db: Held<Database>,
+    source: &Source,
+    options: &OpenOptions,
+    fold: &Fold,
+    coverage: &Coverage,
+) -> Result<(), Failed> {
+    let committed = commit(&db, source, options, fold, coverage);
+    let closed = db.close().map_err(Failed::Damaged);
+    committed.and(closed)
 }
 
 /// Removes an index file redb panicked in and opens a new one in its place.
@@ -169,6 +194,16 @@ pub(super) fn catch_up(
         Ok(Err(e)) => return build(source, index, db, options, Some(unreadable(e.to_string()))),
         Err(detail) => return build(source, index, db, options, Some(unreadable(detail))),
     };
+    let mut unwritten = unwritten;
+    if unwritten.is_none()
+        && let Err(detail) = db.close()
+    {
+        // The commit stands only if the file closed cleanly: build it again, in a new file.
+        match replace_file(index, options) {
+            Ok(db) => return build(source, index, db, options, Some(unreadable(detail))),
+            Err(e) => unwritten = Some(format!("{detail}; {e}")),
+        }
+    }
     let coverage = builder.coverage();
     let bytes = coverage.end - start;
     let outcome = match unwritten {
