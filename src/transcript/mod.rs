@@ -20,6 +20,7 @@ mod fold;
 mod format;
 mod json;
 mod pi;
+#[cfg(feature = "testing")]
 mod pieces;
 mod store;
 mod subagents;
@@ -32,7 +33,7 @@ pub use fold::{
     fold_bytes,
 };
 pub use format::{Format, UnknownFormat, detect_format};
-#[doc(hidden)]
+#[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};

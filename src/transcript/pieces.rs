@@ -1,7 +1,7 @@
 //! A transcript folded as its index folds it across catch-ups, in memory: after each piece the
 //! touched dedup entries are encoded as the index stores them, and the next piece resumes from
-//! the summary alone, recalling entries through their encoding. For fuzzing and tests: it must
-//! equal one fold of the whole.
+//! the summary alone, recalling entries through their encoding. Test-only surface (the
+//! `testing` feature), for fuzzing and tests: it must equal one fold of the whole.
 
 use std::collections::HashMap;
 
@@ -55,7 +55,6 @@ pub struct Pieces {
 /// Folds `bytes` in pieces ending at each of `cuts` (any byte positions, sorted or not; a cut
 /// inside a line leaves it torn until a later piece completes it), committing between pieces
 /// as the index does.
-#[doc(hidden)]
 pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pieces, String> {
     let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
     cuts.push(bytes.len());
@@ -107,7 +106,6 @@ fn encode_round_trip(summary: &Summary) -> Result<Summary, String> {
 }
 
 /// The same, in one fold: what [`fold_in_pieces`] must equal.
-#[doc(hidden)]
 pub fn fold_at_once(format: Format, bytes: &[u8]) -> Pieces {
     let fold = super::fold::fold_bytes(format, bytes);
     let mut buckets: Vec<(BucketKey, Tally)> = fold.buckets().map(|(k, t)| (k, *t)).collect();

@@ -6,9 +6,8 @@
 //! for writing (the others are told at once, never made to wait), and any number of processes
 //! read its commits meanwhile.
 //!
-//! A write session skips redb's syncs (about eight `fdatasync`s for a build or a catch-up)
-//! behind a marker, `<index>.unsynced`, holding the boot id: made durable before the first
-//! write, removed after one sync at the end of the session. A marker found from an earlier
+//! A write session skips redb's syncs behind a marker, `<index>.unsynced`, holding the boot
+//! id: made durable before the first write, removed after one sync at the end of the session. A marker found from an earlier
 //! boot means a power cut may have torn the file: it is rebuilt. A marker from this boot means
 //! only that a process died mid-session: the page cache holds exactly what redb wrote, and
 //! redb's own repair applies. See [`Unsynced`].
@@ -75,7 +74,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
 
 /// A redb handle whose calls run under [`Held::run`]. Once redb panicked in it, it is never
 /// used or dropped again: its drop locks mutexes the panic poisoned and would panic in turn
-/// (found by the `transcript_index_file` fuzzer). The file is then replaced.
+/// The file is then replaced.
 pub(crate) struct Held<D: Close> {
     db: Option<D>,
     poisoned: std::cell::Cell<bool>,
