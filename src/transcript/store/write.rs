@@ -44,7 +44,12 @@ pub(super) fn build(
         )
     );
     let mut written = match damaged {
-        true => Err(Failed::Damaged(String::new())),
+        true => {
+            // Closed before its replacement exists: a close that finds it damaged removes the
+            // path, which must not be the new file's.
+            let _ = db.close();
+            Err(Failed::Damaged(String::new()))
+        }
         false => commit_and_close(db, source, options, &fold, &coverage),
     };
     if let Err(Failed::Damaged(detail)) = &written {
