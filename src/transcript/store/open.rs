@@ -47,7 +47,7 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Transcript
     }
     let answer = match db::open_writable(&index, options.repair_budget) {
         Ok(db) => match torn {
-            Some(reason) => build(&source, &index, db, options, Some(reason))?,
+            Some(reason) => build(&source, &index, db, options, Some(reason), true)?,
             None => writable(&source, &index, db, options)?,
         },
         Err(OpenFailure::Busy) => {
@@ -62,7 +62,7 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Transcript
             // fresh file replaces it.
             let _ = std::fs::remove_file(&index);
             match db::open_writable(&index, options.repair_budget) {
-                Ok(db) => build(&source, &index, db, options, Some(unreadable(detail)))?,
+                Ok(db) => build(&source, &index, db, options, Some(unreadable(detail)), true)?,
                 Err(e) => {
                     let why = match e {
                         OpenFailure::Busy => ReadOnlyReason::HeldByAnotherProcess,
@@ -124,8 +124,8 @@ fn writable(
     options: &OpenOptions,
 ) -> Result<Transcript, TranscriptError> {
     match validate(&db, source, options)? {
-        Validity::Empty => build(source, index, db, options, None),
-        Validity::Stale(reason) => build(source, index, db, options, Some(reason)),
+        Validity::Empty => build(source, index, db, options, None, true),
+        Validity::Stale(reason) => build(source, index, db, options, Some(reason), false),
         Validity::Usable(meta, CoverageCheck::Current { .. }, rows) => {
             Ok(fresh(source, index, *meta, rows))
         }

@@ -21,40 +21,33 @@ use crate::log::{Coverage, CoverageBuilder};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::fold::{Dedup, Fold};
 
-/// Builds the index from the first line, replacing whatever it held.
+/// Builds the index from the first line. Into `db` itself when its file is new (`new_file`);
+/// otherwise into a new file that replaces it: an index found stale may also hide damage redb
+/// has not met yet (its allocator state, its length), which a build in place would inherit.
 pub(super) fn build(
     source: &Source,
     index: &Path,
     db: Held<Database>,
     options: &OpenOptions,
     reason: Option<StaleReason>,
+    new_file: bool,
 ) -> Result<Transcript, TranscriptError> {
     let (fold, builder) = fold_whole(source, options)?;
     let coverage = builder.coverage();
     let (bytes, events) = (coverage.end, fold.summary.lines);
     let mut reason = reason;
-    // A file found damaged is not built upon (its allocator state may be damaged too): a new
-    // file takes its place. A file that is only out of date is rebuilt in place.
-    let damaged = matches!(
-        reason,
-        Some(
-            StaleReason::Unreadable { .. }
-                | StaleReason::Inconsistent { .. }
-                | StaleReason::CommitInterrupted
-        )
-    );
-    let mut written = match damaged {
-        true => {
+    let mut written = match new_file {
+        false => {
             // Closed before its replacement exists: a close that finds it damaged removes the
             // path, which must not be the new file's.
             let _ = db.close();
             Err(Failed::Damaged(String::new()))
         }
-        false => commit_and_close(db, source, options, &fold, &coverage),
+        true => commit_and_close(db, source, options, &fold, &coverage),
     };
     if let Err(Failed::Damaged(detail)) = &written {
-        // The file made redb panic, or holds structures redb refuses: a new file takes its
-        // place.
+        // A stale file, or one that made redb panic or holds structures redb refuses: a new
+        // file takes its place.
         reason = Some(reason.unwrap_or_else(|| unreadable(detail.clone())));
         written = replace_file(index, options)
             .map_err(Failed::Io)
@@ -151,7 +144,14 @@ pub(super) fn catch_up(
     let Some(mut builder) =
         CoverageBuilder::resume(&meta.coverage, &source.file).map_err(|e| read_error(source, e))?
     else {
-        return build(source, index, db, options, Some(StaleReason::TailChanged));
+        return build(
+            source,
+            index,
+            db,
+            options,
+            Some(StaleReason::TailChanged),
+            false,
+        );
     };
     let start = meta.coverage.end;
     let mut fold = Fold::resume(meta.summary.clone());
@@ -187,17 +187,22 @@ pub(super) fn catch_up(
         Ok(Ok(Step::Committed(lines))) => (lines, None),
         Ok(Ok(Step::Unwritten(lines, Failed::Io(detail)))) => (lines, Some(detail)),
         Ok(Ok(Step::Unwritten(_, Failed::Damaged(detail)))) => {
-            return build(source, index, db, options, Some(unreadable(detail)));
+            return build(source, index, db, options, Some(unreadable(detail)), false);
         }
         // Only a torn tail after the covered lines: nothing new to count yet.
         Ok(Ok(Step::Nothing)) => return Ok(fresh(source, index, meta, rows)),
         Ok(Ok(Step::Failed(FoldFailure::Read(e)))) => return Err(read_error(source, e)),
         Ok(Ok(Step::Failed(FoldFailure::Recall(e)))) => {
             let reason = StaleReason::Inconsistent { detail: e.0 };
-            return build(source, index, db, options, Some(reason));
+            return build(source, index, db, options, Some(reason), false);
         }
-        Ok(Err(e)) => return build(source, index, db, options, Some(unreadable(e.to_string()))),
-        Err(detail) => return build(source, index, db, options, Some(unreadable(detail))),
+        Ok(Err(e)) => {
+            let reason = Some(unreadable(e.to_string()));
+            return build(source, index, db, options, reason, false);
+        }
+        Err(detail) => {
+            return build(source, index, db, options, Some(unreadable(detail)), false);
+        }
     };
     let mut unwritten = unwritten;
     if unwritten.is_none()
@@ -205,7 +210,9 @@ pub(super) fn catch_up(
     {
         // The commit stands only if the file closed cleanly: build it again, in a new file.
         match replace_file(index, options) {
-            Ok(db) => return build(source, index, db, options, Some(unreadable(detail))),
+            Ok(db) => {
+                return build(source, index, db, options, Some(unreadable(detail)), true);
+            }
             Err(e) => unwritten = Some(format!("{detail}; {e}")),
         }
     }
