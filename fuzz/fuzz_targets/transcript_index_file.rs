@@ -11,9 +11,11 @@
 //!
 //! Checks: `transcript::open` never panics and answers with Fresh, CaughtUp, Created or
 //! Rebuilt (nothing else holds the index, and it can be written). An answer from a new or
-//! rebuilt index equals one fold of the transcript; any other answer does too, or else the
-//! deep check (`transcript::verify`) says the index is not valid, so a wrong answer is never
-//! invisible. A second open after a rebuild is Fresh and equal.
+//! rebuilt index equals one fold of the transcript, and so do its rows (read back with
+//! `load_dedup`); any other answer does too, or else the deep check (`transcript::verify`)
+//! says the index is not valid, so a wrong answer is never invisible. A second open after a
+//! rebuild is Fresh and equal. The rows of a damaged file are not iterated: redb can loop
+//! forever iterating a tree whose pages were damaged into a cycle.
 #![no_main]
 
 use std::path::PathBuf;
@@ -45,7 +47,6 @@ fn options(format: Format) -> OpenOptions {
     OpenOptions {
         format: Some(format),
         index_dir: Some(cache()),
-        load_dedup: true,
         repair_budget: std::time::Duration::from_millis(200),
         ..OpenOptions::default()
     }
@@ -125,14 +126,18 @@ fuzz_target!(|data: &[u8]| {
     let _ = std::fs::remove_file(format!("{}.unsynced", index.display()));
     let expected = fold_at_once(format, &fixture.bytes);
     let t = open(&fixture.transcript, &options(format)).expect("the transcript is fine");
-    let answer_right =
-        t.summary == expected.summary && t.buckets() == Some(expected.buckets.clone());
+    let answer_right = t.summary == expected.summary;
     match &t.outcome {
         IndexOutcome::Created { .. } | IndexOutcome::Rebuilt { .. } => {
             assert!(answer_right, "a fresh fold is wrong: {}", t.outcome);
-            let again = open(&fixture.transcript, &options(format)).unwrap();
+            let rows = OpenOptions {
+                load_dedup: true,
+                ..options(format)
+            };
+            let again = open(&fixture.transcript, &rows).unwrap();
             assert_eq!(again.outcome, IndexOutcome::Fresh);
             assert_eq!(again.summary, expected.summary);
+            assert_eq!(again.buckets(), Some(expected.buckets.clone()));
         }
         IndexOutcome::Fresh | IndexOutcome::CaughtUp { .. } => {
             if !answer_right {

@@ -125,6 +125,12 @@ impl Close for ReadOnlyDatabase {
 }
 
 impl<D: Close> Held<D> {
+    /// Gives the handle up without closing it (its file is about to be replaced): a close
+    /// writes to the file, and on a damaged one redb can panic twice doing so, which aborts.
+    pub(crate) fn abandon(self) {
+        self.poisoned.set(true);
+    }
+
     /// Closes the handle now. Closing writes the shutdown header; on a damaged file redb can
     /// panic doing so, and the file is then in no known state: it is removed (the next open
     /// builds a new one) and the error returned.
@@ -288,6 +294,12 @@ impl Unsynced {
             Err(e) => e.kind() != std::io::ErrorKind::NotFound,
             Ok(boot) => Some(boot.trim().to_owned()) != boot_id(),
         }
+    }
+
+    /// Whether a marker is there: a session running now, or one whose process died. (Only a
+    /// process that then holds the index for writing knows it is the latter.)
+    pub(crate) fn left_behind(index: &Path) -> bool {
+        Unsynced::marker(index).exists()
     }
 
     /// Removes a marker, once the file it guarded is gone.

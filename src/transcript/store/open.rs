@@ -38,16 +38,23 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Transcript
         let why = not_writable(&format!("cannot create {}: {e}", dir.display()));
         return read_only(&source, &index, options, why);
     }
-    let mut torn = None;
+    let mut interrupted = None;
     if db::Unsynced::torn(&index) {
         // Written without syncs before the machine restarted, never synced: maybe torn.
         let _ = std::fs::remove_file(&index);
         db::Unsynced::remove_marker(&index);
-        torn = Some(StaleReason::CommitInterrupted);
+        interrupted = Some(true);
+    } else if db::Unsynced::left_behind(&index) {
+        // A session is running, or its process died (then possibly on a file that made redb
+        // abort): once this process holds the file for writing, it is the latter.
+        interrupted = Some(false);
     }
     let answer = match db::open_writable(&index, options.repair_budget) {
-        Ok(db) => match torn {
-            Some(reason) => build(&source, &index, db, options, Some(reason), true)?,
+        Ok(db) => match interrupted {
+            Some(removed) => {
+                let reason = Some(StaleReason::CommitInterrupted);
+                build(&source, &index, db, options, reason, removed)?
+            }
             None => writable(&source, &index, db, options)?,
         },
         Err(OpenFailure::Busy) => {

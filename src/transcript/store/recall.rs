@@ -75,22 +75,36 @@ pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), Recal
 }
 
 /// Every key and bucket the index holds, for a merge with other transcripts or a comparison.
-pub(crate) fn load_all(db: &impl ReadableDatabase, claude: bool) -> Result<Dedup, RecallError> {
+/// `expected` is the (keys, buckets) row counts of the meta record: a damaged tree can make an
+/// iteration go round in circles, so rows out of order or beyond the count are damage.
+pub(crate) fn load_all(
+    db: &impl ReadableDatabase,
+    claude: bool,
+    expected: (u64, u64),
+) -> Result<Dedup, RecallError> {
     let txn = Leak::new(db.begin_read().map_err(storage)?);
     let txn = txn.get().map_err(storage)?;
     let mut dedup = Dedup::default();
     match txn.open_table(KEYS) {
         Ok(keys) => {
             let keys = Leak::new(keys);
+            let mut last: Option<String> = None;
+            let mut seen = 0u64;
             for row in keys.get().map_err(storage)?.iter().map_err(storage)? {
                 let (id, value) = row.map_err(storage)?;
+                let id = id.value().to_owned();
+                seen += 1;
+                if seen > expected.0 || last.as_ref().is_some_and(|l| *l >= id) {
+                    return Err(damaged("key (out of order)"));
+                }
                 if claude {
                     let messages =
                         decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
-                    dedup.messages.insert(id.value().to_owned(), messages);
+                    dedup.messages.insert(id.clone(), messages);
                 } else {
-                    dedup.ids.insert(id.value().to_owned());
+                    dedup.ids.insert(id.clone());
                 }
+                last = Some(id);
             }
         }
         Err(redb::TableError::TableDoesNotExist(_)) => {}
@@ -99,10 +113,18 @@ pub(crate) fn load_all(db: &impl ReadableDatabase, claude: bool) -> Result<Dedup
     match txn.open_table(BUCKETS) {
         Ok(buckets) => {
             let buckets = Leak::new(buckets);
+            let mut last = None;
+            let mut seen = 0u64;
             for row in buckets.get().map_err(storage)?.iter().map_err(storage)? {
                 let (key, value) = row.map_err(storage)?;
+                let key = key.value();
+                seen += 1;
+                if seen > expected.1 || last.is_some_and(|l| l >= key) {
+                    return Err(damaged("bucket (out of order)"));
+                }
                 let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
-                dedup.buckets.insert(key.value(), tally);
+                dedup.buckets.insert(key, tally);
+                last = Some(key);
             }
         }
         Err(redb::TableError::TableDoesNotExist(_)) => {}

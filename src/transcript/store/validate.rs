@@ -85,7 +85,8 @@ pub(super) fn validate<D: ReadableDatabase + Close>(
                 false => None,
                 true => {
                     let claude = source.format == Format::ClaudeCode;
-                    match db.run("reading the index", |db| load_all(db, claude)) {
+                    let counts = (meta.summary.keys, meta.summary.buckets);
+                    match db.run("reading the index", |db| load_all(db, claude, counts)) {
                         Ok(Ok(rows)) => Some(rows),
                         Ok(Err(e)) => return inconsistent(e.0),
                         Err(detail) => return Ok(Validity::Stale(unreadable(detail))),

@@ -38,9 +38,7 @@ pub(super) fn build(
     let mut reason = reason;
     let mut written = match new_file {
         false => {
-            // Closed before its replacement exists: a close that finds it damaged removes the
-            // path, which must not be the new file's.
-            let _ = db.close();
+            db.abandon();
             Err(Failed::Damaged(String::new()))
         }
         true => commit_and_close(db, source, options, &fold, &coverage),
