@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use super::json::{Obj, Text, parse_line};
@@ -61,16 +62,15 @@ impl FromStr for Format {
 struct Probe<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
-    payload: Obj<serde::de::IgnoredAny>,
-    #[serde(borrow, rename = "sessionId")]
-    session_id: Text<'a>,
-    #[serde(borrow, rename = "parentUuid")]
-    parent_uuid: Text<'a>,
-    #[serde(borrow, rename = "parentId")]
-    parent_id: Text<'a>,
-    #[serde(borrow)]
-    uuid: Text<'a>,
-    version: Obj<serde::de::IgnoredAny>,
+    payload: Obj<IgnoredAny>,
+    #[serde(rename = "sessionId")]
+    session_id: Obj<IgnoredAny>,
+    #[serde(rename = "parentUuid")]
+    parent_uuid: Obj<IgnoredAny>,
+    #[serde(rename = "parentId")]
+    parent_id: Obj<IgnoredAny>,
+    uuid: Obj<IgnoredAny>,
+    version: Obj<IgnoredAny>,
 }
 
 /// Line types only Claude Code writes.
@@ -118,7 +118,8 @@ const PI_TYPES: [&str; 10] = [
 pub(crate) fn line_format(line: &[u8]) -> Option<Format> {
     let probe: Probe = parse_line(line)?;
     let kind = probe.kind.as_str()?;
-    let has = |text: &Text<'_>| !matches!(text, Text::None) || text.was_other();
+    // A field that is there at all, null included (a root entry's parent is null).
+    let has = |field: &Obj<IgnoredAny>| !matches!(field, Obj::Missing);
     if matches!(probe.payload, Obj::Is(_)) && CODEX_TYPES.contains(&kind) {
         return Some(Format::Codex);
     }
