@@ -1,11 +1,14 @@
 //! `agentlog transcript`: the JSON shape, the cache directory's environment variables, the
 //! human table, and typed errors with the CLI's exit codes.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "common/transcript_fixtures.rs"]
 mod fixtures;
 #[path = "common/transcript_gen.rs"]
 mod generate;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -158,7 +161,6 @@ fn the_cache_directory_follows_the_environment() {
         &[("AGENTLOG_CACHE_DIR", &own)],
     );
     assert!(index_of(&out).starts_with(flag.to_str().unwrap()));
-    use std::os::unix::fs::PermissionsExt;
     for d in [
         own.clone(),
         own.join("transcripts"),

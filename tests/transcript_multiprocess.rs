@@ -1,6 +1,8 @@
 //! Several real processes on one transcript at once: each answers exactly what the transcript
 //! holds, whether it builds the index, waits for nothing, or folds in memory beside the
 //! process that holds the index.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "common/transcript_gen.rs"]
 mod generate;

@@ -1,5 +1,7 @@
 //! One test per rule of the three formats (docs/TRANSCRIPTS.md), with hand-computed answers;
 //! each also checks that the naive oracle agrees.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "common/transcript_oracle.rs"]
 mod oracle;
@@ -261,7 +263,7 @@ fn claude_odd_values_are_counted_diagnostics_never_failures() {
 fn token_count(totals: [u64; 5]) -> Value {
     json!({"timestamp":"2026-02-24T09:50:57.088Z","type":"event_msg","payload":{"type":"token_count","info":{
         "total_token_usage":{"input_tokens":totals[0],"cached_input_tokens":totals[1],"output_tokens":totals[2],"reasoning_output_tokens":totals[3],"total_tokens":totals[4]},
-        "last_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":940499}}}})
+        "last_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":940_499}}}})
 }
 
 fn codex_tally(tokens: [u64; 5], events: u64) -> Tally {
@@ -294,7 +296,7 @@ fn codex_usage_is_the_difference_of_cumulative_totals_and_repeats_add_nothing() 
 #[test]
 fn codex_a_compacted_line_and_its_event_are_one_boundary_a_lone_event_another() {
     let compacted = json!({"timestamp":"t","type":"compacted","payload":{"message":"","replacement_history":[]}});
-    let event = json!({"timestamp":"t","type":"event_msg","payload":{"type":"context_compacted","tokens_before":250000}});
+    let event = json!({"timestamp":"t","type":"event_msg","payload":{"type":"context_compacted","tokens_before":250_000}});
     let bare_event =
         json!({"timestamp":"t","type":"event_msg","payload":{"type":"context_compacted"}});
     let s = fold(
@@ -321,7 +323,7 @@ fn codex_a_compacted_line_and_its_event_are_one_boundary_a_lone_event_another() 
     assert_eq!(
         found,
         vec![
-            (BoundaryKind::Compacted, 2, Some(250000)),
+            (BoundaryKind::Compacted, 2, Some(250_000)),
             (BoundaryKind::ContextCompacted, 6, None),
             (BoundaryKind::Compacted, 8, None),
             (BoundaryKind::ContextCompacted, 10, None),
@@ -354,27 +356,27 @@ fn codex_a_restarted_counter_counts_its_new_total_and_odd_fields_are_counted() {
     );
 }
 
-fn pi_assistant(id: &str, input: u64, output: u64, cost: Value) -> Value {
+fn pi_assistant(id: &str, input: u64, output: u64, cost: &Value) -> Value {
     json!({"type":"message","id":id,"parentId":"p","timestamp":"2026-02-03T22:03:11.727Z","message":{
         "role":"assistant","model":"claude-opus-4-5","usage":{"input":input,"output":output,"cacheRead":0,"cacheWrite":0,"totalTokens":input + output,"cost":{"total":cost}}}})
 }
 
 #[test]
 fn pi_entries_count_once_on_every_branch() {
-    let a = pi_assistant("a1", 100, 10, json!(0.5));
+    let a = pi_assistant("a1", 100, 10, &json!(0.5));
     let s = fold(
         Format::Pi,
         &[
             json!({"type":"session","version":3,"id":"s","cwd":"/"}),
             a.clone(),
             // Two branches from one parent: both count, in file order.
-            pi_assistant("b1", 200, 20, json!("0.25")),
-            pi_assistant("b2", 300, 30, json!(0.125)),
+            pi_assistant("b1", 200, 20, &json!("0.25")),
+            pi_assistant("b2", 300, 30, &json!(0.125)),
             // A cloned entry counts once.
             a,
             json!({"type":"compaction","id":"c1","parentId":"b2","summary":"…","firstKeptEntryId":"b1","tokensBefore":50000}),
             json!({"type":"compaction","id":"c1","parentId":"b2","summary":"…","firstKeptEntryId":"b1","tokensBefore":50000}),
-            pi_assistant("d1", 1, 1, Value::Null),
+            pi_assistant("d1", 1, 1, &Value::Null),
             json!({"type":"message","id":"u1","message":{"role":"user","content":"hi"}}),
         ],
     );

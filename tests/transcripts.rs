@@ -1,5 +1,8 @@
 //! Transcripts: the readers and the per-transcript index against the naive oracle, on the real
 //! fixtures and on generated transcripts.
+// Helpers here are part of the tests: a failed step fails the test that called it; seeds are
+// small, so their casts are exact.
+#![allow(clippy::expect_used, clippy::cast_possible_truncation)]
 
 #[path = "common/transcript_fixtures.rs"]
 mod fixtures;

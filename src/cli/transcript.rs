@@ -2,6 +2,7 @@
 //! and token tallies (per generation, since the latest compaction, lifetime), read through
 //! its index in the cache directory.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
@@ -27,6 +28,8 @@ pub struct Args {
     subagents: bool,
     /// Keep index files in DIR instead of the cache directory ($AGENTLOG_CACHE_DIR, else
     /// $XDG_CACHE_HOME/agentlog, else ~/.cache/agentlog; index files go in its transcripts/).
+    // clap prints this comment as the option's help, where backticks would show.
+    #[allow(clippy::doc_markdown)]
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
     /// Print one JSON object.
@@ -35,6 +38,8 @@ pub struct Args {
 }
 
 /// `--format` values.
+// clap prints these comments as the values' help, where backticks would show.
+#[allow(clippy::doc_markdown)]
 #[derive(Clone, Copy, ValueEnum)]
 #[value(rename_all = "kebab-case")]
 enum FormatArg {
@@ -241,7 +246,9 @@ fn human(t: &Transcript, subagents: Option<&WithSubagents>) -> String {
         total("+subagents", &found.lifetime);
     }
     out.push_str(&render(&rows));
-    out.push_str(&format!(
+    // Writing to a String cannot fail.
+    let _ = write!(
+        out,
         "\nsince the latest compaction: {} tokens in {} {}\n",
         thousands(s.since_compaction().tokens[4]),
         thousands(s.since_compaction().events),
@@ -250,21 +257,19 @@ fn human(t: &Transcript, subagents: Option<&WithSubagents>) -> String {
         } else {
             "messages"
         }
-    ));
+    );
     if let Some(found) = subagents {
         for sub in &found.subagents {
-            match &sub.read {
-                Ok(t) => out.push_str(&format!(
-                    "subagent    {} ({} tokens, index {})\n",
+            let _ = match &sub.read {
+                Ok(t) => writeln!(
+                    out,
+                    "subagent    {} ({} tokens, index {})",
                     display(&sub.path),
                     thousands(t.summary.lifetime.tokens[4]),
                     t.outcome.code()
-                )),
-                Err(e) => out.push_str(&format!(
-                    "subagent    {} not read: {e}\n",
-                    display(&sub.path)
-                )),
-            }
+                ),
+                Err(e) => writeln!(out, "subagent    {} not read: {e}", display(&sub.path)),
+            };
         }
     }
     out

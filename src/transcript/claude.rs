@@ -50,6 +50,8 @@ struct MessageField<'a> {
     usage: Obj<Usage>,
 }
 
+// The fields are the format's own key names.
+#[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Usage {
@@ -224,52 +226,49 @@ fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Resul
             // main-chain line for a message so far seen only on a sidechain) is that message.
             entries.iter().position(|m| sidechain || m.sidechain)
         });
-    match found {
-        Some(i) => {
-            let Some(message) = entries.get_mut(i) else {
-                return Ok(());
-            };
-            if !message.requests.contains(&request) {
-                message.requests.push(request);
-            }
-            let (first, bucket) = (message.generation, message.bucket);
-            let old = (message.usage, message.sidechain);
-            let replaced = wins((tokens, sidechain), old);
-            if replaced {
-                message.usage = tokens;
-                message.sidechain = sidechain;
-            }
-            let d = &mut fold.summary.diagnostics;
-            if first < generation {
-                d.replayed_lines += 1;
-            } else {
-                d.duplicate_lines += 1;
-            }
-            if replaced {
-                let (old, new) = (tally_of(&old.0, 0), tally_of(&tokens, 0));
-                fold.recount(first, bucket, (&old, &new), recall)?;
-            }
-            Ok(())
+    if let Some(i) = found {
+        let Some(message) = entries.get_mut(i) else {
+            return Ok(());
+        };
+        if !message.requests.contains(&request) {
+            message.requests.push(request);
         }
-        None => {
-            let bucket = (
-                fold.quarter(line.timestamp.as_str()),
-                fold.model(message.model.as_str()),
-            );
-            fold.dedup
-                .messages
-                .entry(id.to_owned())
-                .or_default()
-                .push(Message {
-                    requests: vec![request],
-                    generation,
-                    usage: tokens,
-                    sidechain,
-                    bucket,
-                });
-            fold.summary.carry.pairable = false;
-            fold.count(generation, bucket, &tally_of(&tokens, 1), recall)
+        let (first, bucket) = (message.generation, message.bucket);
+        let old = (message.usage, message.sidechain);
+        let replaced = wins((tokens, sidechain), old);
+        if replaced {
+            message.usage = tokens;
+            message.sidechain = sidechain;
         }
+        let d = &mut fold.summary.diagnostics;
+        if first < generation {
+            d.replayed_lines += 1;
+        } else {
+            d.duplicate_lines += 1;
+        }
+        if replaced {
+            let (old, new) = (tally_of(&old.0, 0), tally_of(&tokens, 0));
+            fold.recount(first, bucket, (&old, &new), recall)?;
+        }
+        Ok(())
+    } else {
+        let bucket = (
+            fold.quarter(line.timestamp.as_str()),
+            fold.model(message.model.as_str()),
+        );
+        fold.dedup
+            .messages
+            .entry(id.to_owned())
+            .or_default()
+            .push(Message {
+                requests: vec![request],
+                generation,
+                usage: tokens,
+                sidechain,
+                bucket,
+            });
+        fold.summary.carry.pairable = false;
+        fold.count(generation, bucket, &tally_of(&tokens, 1), recall)
     }
 }
 

@@ -44,6 +44,8 @@ struct Info {
     total_token_usage: Obj<Usage>,
 }
 
+// The fields are the format's own key names.
+#[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Usage {

@@ -32,7 +32,7 @@ pub enum BoundaryKind {
 }
 
 impl BoundaryKind {
-    /// The stable snake_case name used in JSON.
+    /// The stable `snake_case` name used in JSON.
     pub fn name(self) -> &'static str {
         match self {
             BoundaryKind::CompactBoundary => "compact_boundary",
@@ -185,7 +185,7 @@ impl Summary {
     }
 }
 
-/// The model number of usage without a model (or past [`MAX_MODELS`]).
+/// The model number of usage without a model, or past the number of model names a summary keeps.
 pub const UNKNOWN_MODEL: u32 = u32::MAX;
 /// The quarter-hour of usage without a readable timestamp.
 pub const UNKNOWN_QUARTER: i64 = i64::MIN;
@@ -400,13 +400,12 @@ impl Fold {
 
     /// The quarter-hour of a timestamp field, counting one that cannot be read.
     pub(crate) fn quarter(&mut self, timestamp: Option<&str>) -> i64 {
-        match timestamp.and_then(super::json::quarter_hour) {
-            Some(q) => q,
-            None => {
+        timestamp
+            .and_then(super::json::quarter_hour)
+            .unwrap_or_else(|| {
                 self.summary.diagnostics.invalid_timestamps += 1;
                 UNKNOWN_QUARTER
-            }
-        }
+            })
     }
 
     /// The number of a model name (or [`UNKNOWN_MODEL`]).

@@ -14,7 +14,7 @@ use super::json::{Obj, Text, parse_line};
 pub enum Format {
     /// Claude Code session files (`~/.claude/projects/<project>/<session>.jsonl`).
     ClaudeCode,
-    /// OpenAI Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    /// `OpenAI` Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
     Codex,
     /// pi coding agent sessions (`~/.pi/agent/sessions/<project>/*.jsonl`).
     Pi,

@@ -41,6 +41,12 @@ impl Count {
         }
     }
 
+    // Checked first: finite, non-negative, integral and at most 2^48, so both casts are exact.
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
     fn from_f64(x: f64) -> Count {
         if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= MAX_COUNT as f64 {
             Count::Coerced(x as u64)
@@ -80,6 +86,12 @@ pub(crate) enum Amount {
 }
 
 impl Amount {
+    // Costs are f64 throughout; an integer above 2^53 rounds, as any JSON reader's would.
+    #[allow(clippy::cast_precision_loss)]
+    fn integer(v: i128) -> Amount {
+        Amount::checked(v as f64, false)
+    }
+
     fn checked(x: f64, coerced: bool) -> Amount {
         match (x.is_finite() && x >= 0.0, coerced) {
             (true, false) => Amount::Exact(x),
@@ -101,7 +113,7 @@ pub(crate) enum Text<'a> {
     Other,
 }
 
-impl<'a> Text<'a> {
+impl Text<'_> {
     /// The string, if it is one.
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
@@ -229,8 +241,8 @@ impl<'de> Deserialize<'de> for Count {
 struct AmountVisitor;
 tolerant_visitor!(AmountVisitor, Amount, "an amount", |v| {
     bool => { let _ = v; Amount::Invalid },
-    u64 => Amount::checked(v as f64, false),
-    i64 => Amount::checked(v as f64, false),
+    u64 => Amount::integer(i128::from(v)),
+    i64 => Amount::integer(i128::from(v)),
     f64 => Amount::checked(v, false),
     str => v.trim().parse::<f64>().map_or(Amount::Invalid, |x| Amount::checked(x, true)),
     borrowed => v.trim().parse::<f64>().map_or(Amount::Invalid, |x| Amount::checked(x, true)),

@@ -48,9 +48,10 @@ fn agent_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in entries {
         let path = entry?.path();
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        if name.is_some_and(|n| n.starts_with("agent-") && n.ends_with(".jsonl")) && path.is_file()
-        {
+        let agent = path
+            .file_stem()
+            .is_some_and(|n| n.to_string_lossy().starts_with("agent-"));
+        if agent && path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
             out.push(path);
         }
     }

@@ -1,5 +1,6 @@
 //! The vendored real transcripts (tests/data/transcripts), copied to temp dirs before use.
-#![allow(dead_code)]
+// Each test crate uses some of the helpers; a helper that fails fails the test calling it.
+#![allow(dead_code, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,8 @@
 //! boundaries, replays after a compaction, repeated cumulative totals, null info, pairs and
 //! lone compaction events, duplicated pi entries, odd values, lines that are not JSON.
 #![allow(dead_code)]
+// Generated figures are small: indices fit a usize and counts stay far below 2^53.
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use agentlog::transcript::Format;
 use serde_json::{Value, json};
@@ -135,7 +137,7 @@ fn claude(rng: &mut Rng, steps: usize) -> Vec<String> {
             _ => {}
         }
         out.push(json!({"type":"user","uuid":format!("q{step}"),"timestamp":ts(minute),"message":{"role":"user","content":"do it"}}).to_string());
-        let id = (!rng.chance(4)).then(|| format!("msg_{:04}", step));
+        let id = (!rng.chance(4)).then(|| format!("msg_{step:04}"));
         let request = match rng.below(12) {
             0 => None,
             1 => Some(Value::Null),
@@ -276,7 +278,7 @@ fn codex(rng: &mut Rng, steps: usize) -> Vec<String> {
                 "reasoning_output_tokens": totals[3],
                 "total_tokens": totals[4],
             });
-            out.push(json!({"timestamp": ts(minute + 1),"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage": total,"last_token_usage": {"input_tokens": input},"model_context_window":258400}}}).to_string());
+            out.push(json!({"timestamp": ts(minute + 1),"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage": total,"last_token_usage": {"input_tokens": input},"model_context_window":258_400}}}).to_string());
         }
     }
     out
@@ -324,7 +326,7 @@ fn pi(rng: &mut Rng, steps: usize) -> Vec<String> {
         out.push(json!({"type":"message","id":format!("us{step:06}"),"parentId":parent,"timestamp":ts(minute),"message":{"role":"user","content":[{"type":"text","text":"go"}]}}).to_string());
         let input = rng.below(5000);
         let output = rng.below(500);
-        let cost = (input as f64) * 0.000005 + (output as f64) * 0.000025;
+        let cost = (input as f64) * 0.000_005 + (output as f64) * 0.000_025;
         let cost = if rng.chance(5) {
             json!(cost.to_string())
         } else {

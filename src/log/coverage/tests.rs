@@ -1,3 +1,6 @@
+// Test files are small, so offsets and lengths fit every integer type used here.
+#![allow(clippy::cast_possible_truncation)]
+
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 

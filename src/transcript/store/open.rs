@@ -2,7 +2,7 @@
 //! written, answer from its last commit and a fold of what follows (or from a fold of the
 //! whole transcript).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use redb::{Database, ReadableDatabase};
 
@@ -75,7 +75,7 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Transcript
                         OpenFailure::Busy => ReadOnlyReason::HeldByAnotherProcess,
                         OpenFailure::NotWritable(d) | OpenFailure::Damaged(d) => not_writable(&d),
                     };
-                    return from_scratch(&source, Some(index), options, why);
+                    return from_scratch(&source, Some(&index), options, why);
                 }
             }
         }
@@ -94,9 +94,10 @@ fn without_writing(
 ) -> Result<Option<Transcript>, TranscriptError> {
     let requested = ReadOnlyReason::Requested;
     let Some(db) = db::open_read_only(index) else {
-        return match options.read_only {
-            true => from_scratch(source, Some(index.to_path_buf()), options, requested).map(Some),
-            false => Ok(None),
+        return if options.read_only {
+            from_scratch(source, Some(index), options, requested).map(Some)
+        } else {
+            Ok(None)
         };
     };
     match validate(&db, source, options)? {
@@ -112,9 +113,7 @@ fn without_writing(
             let why = ReadOnlyReason::SmallTail;
             memory_tail(source, index, &db, options, (*meta, rows), why).map(Some)
         }
-        _ if options.read_only => {
-            from_scratch(source, Some(index.to_path_buf()), options, requested).map(Some)
-        }
+        _ if options.read_only => from_scratch(source, Some(index), options, requested).map(Some),
         _ => Ok(None),
     }
 }
@@ -172,7 +171,7 @@ pub(super) fn memory_tail<D: ReadableDatabase + Close>(
     let Some(mut builder) =
         CoverageBuilder::resume(&meta.coverage, &source.file).map_err(|e| read_error(source, e))?
     else {
-        return from_scratch(source, Some(index.to_path_buf()), options, why);
+        return from_scratch(source, Some(index), options, why);
     };
     let start = meta.coverage.end;
     let mut fold = Fold::resume(meta.summary.clone());
@@ -193,7 +192,7 @@ pub(super) fn memory_tail<D: ReadableDatabase + Close>(
     let lines = match folded {
         Ok(Ok(Ok(lines))) => lines,
         Ok(Ok(Err(FoldFailure::Read(e)))) => return Err(read_error(source, e)),
-        _ => return from_scratch(source, Some(index.to_path_buf()), options, why),
+        _ => return from_scratch(source, Some(index), options, why),
     };
     if lines == 0 {
         return Ok(fresh(source, index, meta, rows));
@@ -224,7 +223,7 @@ fn read_only(
     why: ReadOnlyReason,
 ) -> Result<Transcript, TranscriptError> {
     let Some(db) = db::open_read_only(index) else {
-        return from_scratch(source, Some(index.to_path_buf()), options, why);
+        return from_scratch(source, Some(index), options, why);
     };
     match validate(&db, source, options)? {
         Validity::Usable(meta, CoverageCheck::Current { .. }, rows) => {
@@ -233,16 +232,14 @@ fn read_only(
         Validity::Usable(meta, _, rows) => {
             memory_tail(source, index, &db, options, (*meta, rows), why)
         }
-        Validity::Empty | Validity::Stale(_) => {
-            from_scratch(source, Some(index.to_path_buf()), options, why)
-        }
+        Validity::Empty | Validity::Stale(_) => from_scratch(source, Some(index), options, why),
     }
 }
 
 /// The answer from a fold of the whole transcript, in memory.
 fn from_scratch(
     source: &Source,
-    index: Option<PathBuf>,
+    index: Option<&Path>,
     options: &OpenOptions,
     why: ReadOnlyReason,
 ) -> Result<Transcript, TranscriptError> {
@@ -253,13 +250,13 @@ fn from_scratch(
         tail_bytes: coverage.end,
         tail_events: fold.summary.lines,
     };
-    if let Some(index) = &index {
+    if let Some(index) = index {
         outcome.trace(index);
     }
     let dedup = options.load_dedup.then(|| fold.dedup.clone());
     Ok(answer(
         source,
-        index.as_deref(),
+        index,
         coverage,
         fold.summary,
         outcome,

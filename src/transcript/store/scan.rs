@@ -73,9 +73,8 @@ pub(super) fn fold_whole(
     let mut fold = Fold::new(source.format);
     let mut builder = CoverageBuilder::new();
     match fold_rest(source, &mut builder, &mut fold, &mut Nothing, options) {
-        Ok(_) => Ok((fold, builder)),
         Err(FoldFailure::Read(e)) => Err(read_error(source, e)),
         // Recalling nothing never fails.
-        Err(FoldFailure::Recall(_)) => Ok((fold, builder)),
+        Ok(_) | Err(FoldFailure::Recall(_)) => Ok((fold, builder)),
     }
 }

@@ -81,17 +81,16 @@ pub(super) fn validate<D: ReadableDatabase + Close>(
         .map_err(|e| TranscriptError::io("read", &source.path, e))?;
     Ok(match check {
         CoverageCheck::Current { .. } | CoverageCheck::Grew { .. } => {
-            let rows = match options.load_dedup {
-                false => None,
-                true => {
-                    let claude = source.format == Format::ClaudeCode;
-                    let counts = (meta.summary.keys, meta.summary.buckets);
-                    match db.run("reading the index", |db| load_all(db, claude, counts)) {
-                        Ok(Ok(rows)) => Some(rows),
-                        Ok(Err(e)) => return inconsistent(e.0),
-                        Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
-                    }
+            let rows = if options.load_dedup {
+                let claude = source.format == Format::ClaudeCode;
+                let counts = (meta.summary.keys, meta.summary.buckets);
+                match db.run("reading the index", |db| load_all(db, claude, counts)) {
+                    Ok(Ok(rows)) => Some(rows),
+                    Ok(Err(e)) => return inconsistent(e.0),
+                    Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
                 }
+            } else {
+                None
             };
             Validity::Usable(Box::new(meta), check, rows)
         }

@@ -36,12 +36,11 @@ pub(super) fn build(
     let coverage = builder.coverage();
     let (bytes, events) = (coverage.end, fold.summary.lines);
     let mut reason = reason;
-    let mut written = match new_file {
-        false => {
-            db.abandon();
-            Err(Failed::Damaged(String::new()))
-        }
-        true => commit_and_close(db, source, options, &fold, &coverage),
+    let mut written = if new_file {
+        commit_and_close(db, source, options, &fold, &coverage)
+    } else {
+        db.abandon();
+        Err(Failed::Damaged(String::new()))
     };
     if let Err(Failed::Damaged(detail)) = &written {
         // A stale file, or one that made redb panic or holds structures redb refuses: a new
@@ -184,7 +183,8 @@ pub(super) fn catch_up(
     let (lines, unwritten) = match stepped {
         Ok(Ok(Step::Committed(lines))) => (lines, None),
         Ok(Ok(Step::Unwritten(lines, Failed::Io(detail)))) => (lines, Some(detail)),
-        Ok(Ok(Step::Unwritten(_, Failed::Damaged(detail)))) => {
+        // Damage redb reported, or a panic it raised: a new file takes this one's place.
+        Ok(Ok(Step::Unwritten(_, Failed::Damaged(detail)))) | Err(detail) => {
             return build(source, index, db, options, Some(unreadable(detail)), false);
         }
         // Only a torn tail after the covered lines: nothing new to count yet.
@@ -197,9 +197,6 @@ pub(super) fn catch_up(
         Ok(Err(e)) => {
             let reason = Some(unreadable(e.to_string()));
             return build(source, index, db, options, reason, false);
-        }
-        Err(detail) => {
-            return build(source, index, db, options, Some(unreadable(detail)), false);
         }
     };
     let mut unwritten = unwritten;
