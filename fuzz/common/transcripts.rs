@@ -71,7 +71,7 @@ pub fn install_panic_filter() {
     });
 }
 
-/// Whether any object in the JSON text repeats a key (where serde_json's `Value` keeps the
+/// Whether any object in the JSON text repeats a key (where `serde_json`'s `Value` keeps the
 /// last and a struct refuses the line, so the oracle and the readers may differ by design).
 fn repeats_a_key(line: &[u8]) -> bool {
     struct Dup;
@@ -128,7 +128,7 @@ fn repeats_a_key(line: &[u8]) -> bool {
 }
 
 /// The input with every line the oracle and the readers may read differently by design
-/// blanked (same length, so offsets stay): lines that are not JSON objects to serde_json,
+/// blanked (same length, so offsets stay): lines that are not JSON objects to `serde_json`,
 /// that repeat a key, or that hold a backslash (escapes can spell keys the prefilter does not
 /// look for).
 pub fn normalized(data: &[u8]) -> Vec<u8> {
@@ -190,7 +190,7 @@ pub fn check_reader(format: Format, data: &[u8]) {
     }
     for b in &s.boundaries {
         assert_eq!(
-            line_starts.get(b.line as usize - 1),
+            line_starts.get(usize::try_from(b.line).unwrap() - 1),
             Some(&b.offset),
             "{b:?}"
         );

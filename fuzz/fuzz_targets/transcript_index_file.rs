@@ -9,8 +9,8 @@
 //!   transcript. Each patch is 4 bytes: a 24-bit little-endian offset (modulo the file size)
 //!   and a byte to XOR in; a patch whose byte is 0 truncates the file at its offset instead.
 //!
-//! Checks: `transcript::open` never panics and answers with Fresh, CaughtUp, Created or
-//! Rebuilt (nothing else holds the index, and it can be written). An answer from a new or
+//! Checks: `transcript::open` never panics and answers with `Fresh`, `CaughtUp`, `Created` or
+//! `Rebuilt` (nothing else holds the index, and it can be written). An answer from a new or
 //! rebuilt index equals one fold of the transcript, and so do its rows (read back with
 //! `load_dedup`); any other answer does too, or else the deep check (`transcript::verify`)
 //! says the index is not valid, so a wrong answer is never invisible. A second open after a

@@ -1,7 +1,7 @@
 //! Arbitrary lines through the pi reader: folded across simulated catch-ups (the state
 //! encoded as the index stores it and recalled between pieces, cuts anywhere, torn lines
 //! included) it must equal one fold of the whole; the summary must hold together (generations
-//! add up to the lifetime, every boundary at the start of its line); and on the lines serde_json
+//! add up to the lifetime, every boundary at the start of its line); and on the lines `serde_json`
 //! reads as plain objects the answer must be the naive oracle's (`tests/common/transcript_oracle.rs`).
 #![no_main]
 
