@@ -21,6 +21,7 @@ use super::window::{WINDOW_BYTES, WindowSum};
 
 /// What a derived structure covers of a log: its first `end` bytes, which end with a `\n`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Coverage {
     /// Bytes covered: the offset just after the last complete line folded (0 for none).
     pub end: u64,
@@ -95,6 +96,23 @@ impl Coverage {
     /// The coverage of nothing: an empty log, or one whose first line is not complete yet.
     pub fn empty() -> Coverage {
         Coverage::default()
+    }
+
+    /// The coverage of `[0, end)` of `file` with the windows read from the file, for a fold
+    /// that checksummed the bytes itself (`crc`, their running crc); `None` if the file is
+    /// shorter than `end`. A [`CoverageBuilder`] needs no reads and describes exactly the bytes
+    /// pushed; this describes the file as it is when measured.
+    pub fn measure(file: &File, end: u64, crc: u32) -> io::Result<Option<Coverage>> {
+        let (Some(head), Some(tail)) = (WindowSum::head(file, end)?, WindowSum::tail(file, end)?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Coverage {
+            end,
+            head,
+            tail,
+            crc,
+        }))
     }
 
     /// Whether the windows have the shape `end` implies (a coverage read back from a damaged

@@ -85,6 +85,39 @@ fn builder_agrees_with_windows_read_from_the_file() {
 const DEFAULT_MAX_LINE_FOR_TESTS: usize = 1 << 20;
 
 #[test]
+fn measure_agrees_with_the_builder_and_checks_tell_changes_apart() {
+    let bytes = log_bytes(3, &[5, 80_000, 7]);
+    let mut f = file_with(&bytes);
+    let len = bytes.len() as u64;
+    let measured = Coverage::measure(&f, len, crc32fast::hash(&bytes))
+        .unwrap()
+        .unwrap();
+    assert_eq!(measured, scanned(&f, DEFAULT_MAX_LINE_FOR_TESTS));
+    assert_eq!(Coverage::measure(&f, len + 1, 0).unwrap(), None);
+    f.write_all(b"more\n").unwrap();
+    assert_eq!(
+        measured.check(&f).unwrap(),
+        CoverageCheck::Grew { len: len + 5 }
+    );
+    f.write_all_at(b"#", 0).unwrap();
+    assert_eq!(
+        measured.check(&f).unwrap(),
+        CoverageCheck::HeadChanged { len: len + 5 }
+    );
+    f.write_all_at(&bytes[..1], 0).unwrap();
+    f.write_all_at(b"#", len - 2).unwrap();
+    assert_eq!(
+        measured.check(&f).unwrap(),
+        CoverageCheck::TailChanged { len: len + 5 }
+    );
+    f.set_len(len - 1).unwrap();
+    assert_eq!(
+        measured.check(&f).unwrap(),
+        CoverageCheck::Truncated { len: len - 1 }
+    );
+}
+
+#[test]
 fn push_refuses_bytes_that_do_not_end_a_line() {
     let mut builder = CoverageBuilder::new();
     assert_eq!(builder.push(b"abc"), Err(NotLineEnd));
