@@ -14,6 +14,7 @@ mod sessions;
 mod status;
 mod table;
 mod transcript;
+mod usage;
 mod verify;
 
 use std::process::ExitCode;
@@ -82,6 +83,9 @@ enum Command {
     /// A Claude Code, Codex or pi transcript: compaction boundaries and token totals per
     /// generation, since the latest compaction and lifetime, through an index in the cache.
     Transcript(transcript::Args),
+    /// Token usage over every Claude Code, Codex and pi transcript found, each message counted
+    /// once, by day, session, project or model.
+    Usage(usage::Args),
 }
 
 /// `--tier` values.
@@ -221,6 +225,7 @@ pub fn run() -> ExitCode {
         Command::Export(args) => (export::run(&args), args.json),
         Command::Search(args) => (search::run(&args), args.json),
         Command::Transcript(args) => (transcript::run(&args), args.json),
+        Command::Usage(args) => (usage::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

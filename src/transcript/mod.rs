@@ -25,6 +25,7 @@ mod pieces;
 mod store;
 mod subagents;
 mod tally;
+mod usage;
 
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub use error::TranscriptError;
@@ -38,3 +39,7 @@ pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::Tally;
+pub use usage::{
+    GroupBy, Report, Row, Skipped, Tokens, UsageOptions, day_of, default_roots, discover,
+    session_of, usage,
+};

@@ -1,0 +1,499 @@
+//! Usage reports over many transcripts: every file read through its own index, a message
+//! present in several files counted once, the tallies grouped by day, session, project or
+//! model. The rules: docs/TRANSCRIPTS.md, "Usage over many transcripts".
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use jiff::civil::Date;
+
+use super::claude::{merge_message, tally_of};
+use super::error::TranscriptError;
+use super::fold::{BucketKey, Message, UNKNOWN_QUARTER};
+use super::format::Format;
+use super::store::{OpenOptions, Transcript, open};
+use super::tally::Tally;
+use crate::index::IndexOutcome;
+
+/// How a usage report groups its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupBy {
+    /// By UTC day (`YYYY-MM-DD`; `unknown` for usage without a readable timestamp).
+    Day,
+    /// By session: a transcript and its subagent transcripts.
+    Session,
+    /// By project: the directory the session files sit in.
+    Project,
+    /// By model name (`unknown` for usage without one).
+    Model,
+}
+
+/// What a usage report reads and how it groups it.
+#[derive(Clone, Debug)]
+pub struct UsageOptions {
+    /// How each transcript is opened (index directory, format); `load_dedup` is set for it.
+    pub open: OpenOptions,
+    /// How rows are grouped.
+    pub by: GroupBy,
+    /// Only usage on or after this UTC day.
+    pub since: Option<Date>,
+    /// Only usage on or before this UTC day.
+    pub until: Option<Date>,
+    /// How many files are read at once (0: one per core).
+    pub threads: usize,
+}
+
+impl Default for UsageOptions {
+    fn default() -> UsageOptions {
+        UsageOptions {
+            open: OpenOptions::default(),
+            by: GroupBy::Day,
+            since: None,
+            until: None,
+            threads: 0,
+        }
+    }
+}
+
+/// Token counts in names common to the three formats.
+///
+/// Claude Code's and pi's input excludes cached input; Codex's `input_tokens` includes its
+/// `cached_input_tokens` (here `cache_read_tokens`) and its `output_tokens` include its
+/// reasoning tokens, as Codex reports them, so `total_tokens` is each format's own total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Tokens {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Tokens written to the prompt cache (Claude Code cache creation, pi `cacheWrite`).
+    pub cache_creation_tokens: u64,
+    /// Tokens read from the prompt cache (Claude Code cache read, Codex cached input, pi
+    /// `cacheRead`).
+    pub cache_read_tokens: u64,
+    /// Codex reasoning output tokens (part of its output tokens).
+    pub reasoning_output_tokens: u64,
+    /// Each format's own total.
+    pub total_tokens: u64,
+    /// pi's `cost.total` (0 for the others).
+    pub cost_total: f64,
+    /// Messages (Claude Code, pi) or usage events (Codex) counted.
+    pub messages: u64,
+}
+
+impl Tokens {
+    /// A format's tally in the common names.
+    pub fn of(format: Format, t: &Tally) -> Tokens {
+        let [a, b, c, d, total] = t.tokens;
+        let mut out = Tokens {
+            total_tokens: total,
+            cost_total: t.cost,
+            messages: t.events,
+            ..Tokens::default()
+        };
+        match format {
+            Format::ClaudeCode => {
+                (out.input_tokens, out.output_tokens) = (a, b);
+                (out.cache_creation_tokens, out.cache_read_tokens) = (c, d);
+            }
+            Format::Codex => {
+                (out.input_tokens, out.cache_read_tokens) = (a, b);
+                (out.output_tokens, out.reasoning_output_tokens) = (c, d);
+            }
+            Format::Pi => {
+                (out.input_tokens, out.output_tokens) = (a, b);
+                (out.cache_read_tokens, out.cache_creation_tokens) = (c, d);
+            }
+        }
+        out
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Tokens) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_creation_tokens = self
+            .cache_creation_tokens
+            .saturating_add(other.cache_creation_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.reasoning_output_tokens = self
+            .reasoning_output_tokens
+            .saturating_add(other.reasoning_output_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+        self.cost_total += other.cost_total;
+        self.messages = self.messages.saturating_add(other.messages);
+    }
+}
+
+/// One row of a report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The group: a day, a session id, a project, or a model name.
+    pub key: String,
+    /// The project of a session row.
+    pub project: Option<String>,
+    /// What the group adds up to.
+    pub tokens: Tokens,
+}
+
+/// A transcript that could not be read, and why: it is left out of the totals.
+#[derive(Debug)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub error: TranscriptError,
+}
+
+/// A usage report.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The rows, sorted by key.
+    pub rows: Vec<Row>,
+    /// The sum of the rows.
+    pub totals: Tokens,
+    /// Transcripts read, by format.
+    pub files: BTreeMap<&'static str, u64>,
+    /// What opening each index did, by outcome name (`fresh`, `caught_up`, `created`, ...).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Messages found in more than one file and counted once.
+    pub cross_file_duplicates: u64,
+    /// Transcripts that could not be read.
+    pub skipped: Vec<Skipped>,
+}
+
+/// The places the agents keep their transcripts, those that exist: `~/.claude/projects`,
+/// `~/.config/claude/projects` and `<dir>/projects` for each directory of the comma-separated
+/// `$CLAUDE_CONFIG_DIR`; `${CODEX_HOME:-~/.codex}/sessions`; `~/.pi/agent/sessions`.
+pub fn default_roots() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let home = var("HOME").map(PathBuf::from);
+    let mut roots = Vec::new();
+    if let Some(dirs) = var("CLAUDE_CONFIG_DIR") {
+        for dir in dirs.to_string_lossy().split(',') {
+            let dir = dir.trim();
+            if !dir.is_empty() {
+                roots.push(Path::new(dir).join("projects"));
+            }
+        }
+    }
+    if let Some(home) = &home {
+        roots.push(home.join(".claude").join("projects"));
+        roots.push(home.join(".config").join("claude").join("projects"));
+    }
+    match (var("CODEX_HOME"), &home) {
+        (Some(codex), _) => roots.push(PathBuf::from(codex).join("sessions")),
+        (None, Some(home)) => roots.push(home.join(".codex").join("sessions")),
+        (None, None) => {}
+    }
+    if let Some(home) = &home {
+        roots.push(home.join(".pi").join("agent").join("sessions"));
+    }
+    let mut seen = Vec::new();
+    roots.retain(|r| {
+        let canonical = std::fs::canonicalize(r).ok();
+        let keep = canonical.as_ref().is_some_and(|c| c.is_dir() && !seen.contains(c));
+        if let (true, Some(c)) = (keep, canonical) {
+            seen.push(c);
+        }
+        keep
+    });
+    roots
+}
+
+/// Every `*.jsonl` file under `paths` (a file is taken as it is), canonical, sorted, each
+/// once; symbolic links to directories are not followed. Directories that cannot be listed
+/// are reported.
+pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for path in paths {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => walk(path, &mut files, &mut skipped),
+            Ok(_) => files.push(path.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => skipped.push(Skipped {
+                path: path.clone(),
+                error: TranscriptError::NotFound { path: path.clone() },
+            }),
+            Err(e) => skipped.push(Skipped {
+                path: path.clone(),
+                error: TranscriptError::io("read", path, e),
+            }),
+        }
+    }
+    let mut files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+        .collect();
+    files.sort();
+    files.dedup();
+    (files, skipped)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            skipped.push(Skipped {
+                path: dir.to_path_buf(),
+                error: TranscriptError::io("list", dir, e),
+            });
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => walk(&path, files, skipped),
+            Ok(t) if t.is_file() || t.is_symlink() => {
+                if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
+                    files.push(path);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The session and project a transcript belongs to, from its path: Claude Code's
+/// `<project>/<session>.jsonl` and `<project>/<session>/subagents/agent-*.jsonl`, pi's
+/// `<project>/<file>.jsonl`; a Codex rollout is its own session, in project `codex`.
+pub fn session_of(path: &Path, format: Format) -> (String, String) {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let parent = path.parent();
+    if format == Format::Codex {
+        return (stem, "codex".to_owned());
+    }
+    if parent.and_then(Path::file_name).is_some_and(|n| n == "subagents") {
+        let session_dir = parent.and_then(Path::parent);
+        return (name(session_dir), name(session_dir.and_then(Path::parent)));
+    }
+    (stem, name(parent))
+}
+
+/// What one file gives the report.
+struct FileUsage {
+    format: Format,
+    session: String,
+    project: String,
+    /// Tallies by (quarter-hour, model name): for Claude Code only what its messages without
+    /// `message.id` add (the keyed messages are merged across files).
+    residual: Vec<((i64, Option<String>), Tally)>,
+    /// Claude Code messages by `message.id`, their buckets' model numbers turned into names.
+    messages: Vec<(String, Vec<(Message, Option<String>)>)>,
+}
+
+fn minus(a: &Tally, b: &Tally) -> Tally {
+    let mut out = *a;
+    out.sub_tokens(b);
+    out.cost -= b.cost;
+    out.events = out.events.saturating_sub(b.events);
+    out
+}
+
+fn file_usage(t: &Transcript) -> FileUsage {
+    let (session, project) = session_of(&t.path, t.format);
+    let model = |id: u32| t.summary.models.get(id as usize).cloned();
+    let mut buckets: HashMap<BucketKey, Tally> = t
+        .dedup
+        .as_ref()
+        .map(|d| d.buckets.clone())
+        .unwrap_or_default();
+    let mut messages = Vec::new();
+    if t.format == Format::ClaudeCode
+        && let Some(dedup) = &t.dedup
+    {
+        for (id, list) in &dedup.messages {
+            let mut named = Vec::with_capacity(list.len());
+            for m in list {
+                if let Some(b) = buckets.get_mut(&m.bucket) {
+                    *b = minus(b, &tally_of(&m.usage, 1));
+                }
+                named.push((m.clone(), model(m.bucket.1)));
+            }
+            messages.push((id.clone(), named));
+        }
+        messages.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let residual = buckets
+        .into_iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|((q, m), t)| ((q, model(m)), t))
+        .collect();
+    FileUsage {
+        format: t.format,
+        session,
+        project,
+        residual,
+        messages,
+    }
+}
+
+/// Reads every file (in `threads` threads), each through its index; `progress` is called
+/// with the number of files done after each one.
+fn read_all(
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Vec<Result<Transcript, TranscriptError>> {
+    let open_options = OpenOptions {
+        load_dedup: true,
+        ..options.open.clone()
+    };
+    let threads = match options.threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        n => n,
+    }
+    .clamp(1, files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Transcript, TranscriptError>>>> =
+        Mutex::new((0..files.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = files.get(i) else { break };
+                    let read = open(path, &open_options);
+                    if let Ok(mut slots) = results.lock()
+                        && let Some(slot) = slots.get_mut(i)
+                    {
+                        *slot = Some(read);
+                    }
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                }
+            });
+        }
+    });
+    let slots = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    slots
+        .into_iter()
+        .zip(files)
+        .map(|(slot, path)| {
+            slot.unwrap_or_else(|| {
+                Err(TranscriptError::io(
+                    "read",
+                    path,
+                    std::io::Error::other("the reading thread stopped"),
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The UTC day of a quarter-hour (`None` for [`UNKNOWN_QUARTER`]).
+pub fn day_of(quarter: i64) -> Option<Date> {
+    if quarter == UNKNOWN_QUARTER {
+        return None;
+    }
+    let ts = jiff::Timestamp::from_second(quarter.checked_mul(900)?).ok()?;
+    Some(jiff::tz::Offset::UTC.to_datetime(ts).date())
+}
+
+/// Reads `files` and adds up their usage, each message counted once across files (files
+/// in path order: a message's first file owns it). A file that cannot be read is reported
+/// in [`Report::skipped`] and left out.
+pub fn usage(
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Report {
+    let mut report = Report::default();
+    let mut used = Vec::new();
+    for (path, read) in files.iter().zip(read_all(files, options, progress)) {
+        match read {
+            Ok(t) => {
+                *report.files.entry(t.format.name()).or_default() += 1;
+                *report.outcomes.entry(outcome_name(&t.outcome)).or_default() += 1;
+                used.push(file_usage(&t));
+            }
+            Err(error) => report.skipped.push(Skipped {
+                path: path.clone(),
+                error,
+            }),
+        }
+    }
+    // Cells: (file, quarter-hour, model) -> tokens in common names.
+    let mut cells: Vec<(usize, i64, Option<String>, Tokens)> = Vec::new();
+    let mut merged: HashMap<&str, (Vec<Message>, Vec<(usize, Option<String>)>)> = HashMap::new();
+    for (i, file) in used.iter().enumerate() {
+        for ((q, m), t) in &file.residual {
+            cells.push((i, *q, m.clone(), Tokens::of(file.format, t)));
+        }
+        for (id, list) in &file.messages {
+            let (entries, owners) = merged.entry(id.as_str()).or_default();
+            for (message, model) in list {
+                let before = entries.len();
+                merge_message(entries, message);
+                if entries.len() > before {
+                    owners.push((i, model.clone()));
+                } else {
+                    report.cross_file_duplicates += u64::from(owners.iter().any(|o| o.0 != i));
+                }
+            }
+        }
+    }
+    for (entries, owners) in merged.values() {
+        for (m, (file, model)) in entries.iter().zip(owners) {
+            let tokens = Tokens::of(Format::ClaudeCode, &tally_of(&m.usage, 1));
+            cells.push((*file, m.bucket.0, model.clone(), tokens));
+        }
+    }
+    let mut groups: BTreeMap<String, Row> = BTreeMap::new();
+    for (file, quarter, model, tokens) in cells {
+        let day = day_of(quarter);
+        let outside = match day {
+            Some(d) => options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u),
+            None => options.since.is_some() || options.until.is_some(),
+        };
+        let Some(f) = used.get(file) else { continue };
+        if outside {
+            continue;
+        }
+        let (key, project) = match options.by {
+            GroupBy::Day => (day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()), None),
+            GroupBy::Session => (f.session.clone(), Some(f.project.clone())),
+            GroupBy::Project => (f.project.clone(), None),
+            GroupBy::Model => (model.unwrap_or_else(|| "unknown".to_owned()), None),
+        };
+        let group_key = match &project {
+            Some(p) => format!("{p}\u{0}{key}"),
+            None => key.clone(),
+        };
+        groups
+            .entry(group_key)
+            .or_insert_with(|| Row {
+                key,
+                project,
+                tokens: Tokens::default(),
+            })
+            .tokens
+            .add(&tokens);
+        report.totals.add(&tokens);
+    }
+    report.rows = groups.into_values().collect();
+    report
+}
+
+/// The snake_case name of an index outcome.
+fn outcome_name(outcome: &IndexOutcome) -> String {
+    match outcome {
+        IndexOutcome::Fresh => "fresh",
+        IndexOutcome::CaughtUp { .. } => "caught_up",
+        IndexOutcome::Created { .. } => "created",
+        IndexOutcome::Rebuilt { .. } => "rebuilt",
+        IndexOutcome::ReadOnly { .. } => "read_only",
+    }
+    .to_owned()
+}
