@@ -12,6 +12,7 @@ mod index;
 mod search;
 mod sessions;
 mod status;
+mod statusline;
 mod table;
 mod transcript;
 mod usage;
@@ -86,6 +87,9 @@ enum Command {
     /// Token usage over every Claude Code, Codex and pi transcript found, each message counted
     /// once, by day, session, project or model.
     Usage(usage::Args),
+    /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
+    /// context size, tokens since the latest compaction, the session's and today's totals.
+    Statusline(statusline::Args),
 }
 
 /// `--tier` values.
@@ -226,6 +230,7 @@ pub fn run() -> ExitCode {
         Command::Search(args) => (search::run(&args), args.json),
         Command::Transcript(args) => (transcript::run(&args), args.json),
         Command::Usage(args) => (usage::run(&args), args.json),
+        Command::Statusline(args) => (statusline::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

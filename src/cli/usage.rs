@@ -192,7 +192,13 @@ fn human(report: &Report, by: ByArg) -> String {
     }
     header.extend(
         [
-            "input", "output", "cache_create", "cache_read", "reasoning", "total", "messages",
+            "input",
+            "output",
+            "cache_create",
+            "cache_read",
+            "reasoning",
+            "total",
+            "messages",
         ]
         .map(str::to_owned),
     );
@@ -230,4 +236,3 @@ fn human(report: &Report, by: ByArg) -> String {
         report.cross_file_duplicates
     )
 }
-

@@ -22,6 +22,7 @@ mod json;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
+mod statusline;
 mod store;
 mod subagents;
 mod tally;
@@ -36,6 +37,10 @@ pub use fold::{
 pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
+pub use statusline::{
+    MAX_STATUS_INPUT, StatusInput, StatusInputError, context_tokens, context_window,
+    parse_status_input,
+};
 pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::Tally;

@@ -196,7 +196,9 @@ pub fn default_roots() -> Vec<PathBuf> {
     let mut seen = Vec::new();
     roots.retain(|r| {
         let canonical = std::fs::canonicalize(r).ok();
-        let keep = canonical.as_ref().is_some_and(|c| c.is_dir() && !seen.contains(c));
+        let keep = canonical
+            .as_ref()
+            .is_some_and(|c| c.is_dir() && !seen.contains(c));
         if let (true, Some(c)) = (keep, canonical) {
             seen.push(c);
         }
@@ -274,7 +276,10 @@ pub fn session_of(path: &Path, format: Format) -> (String, String) {
     if format == Format::Codex {
         return (stem, "codex".to_owned());
     }
-    if parent.and_then(Path::file_name).is_some_and(|n| n == "subagents") {
+    if parent
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "subagents")
+    {
         let session_dir = parent.and_then(Path::parent);
         return (name(session_dir), name(session_dir.and_then(Path::parent)));
     }
@@ -376,7 +381,9 @@ fn read_all(
             });
         }
     });
-    let slots = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let slots = results
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     slots
         .into_iter()
         .zip(files)
@@ -462,7 +469,10 @@ pub fn usage(
             continue;
         }
         let (key, project) = match options.by {
-            GroupBy::Day => (day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()), None),
+            GroupBy::Day => (
+                day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+                None,
+            ),
             GroupBy::Session => (f.session.clone(), Some(f.project.clone())),
             GroupBy::Project => (f.project.clone(), None),
             GroupBy::Model => (model.unwrap_or_else(|| "unknown".to_owned()), None),

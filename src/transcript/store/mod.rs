@@ -44,6 +44,9 @@ pub struct OpenOptions {
     pub repair_budget: Duration,
     /// Also load every dedup key and bucket (for merging transcripts, or comparing).
     pub load_dedup: bool,
+    /// Also load the buckets from this quarter-hour on (a day's total without reading every
+    /// key); [`Transcript::buckets`] then holds at least those.
+    pub buckets_from: Option<i64>,
 }
 
 impl Default for OpenOptions {
@@ -56,6 +59,7 @@ impl Default for OpenOptions {
             max_memory_tail: 0,
             repair_budget: Duration::from_secs(2),
             load_dedup: false,
+            buckets_from: None,
         }
     }
 }
@@ -89,7 +93,8 @@ impl Transcript {
         self.summary.lifetime
     }
 
-    /// The tally of every (quarter-hour, model) bucket, if [`OpenOptions::load_dedup`] was set.
+    /// The tally of every (quarter-hour, model) bucket, if [`OpenOptions::load_dedup`] was set
+    /// (at least those from [`OpenOptions::buckets_from`] on, if that was).
     pub fn buckets(&self) -> Option<Vec<(BucketKey, Tally)>> {
         let dedup = self.dedup.as_ref()?;
         let mut out: Vec<_> = dedup.buckets.iter().map(|(k, t)| (*k, *t)).collect();

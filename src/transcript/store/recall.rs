@@ -132,3 +132,31 @@ pub(crate) fn load_all(
     }
     Ok(dedup)
 }
+
+/// The buckets from quarter-hour `from` on (a day's total reads only these).
+pub(crate) fn load_buckets_from(
+    db: &impl ReadableDatabase,
+    from: i64,
+) -> Result<Dedup, RecallError> {
+    let txn = Leak::new(db.begin_read().map_err(storage)?);
+    let txn = txn.get().map_err(storage)?;
+    let mut dedup = Dedup::default();
+    match txn.open_table(BUCKETS) {
+        Ok(buckets) => {
+            let buckets = Leak::new(buckets);
+            for row in buckets
+                .get()
+                .map_err(storage)?
+                .range((from, 0)..)
+                .map_err(storage)?
+            {
+                let (key, value) = row.map_err(storage)?;
+                let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
+                dedup.buckets.insert(key.value(), tally);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(storage(e)),
+    }
+    Ok(dedup)
+}

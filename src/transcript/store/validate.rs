@@ -6,7 +6,7 @@ use redb::ReadableDatabase;
 
 use super::OpenOptions;
 use super::db::{Close, Held, Leak};
-use super::recall::{load_all, row_counts};
+use super::recall::{load_all, load_buckets_from, row_counts};
 use super::schema::{FORMAT_KEY, FORMAT_VERSION, META, META_KEY, Meta, PARSER_VERSION, decode};
 use super::source::Source;
 use crate::index::StaleReason;
@@ -85,6 +85,12 @@ pub(super) fn validate<D: ReadableDatabase + Close>(
                 let claude = source.format == Format::ClaudeCode;
                 let counts = (meta.summary.keys, meta.summary.buckets);
                 match db.run("reading the index", |db| load_all(db, claude, counts)) {
+                    Ok(Ok(rows)) => Some(rows),
+                    Ok(Err(e)) => return inconsistent(e.0),
+                    Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
+                }
+            } else if let Some(from) = options.buckets_from {
+                match db.run("reading the index", |db| load_buckets_from(db, from)) {
                     Ok(Ok(rows)) => Some(rows),
                     Ok(Err(e)) => return inconsistent(e.0),
                     Err(detail) => return Ok(Validity::Stale(unreadable(detail))),
