@@ -1,0 +1,348 @@
+//! `usage` over many transcripts against a naive oracle: every file parsed whole, Claude Code
+//! files read as one stream in path order (so a message in several files counts once), and
+//! the `usage` and `statusline` commands as processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "common/transcript_fixtures.rs"]
+mod fixtures;
+#[path = "common/transcript_gen.rs"]
+mod generate;
+#[path = "common/transcript_oracle.rs"]
+mod oracle;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use agentlog::transcript::{
+    Format, GroupBy, OpenOptions, Report, Tokens, UsageOptions, day_of, discover, usage,
+};
+use serde_json::Value;
+
+/// A tree of transcripts: every fixture, generated Claude Code and Codex files, a Claude Code
+/// file copied whole into another project, and a resumed session (a file's first half, then
+/// lines of its own).
+fn tree(root: &Path) -> Vec<(PathBuf, Format)> {
+    let mut out = Vec::new();
+    let mut put = |rel: &str, bytes: &[u8], format: Format| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        out.push((path, format));
+    };
+    for (i, (path, format)) in fixtures::all().into_iter().enumerate() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        put(
+            &format!("fixtures/{i:02}/{name}"),
+            &std::fs::read(&path).unwrap(),
+            format,
+        );
+    }
+    let claude = fixtures::all()
+        .into_iter()
+        .find(|(_, f)| *f == Format::ClaudeCode)
+        .unwrap()
+        .0;
+    put(
+        "copies/claude-copy.jsonl",
+        &std::fs::read(&claude).unwrap(),
+        Format::ClaudeCode,
+    );
+    for seed in 0..4 {
+        let bytes = generate::transcript(Format::ClaudeCode, 100 + seed, 120);
+        put(&format!("gen/p{seed}/s.jsonl"), &bytes, Format::ClaudeCode);
+        if seed == 0 {
+            let half = &bytes[..bytes.len() / 2];
+            let cut = half.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            let mut resumed = bytes[..cut].to_vec();
+            resumed.extend(generate::transcript(Format::ClaudeCode, 900, 40));
+            put("gen/p9/resumed.jsonl", &resumed, Format::ClaudeCode);
+        }
+        let codex = generate::transcript(Format::Codex, 200 + seed, 60);
+        put(
+            &format!("codex/{seed}/rollout.jsonl"),
+            &codex,
+            Format::Codex,
+        );
+    }
+    out
+}
+
+/// The oracle's tokens by (day, model): Claude Code files as one stream in path order, the
+/// others one by one.
+fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Tokens> {
+    let mut sorted: Vec<(PathBuf, Format)> = files
+        .iter()
+        .map(|(p, f)| (std::fs::canonicalize(p).unwrap(), *f))
+        .collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut claude = Vec::new();
+    let mut parts = Vec::new();
+    for (path, format) in &sorted {
+        let bytes = std::fs::read(path).unwrap();
+        match format {
+            Format::ClaudeCode => claude.extend_from_slice(&bytes),
+            _ => parts.push((*format, oracle::expected(*format, &bytes))),
+        }
+    }
+    parts.push((
+        Format::ClaudeCode,
+        oracle::expected(Format::ClaudeCode, &claude),
+    ));
+    let mut out: BTreeMap<(String, String), Tokens> = BTreeMap::new();
+    for (format, e) in parts {
+        for ((quarter, model), tally) in e.buckets {
+            let day = day_of(quarter).map_or("unknown".to_owned(), |d| d.to_string());
+            let model = model.unwrap_or_else(|| "unknown".to_owned());
+            out.entry((day, model))
+                .or_default()
+                .add(&Tokens::of(format, &tally));
+        }
+    }
+    out.retain(|_, t| *t != Tokens::default());
+    out
+}
+
+fn rows_by(
+    expected: &BTreeMap<(String, String), Tokens>,
+    by_day: bool,
+) -> BTreeMap<String, Tokens> {
+    let mut out: BTreeMap<String, Tokens> = BTreeMap::new();
+    for ((day, model), t) in expected {
+        let key = if by_day { day } else { model };
+        out.entry(key.clone()).or_default().add(t);
+    }
+    out
+}
+
+fn observed(report: &Report) -> BTreeMap<String, Tokens> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.tokens != Tokens::default())
+        .map(|r| (r.key.clone(), r.tokens))
+        .collect()
+}
+
+fn close(a: &BTreeMap<String, Tokens>, b: &BTreeMap<String, Tokens>) {
+    // pi's cost is a float sum: compare it with a tolerance, everything else exactly.
+    let strip = |m: &BTreeMap<String, Tokens>| -> BTreeMap<String, Tokens> {
+        m.iter()
+            .map(|(k, t)| {
+                (
+                    k.clone(),
+                    Tokens {
+                        cost_total: 0.0,
+                        ..*t
+                    },
+                )
+            })
+            .collect()
+    };
+    assert_eq!(strip(a), strip(b));
+    for (k, t) in a {
+        assert!((t.cost_total - b[k].cost_total).abs() < 1e-9, "{k}");
+    }
+}
+
+fn options(cache: &Path, by: GroupBy) -> UsageOptions {
+    UsageOptions {
+        open: OpenOptions {
+            index_dir: Some(cache.to_path_buf()),
+            ..OpenOptions::default()
+        },
+        by,
+        ..UsageOptions::default()
+    }
+}
+
+#[test]
+fn usage_by_day_and_model_matches_the_oracle_with_copies_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let cache = dir.path().join("cache");
+    let files = tree(&root);
+    let (found, skipped) = discover(std::slice::from_ref(&root));
+    assert!(skipped.is_empty());
+    assert_eq!(found.len(), files.len());
+    let want = expected(&files);
+    let by_day = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    assert!(by_day.skipped.is_empty(), "{:?}", by_day.skipped);
+    assert!(by_day.cross_file_duplicates > 0, "the copies were not seen");
+    close(&observed(&by_day), &rows_by(&want, true));
+    let by_model = usage(&found, &options(&cache, GroupBy::Model), &|_| {});
+    close(&observed(&by_model), &rows_by(&want, false));
+    assert_eq!(by_model.outcomes.get("fresh"), Some(&(files.len() as u64)));
+
+    // Without the copies, the totals are the same.
+    let originals: Vec<PathBuf> = found
+        .iter()
+        .filter(|p| {
+            let s = p.to_string_lossy();
+            !s.contains("/copies/") && !s.contains("/p9/")
+        })
+        .cloned()
+        .collect();
+    let without = usage(&originals, &options(&cache, GroupBy::Day), &|_| {});
+    let grown = |r: &Report| r.totals.total_tokens;
+    assert!(grown(&by_day) >= grown(&without));
+    let claude_only = |r: &Report| r.files.get("claude-code").copied();
+    assert_eq!(claude_only(&by_day), claude_only(&without).map(|n| n + 2));
+}
+
+#[test]
+fn a_grown_file_is_caught_up_never_rebuilt_and_still_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let cache = dir.path().join("cache");
+    let mut files = tree(&root);
+    let (found, _) = discover(std::slice::from_ref(&root));
+    usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    let extra = generate::transcript(Format::ClaudeCode, 777, 30);
+    let target = root.join("gen/p1/s.jsonl");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&target)
+        .unwrap()
+        .write_all(&extra)
+        .unwrap();
+    let again = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    assert_eq!(again.outcomes.get("caught_up"), Some(&1));
+    assert_eq!(again.outcomes.get("rebuilt"), None);
+    assert_eq!(again.outcomes.get("created"), None);
+    files.retain(|_| true);
+    close(&observed(&again), &rows_by(&expected(&files), true));
+}
+
+#[test]
+fn since_and_until_keep_whole_days() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let files = tree(&root);
+    let (found, _) = discover(std::slice::from_ref(&root));
+    let want = rows_by(&expected(&files), true);
+    let days: Vec<String> = want.keys().filter(|d| *d != "unknown").cloned().collect();
+    let (since, until) = (
+        days[1].parse().unwrap(),
+        days[days.len() - 2].parse().unwrap(),
+    );
+    let opts = UsageOptions {
+        since: Some(since),
+        until: Some(until),
+        ..options(&dir.path().join("cache"), GroupBy::Day)
+    };
+    let got = observed(&usage(&found, &opts, &|_| {}));
+    let kept: BTreeMap<String, Tokens> = want
+        .into_iter()
+        .filter(|(d, _)| {
+            d != "unknown" && *d >= days[1] && *d <= days[days.len() - 2]
+        })
+        .collect();
+    close(&got, &kept);
+}
+
+fn agentlog(args: &[&str], stdin: Option<&[u8]>, home: &Path) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentlog"));
+    cmd.args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("AGENTLOG_CACHE_DIR", home.join("cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(pipe);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_usage_command_reads_the_default_places_and_prints_rows_and_totals() {
+    let home = tempfile::tempdir().unwrap();
+    let claude = home.path().join(".claude/projects");
+    let files = tree(&claude);
+    let (code, out, err) = agentlog(&["usage", "--json"], None, home.path());
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["by"], "day");
+    let want = rows_by(&expected(&files), true);
+    let total: u64 = want.values().map(|t| t.total_tokens).sum();
+    assert_eq!(v["totals"]["total_tokens"], total);
+    assert_eq!(v["rows"].as_array().unwrap().len(), want.len());
+    let row = &v["rows"][0];
+    for field in [
+        "day",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "total_tokens",
+        "messages",
+    ] {
+        assert!(row.get(field).is_some(), "{field} in {row}");
+    }
+    // The human table ends with the totals, and a bad date is bad input.
+    let (code, out, _) = agentlog(&["usage", "--by", "project"], None, home.path());
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|l| l.starts_with("total")), "{out}");
+    let (code, _, err) = agentlog(&["usage", "--since", "yesterday"], None, home.path());
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn the_statusline_command_answers_from_its_stdin_and_refuses_bad_input() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/p");
+    let bytes = generate::transcript(Format::ClaudeCode, 5, 80);
+    std::fs::create_dir_all(&project).unwrap();
+    let path = project.join("s.jsonl");
+    std::fs::write(&path, &bytes).unwrap();
+    let input = serde_json::json!({
+        "session_id": "s",
+        "transcript_path": path,
+        "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
+        "cwd": "/somewhere",
+        "unknown": {"fields": [1, 2]},
+    })
+    .to_string();
+    let (code, out, err) = agentlog(
+        &["statusline", "--json"],
+        Some(input.as_bytes()),
+        home.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let e = oracle::expected(Format::ClaudeCode, &bytes);
+    assert_eq!(v["session_total_tokens"], e.lifetime.tokens[4]);
+    assert_eq!(
+        v["since_compaction"]["total_tokens"],
+        e.generations.last().unwrap().tokens[4]
+    );
+    assert_eq!(v["context_window"], 200_000);
+    assert!(v["context_tokens"].is_u64() || v["context_tokens"].is_null());
+    let (code, out, _) = agentlog(&["statusline"], Some(input.as_bytes()), home.path());
+    assert_eq!(code, 0);
+    assert!(out.starts_with("Opus | ctx "), "{out}");
+    for bad in [
+        "",
+        "not json",
+        "[1,2]",
+        "{\"transcript_path\": 3}",
+        "{\"model\": {}}",
+    ] {
+        let (code, out, err) =
+            agentlog(&["statusline", "--json"], Some(bad.as_bytes()), home.path());
+        assert_eq!(code, 2, "{bad:?}: {out} {err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["error"], "bad_input");
+    }
+}
