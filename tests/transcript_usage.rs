@@ -235,9 +235,7 @@ fn since_and_until_keep_whole_days() {
     let got = observed(&usage(&found, &opts, &|_| {}));
     let kept: BTreeMap<String, Tokens> = want
         .into_iter()
-        .filter(|(d, _)| {
-            d != "unknown" && *d >= days[1] && *d <= days[days.len() - 2]
-        })
+        .filter(|(d, _)| d != "unknown" && *d >= days[1] && *d <= days[days.len() - 2])
         .collect();
     close(&got, &kept);
 }
@@ -344,5 +342,56 @@ fn the_statusline_command_answers_from_its_stdin_and_refuses_bad_input() {
         assert_eq!(code, 2, "{bad:?}: {out} {err}");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["error"], "bad_input");
+    }
+}
+
+/// The context a plain forward scan finds: the last main-chain assistant line with usage, or
+/// 0 after a later compaction boundary.
+fn naive_context(bytes: &[u8]) -> Option<u64> {
+    let mut found = None;
+    for line in bytes.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if v["type"] == "system" && v["subtype"] == "compact_boundary" {
+            found = Some(0);
+        } else if v["type"] == "assistant"
+            && v["isSidechain"] != true
+            && v["message"]["usage"].is_object()
+        {
+            let u = &v["message"]["usage"];
+            // The readers' coercions: a numeric string or an integral float is the number.
+            let n = |k: &str| match &u[k] {
+                Value::String(s) => s.trim().parse::<u64>().unwrap_or(0),
+                Value::Number(x) => x.as_u64().or_else(|| {
+                    x.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)
+                }).unwrap_or(0),
+                _ => 0,
+            };
+            found = Some(
+                n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
+            );
+        }
+    }
+    found
+}
+
+#[test]
+fn the_context_read_backwards_is_the_one_a_forward_scan_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..6u64 {
+        let mut bytes = generate::transcript(Format::ClaudeCode, 300 + seed, 150);
+        // Long lines after the last usage line push it across several 64 KiB pieces.
+        for i in 0..seed {
+            let pad = "x".repeat(20_000 * (i as usize + 1));
+            bytes.extend(
+                format!("{{\"type\":\"user\",\"message\":{{\"content\":\"{pad}\"}}}}\n").as_bytes(),
+            );
+        }
+        let path = dir.path().join(format!("{seed}.jsonl"));
+        std::fs::write(&path, &bytes).unwrap();
+        let got = agentlog::transcript::context_tokens(&path, bytes.len() as u64).unwrap();
+        assert_eq!(got, naive_context(&bytes), "seed {seed}");
+        assert!(got.is_some());
     }
 }
