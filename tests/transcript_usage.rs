@@ -363,9 +363,14 @@ fn naive_context(bytes: &[u8]) -> Option<u64> {
             // The readers' coercions: a numeric string or an integral float is the number.
             let n = |k: &str| match &u[k] {
                 Value::String(s) => s.trim().parse::<u64>().unwrap_or(0),
-                Value::Number(x) => x.as_u64().or_else(|| {
-                    x.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)
-                }).unwrap_or(0),
+                Value::Number(x) => x
+                    .as_u64()
+                    .or_else(|| {
+                        x.as_f64()
+                            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                            .map(|f| f as u64)
+                    })
+                    .unwrap_or(0),
                 _ => 0,
             };
             found = Some(

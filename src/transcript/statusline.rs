@@ -145,6 +145,7 @@ struct TailMessage {
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
+#[allow(clippy::struct_field_names)] // Claude Code's own field names.
 struct TailUsage {
     input_tokens: Count,
     cache_creation_input_tokens: Count,

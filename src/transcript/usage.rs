@@ -85,12 +85,12 @@ pub struct Tokens {
 
 impl Tokens {
     /// A format's tally in the common names.
-    pub fn of(format: Format, t: &Tally) -> Tokens {
-        let [a, b, c, d, total] = t.tokens;
+    pub fn of(format: Format, tally: &Tally) -> Tokens {
+        let [a, b, c, d, total] = tally.tokens;
         let mut out = Tokens {
             total_tokens: total,
-            cost_total: t.cost,
-            messages: t.events,
+            cost_total: tally.cost,
+            messages: tally.events,
             ..Tokens::default()
         };
         match format {
@@ -251,10 +251,12 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
         let path = entry.path();
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
-            Ok(t) if t.is_file() || t.is_symlink() => {
-                if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
-                    files.push(path);
-                }
+            Ok(t)
+                if (t.is_file() || t.is_symlink())
+                    && path.extension().is_some_and(|e| e == "jsonl")
+                    && path.is_file() =>
+            {
+                files.push(path);
             }
             _ => {}
         }
@@ -286,6 +288,15 @@ pub fn session_of(path: &Path, format: Format) -> (String, String) {
     (stem, name(parent))
 }
 
+/// A model name (`None`: usage without one).
+type Model = Option<String>;
+
+/// A message with the name of its bucket's model.
+type Named = (Message, Model);
+
+/// The messages merged under one id, and each one's owner (a file number) and model.
+type Merged = (Vec<Message>, Vec<(usize, Model)>);
+
 /// What one file gives the report.
 struct FileUsage {
     format: Format,
@@ -293,9 +304,9 @@ struct FileUsage {
     project: String,
     /// Tallies by (quarter-hour, model name): for Claude Code only what its messages without
     /// `message.id` add (the keyed messages are merged across files).
-    residual: Vec<((i64, Option<String>), Tally)>,
+    residual: Vec<((i64, Model), Tally)>,
     /// Claude Code messages by `message.id`, their buckets' model numbers turned into names.
-    messages: Vec<(String, Vec<(Message, Option<String>)>)>,
+    messages: Vec<(String, Vec<Named>)>,
 }
 
 fn minus(a: &Tally, b: &Tally) -> Tally {
@@ -432,8 +443,9 @@ pub fn usage(
         }
     }
     // Cells: (file, quarter-hour, model) -> tokens in common names.
-    let mut cells: Vec<(usize, i64, Option<String>, Tokens)> = Vec::new();
-    let mut merged: HashMap<&str, (Vec<Message>, Vec<(usize, Option<String>)>)> = HashMap::new();
+    let mut cells: Vec<(usize, i64, Model, Tokens)> = Vec::new();
+    // A message id -> its merged messages, and each one's owner (file) and model.
+    let mut merged: HashMap<&str, Merged> = HashMap::new();
     for (i, file) in used.iter().enumerate() {
         for ((q, m), t) in &file.residual {
             cells.push((i, *q, m.clone(), Tokens::of(file.format, t)));
@@ -496,7 +508,7 @@ pub fn usage(
     report
 }
 
-/// The snake_case name of an index outcome.
+/// The `snake_case` name of an index outcome.
 fn outcome_name(outcome: &IndexOutcome) -> String {
     match outcome {
         IndexOutcome::Fresh => "fresh",
