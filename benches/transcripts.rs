@@ -14,7 +14,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../tests/common/transcript_gen.rs"]
-#[allow(dead_code, missing_docs)]
 mod generate;
 
 use std::hint::black_box;

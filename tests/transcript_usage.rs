@@ -1,7 +1,14 @@
 //! `usage` over many transcripts against a naive oracle: every file parsed whole, Claude Code
 //! files read as one stream in path order (so a message in several files counts once), and
 //! the `usage` and `statusline` commands as processes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers: a failed step fails the test; the oracle reads integral floats as counts.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 #[path = "common/transcript_fixtures.rs"]
 mod fixtures;

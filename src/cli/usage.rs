@@ -108,9 +108,10 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         until: parse_day("--until", args.until.as_deref())?,
         threads: 0,
     };
-    let roots = match args.paths.is_empty() {
-        true => default_roots(),
-        false => args.paths.clone(),
+    let roots = if args.paths.is_empty() {
+        default_roots()
+    } else {
+        args.paths.clone()
     };
     let (files, mut skipped) = discover(&roots);
     let bar = (files.len() >= PROGRESS_FILES && std::io::stderr().is_terminal()).then(|| {
