@@ -288,71 +288,12 @@ pub fn session_of(path: &Path, format: Format) -> (String, String) {
     (stem, name(parent))
 }
 
-/// A model name (`None`: usage without one).
-type Model = Option<String>;
-
-/// A message with the name of its bucket's model.
-type Named = (Message, Model);
-
-/// The messages merged under one id, and each one's owner (a file number) and model.
-type Merged = (Vec<Message>, Vec<(usize, Model)>);
-
-/// What one file gives the report.
-struct FileUsage {
-    format: Format,
-    session: String,
-    project: String,
-    /// Tallies by (quarter-hour, model name): for Claude Code only what its messages without
-    /// `message.id` add (the keyed messages are merged across files).
-    residual: Vec<((i64, Model), Tally)>,
-    /// Claude Code messages by `message.id`, their buckets' model numbers turned into names.
-    messages: Vec<(String, Vec<Named>)>,
-}
-
 fn minus(a: &Tally, b: &Tally) -> Tally {
     let mut out = *a;
     out.sub_tokens(b);
     out.cost -= b.cost;
     out.events = out.events.saturating_sub(b.events);
     out
-}
-
-fn file_usage(t: &Transcript) -> FileUsage {
-    let (session, project) = session_of(&t.path, t.format);
-    let model = |id: u32| t.summary.models.get(id as usize).cloned();
-    let mut buckets: HashMap<BucketKey, Tally> = t
-        .dedup
-        .as_ref()
-        .map(|d| d.buckets.clone())
-        .unwrap_or_default();
-    let mut messages = Vec::new();
-    if t.format == Format::ClaudeCode
-        && let Some(dedup) = &t.dedup
-    {
-        for (id, list) in &dedup.messages {
-            let mut named = Vec::with_capacity(list.len());
-            for m in list {
-                if let Some(b) = buckets.get_mut(&m.bucket) {
-                    *b = minus(b, &tally_of(&m.usage, 1));
-                }
-                named.push((m.clone(), model(m.bucket.1)));
-            }
-            messages.push((id.clone(), named));
-        }
-        messages.sort_by(|a, b| a.0.cmp(&b.0));
-    }
-    let residual = buckets
-        .into_iter()
-        .filter(|(_, t)| !t.is_empty())
-        .map(|((q, m), t)| ((q, model(m)), t))
-        .collect();
-    FileUsage {
-        format: t.format,
-        session,
-        project,
-        residual,
-        messages,
-    }
 }
 
 /// Reads every file (in `threads` threads), each through its index; `progress` is called
@@ -428,13 +369,13 @@ pub fn usage(
     progress: &(dyn Fn(usize) + Sync),
 ) -> Report {
     let mut report = Report::default();
-    let mut used = Vec::new();
-    for (path, read) in files.iter().zip(read_all(files, options, progress)) {
-        match read {
+    let mut read = Vec::new();
+    for (path, result) in files.iter().zip(read_all(files, options, progress)) {
+        match result {
             Ok(t) => {
                 *report.files.entry(t.format.name()).or_default() += 1;
                 *report.outcomes.entry(outcome_name(&t.outcome)).or_default() += 1;
-                used.push(file_usage(&t));
+                read.push(t);
             }
             Err(error) => report.skipped.push(Skipped {
                 path: path.clone(),
@@ -442,70 +383,119 @@ pub fn usage(
             }),
         }
     }
-    // Cells: (file, quarter-hour, model) -> tokens in common names.
-    let mut cells: Vec<(usize, i64, Model, Tokens)> = Vec::new();
-    // A message id -> its merged messages, and each one's owner (file) and model.
-    let mut merged: HashMap<&str, Merged> = HashMap::new();
-    for (i, file) in used.iter().enumerate() {
-        for ((q, m), t) in &file.residual {
-            cells.push((i, *q, m.clone(), Tokens::of(file.format, t)));
+    // Each file's buckets already count each of its messages once; only the ids found in
+    // more than one file are merged, and their tallies moved to the file that owns them.
+    let mut buckets: Vec<HashMap<BucketKey, Tally>> = read
+        .iter_mut()
+        .map(|t| t.dedup.as_mut().map(|d| std::mem::take(&mut d.buckets)).unwrap_or_default())
+        .collect();
+    report.cross_file_duplicates = merge_shared(&read, &mut buckets);
+    let mut groups: BTreeMap<String, Row> = BTreeMap::new();
+    for (t, file_buckets) in read.iter().zip(&buckets) {
+        let (session, project) = session_of(&t.path, t.format);
+        for (&(quarter, model), tally) in file_buckets {
+            if tally.is_empty() {
+                continue;
+            }
+            let day = day_of(quarter);
+            let outside = match day {
+                Some(d) => {
+                    options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u)
+                }
+                None => options.since.is_some() || options.until.is_some(),
+            };
+            if outside {
+                continue;
+            }
+            let model_name = || {
+                t.summary
+                    .models
+                    .get(model as usize)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_owned())
+            };
+            let (key, project) = match options.by {
+                GroupBy::Day => (day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()), None),
+                GroupBy::Session => (session.clone(), Some(project.clone())),
+                GroupBy::Project => (project.clone(), None),
+                GroupBy::Model => (model_name(), None),
+            };
+            let group_key = match &project {
+                Some(p) => format!("{p}\u{0}{key}"),
+                None => key.clone(),
+            };
+            let tokens = Tokens::of(t.format, tally);
+            groups
+                .entry(group_key)
+                .or_insert_with(|| Row {
+                    key,
+                    project,
+                    tokens: Tokens::default(),
+                })
+                .tokens
+                .add(&tokens);
+            report.totals.add(&tokens);
         }
-        for (id, list) in &file.messages {
-            let (entries, owners) = merged.entry(id.as_str()).or_default();
-            for (message, model) in list {
-                let before = entries.len();
-                merge_message(entries, message);
-                if entries.len() > before {
-                    owners.push((i, model.clone()));
-                } else {
-                    report.cross_file_duplicates += u64::from(owners.iter().any(|o| o.0 != i));
+    }
+    report.rows = groups.into_values().collect();
+    report
+}
+
+/// Merges the Claude Code messages whose id is in more than one file: each file's own
+/// messages under the id are taken out of its buckets, and the merged messages are put in
+/// the buckets of the file that holds them first (their bucket is that file's). Returns how
+/// many messages of later files were merged into earlier ones.
+fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) -> u64 {
+    let messages = |i: usize| {
+        read.get(i)
+            .filter(|t| t.format == Format::ClaudeCode)
+            .and_then(|t| t.dedup.as_ref())
+            .map(|d| &d.messages)
+    };
+    let total: usize = (0..read.len()).filter_map(messages).map(HashMap::len).sum();
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(total);
+    let mut shared: HashMap<&str, Vec<usize>> = HashMap::new();
+    for i in 0..read.len() {
+        for id in messages(i).into_iter().flat_map(HashMap::keys) {
+            match first.entry(id.as_str()) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(i);
+                }
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let owner = *o.get();
+                    shared.entry(id.as_str()).or_insert_with(|| vec![owner]).push(i);
                 }
             }
         }
     }
-    for (entries, owners) in merged.values() {
-        for (m, (file, model)) in entries.iter().zip(owners) {
-            let tokens = Tokens::of(Format::ClaudeCode, &tally_of(&m.usage, 1));
-            cells.push((*file, m.bucket.0, model.clone(), tokens));
+    let mut duplicates = 0;
+    for (id, holders) in shared {
+        let mut merged: Vec<Message> = Vec::new();
+        let mut owners: Vec<usize> = Vec::new();
+        for &i in &holders {
+            let Some(list) = messages(i).and_then(|m| m.get(id)) else {
+                continue;
+            };
+            for m in list {
+                if let Some(b) = buckets.get_mut(i).and_then(|b| b.get_mut(&m.bucket)) {
+                    *b = minus(b, &tally_of(&m.usage, 1));
+                }
+                let before = merged.len();
+                merge_message(&mut merged, m);
+                if merged.len() > before {
+                    owners.push(i);
+                } else if owners.iter().any(|&o| o != i) {
+                    duplicates += 1;
+                }
+            }
+        }
+        for (m, owner) in merged.iter().zip(owners) {
+            if let Some(file) = buckets.get_mut(owner) {
+                file.entry(m.bucket).or_default().add(&tally_of(&m.usage, 1));
+            }
         }
     }
-    let mut groups: BTreeMap<String, Row> = BTreeMap::new();
-    for (file, quarter, model, tokens) in cells {
-        let day = day_of(quarter);
-        let outside = match day {
-            Some(d) => options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u),
-            None => options.since.is_some() || options.until.is_some(),
-        };
-        let Some(f) = used.get(file) else { continue };
-        if outside {
-            continue;
-        }
-        let (key, project) = match options.by {
-            GroupBy::Day => (
-                day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
-                None,
-            ),
-            GroupBy::Session => (f.session.clone(), Some(f.project.clone())),
-            GroupBy::Project => (f.project.clone(), None),
-            GroupBy::Model => (model.unwrap_or_else(|| "unknown".to_owned()), None),
-        };
-        let group_key = match &project {
-            Some(p) => format!("{p}\u{0}{key}"),
-            None => key.clone(),
-        };
-        groups
-            .entry(group_key)
-            .or_insert_with(|| Row {
-                key,
-                project,
-                tokens: Tokens::default(),
-            })
-            .tokens
-            .add(&tokens);
-        report.totals.add(&tokens);
-    }
-    report.rows = groups.into_values().collect();
-    report
+    duplicates
 }
 
 /// The `snake_case` name of an index outcome.
