@@ -407,3 +407,41 @@ fn the_context_read_backwards_is_the_one_a_forward_scan_finds() {
         assert!(got.is_some());
     }
 }
+
+#[test]
+fn the_statusline_counts_today_from_the_first_call_on() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let now = jiff::Timestamp::now().to_string();
+    let line = |id: &str, tokens: u64| {
+        serde_json::json!({
+            "type": "assistant", "isSidechain": false, "timestamp": now, "requestId": format!("r{id}"),
+            "message": {"id": id, "model": "claude-opus-4-6", "usage": {
+                "input_tokens": tokens, "output_tokens": 1,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+        })
+        .to_string()
+            + "\n"
+    };
+    let main = project.join("a.jsonl");
+    std::fs::write(&main, line("m1", 100)).unwrap();
+    // Another session of the project written today, and one of another project: not counted.
+    std::fs::write(project.join("b.jsonl"), line("m2", 1000)).unwrap();
+    let elsewhere = home.path().join(".claude/projects/q");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("c.jsonl"), line("m3", 10_000)).unwrap();
+    let input = serde_json::json!({"transcript_path": main}).to_string();
+    for _ in 0..2 {
+        let (code, out, err) = agentlog(
+            &["statusline", "--json"],
+            Some(input.as_bytes()),
+            home.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["today_total_tokens"], 101 + 1001, "{v}");
+        assert_eq!(v["session_total_tokens"], 101);
+        assert_eq!(v["context_tokens"], 100);
+    }
+}

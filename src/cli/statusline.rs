@@ -51,6 +51,8 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let day_start = now.div_euclid(86_400) * 86_400;
     let options = OpenOptions {
         index_dir: args.index_dir.clone(),
+        // Claude Code's own transcripts: read as such even before a line shows the format.
+        format: Some(Format::ClaudeCode),
         max_memory_tail: MEMORY_TAIL,
         buckets_from: Some(day_start / 900),
         ..OpenOptions::default()

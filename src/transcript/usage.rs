@@ -304,7 +304,7 @@ fn read_all(
     progress: &(dyn Fn(usize) + Sync),
 ) -> Vec<Result<Transcript, TranscriptError>> {
     let open_options = OpenOptions {
-        load_dedup: true,
+        load_ids: true,
         ..options.open.clone()
     };
     let threads = match options.threads {
@@ -384,10 +384,27 @@ pub fn usage(
         }
     }
     // Each file's buckets already count each of its messages once; only the ids found in
-    // more than one file are merged, and their tallies moved to the file that owns them.
+    // more than one file are merged, and their tallies moved to the file that owns them. The
+    // first pass read ids alone: the files that share one are read again with their messages.
+    let again = OpenOptions {
+        load_dedup: true,
+        ..options.open.clone()
+    };
+    for i in sharing_files(&read) {
+        if let Some(slot) = read.get_mut(i)
+            && let Ok(full) = open(&slot.path, &again)
+        {
+            *slot = full;
+        }
+    }
     let mut buckets: Vec<HashMap<BucketKey, Tally>> = read
         .iter_mut()
-        .map(|t| t.dedup.as_mut().map(|d| std::mem::take(&mut d.buckets)).unwrap_or_default())
+        .map(|t| {
+            t.dedup
+                .as_mut()
+                .map(|d| std::mem::take(&mut d.buckets))
+                .unwrap_or_default()
+        })
         .collect();
     report.cross_file_duplicates = merge_shared(&read, &mut buckets);
     let mut groups: BTreeMap<String, Row> = BTreeMap::new();
@@ -415,7 +432,10 @@ pub fn usage(
                     .unwrap_or_else(|| "unknown".to_owned())
             };
             let (key, project) = match options.by {
-                GroupBy::Day => (day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()), None),
+                GroupBy::Day => (
+                    day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+                    None,
+                ),
                 GroupBy::Session => (session.clone(), Some(project.clone())),
                 GroupBy::Project => (project.clone(), None),
                 GroupBy::Model => (model_name(), None),
@@ -441,17 +461,45 @@ pub fn usage(
     report
 }
 
+/// The Claude Code message ids of each file, by file number.
+fn ids_of(read: &[Transcript], i: usize) -> Option<&HashMap<String, Vec<Message>>> {
+    read.get(i)
+        .filter(|t| t.format == Format::ClaudeCode)
+        .and_then(|t| t.dedup.as_ref())
+        .map(|d| &d.messages)
+}
+
+/// The numbers of the files holding a Claude Code message id another file holds too.
+fn sharing_files(read: &[Transcript]) -> Vec<usize> {
+    let total: usize = (0..read.len())
+        .filter_map(|i| ids_of(read, i))
+        .map(HashMap::len)
+        .sum();
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(total);
+    let mut sharing = vec![false; read.len()];
+    for i in 0..read.len() {
+        for id in ids_of(read, i).into_iter().flat_map(HashMap::keys) {
+            let owner = *first.entry(id.as_str()).or_insert(i);
+            if owner != i {
+                for j in [owner, i] {
+                    if let Some(flag) = sharing.get_mut(j) {
+                        *flag = true;
+                    }
+                }
+            }
+        }
+    }
+    (0..read.len())
+        .filter(|&i| sharing.get(i) == Some(&true))
+        .collect()
+}
+
 /// Merges the Claude Code messages whose id is in more than one file: each file's own
 /// messages under the id are taken out of its buckets, and the merged messages are put in
 /// the buckets of the file that holds them first (their bucket is that file's). Returns how
 /// many messages of later files were merged into earlier ones.
 fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) -> u64 {
-    let messages = |i: usize| {
-        read.get(i)
-            .filter(|t| t.format == Format::ClaudeCode)
-            .and_then(|t| t.dedup.as_ref())
-            .map(|d| &d.messages)
-    };
+    let messages = |i: usize| ids_of(read, i);
     let total: usize = (0..read.len()).filter_map(messages).map(HashMap::len).sum();
     let mut first: HashMap<&str, usize> = HashMap::with_capacity(total);
     let mut shared: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -463,7 +511,10 @@ fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) 
                 }
                 std::collections::hash_map::Entry::Occupied(o) => {
                     let owner = *o.get();
-                    shared.entry(id.as_str()).or_insert_with(|| vec![owner]).push(i);
+                    shared
+                        .entry(id.as_str())
+                        .or_insert_with(|| vec![owner])
+                        .push(i);
                 }
             }
         }
@@ -491,7 +542,9 @@ fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) 
         }
         for (m, owner) in merged.iter().zip(owners) {
             if let Some(file) = buckets.get_mut(owner) {
-                file.entry(m.bucket).or_default().add(&tally_of(&m.usage, 1));
+                file.entry(m.bucket)
+                    .or_default()
+                    .add(&tally_of(&m.usage, 1));
             }
         }
     }

@@ -44,6 +44,9 @@ pub struct OpenOptions {
     pub repair_budget: Duration,
     /// Also load every dedup key and bucket (for merging transcripts, or comparing).
     pub load_dedup: bool,
+    /// Also load every bucket and every Claude Code message id, without the messages (a
+    /// merge of many transcripts finds the ids they share, then loads only those).
+    pub load_ids: bool,
     /// Also load the buckets from this quarter-hour on (a day's total without reading every
     /// key); [`Transcript::buckets`] then holds at least those.
     pub buckets_from: Option<i64>,
@@ -59,8 +62,16 @@ impl Default for OpenOptions {
             max_memory_tail: 0,
             repair_budget: Duration::from_secs(2),
             load_dedup: false,
+            load_ids: false,
             buckets_from: None,
         }
+    }
+}
+
+impl OpenOptions {
+    /// Whether the answer carries rows (keys, ids or buckets).
+    pub(crate) fn wants_rows(&self) -> bool {
+        self.load_dedup || self.load_ids || self.buckets_from.is_some()
     }
 }
 

@@ -253,7 +253,7 @@ fn from_scratch(
     if let Some(index) = index {
         outcome.trace(index);
     }
-    let dedup = (options.load_dedup || options.buckets_from.is_some()).then(|| fold.dedup.clone());
+    let dedup = options.wants_rows().then(|| fold.dedup.clone());
     Ok(answer(
         source,
         index,

@@ -82,6 +82,16 @@ pub(crate) fn load_all(
     claude: bool,
     expected: (u64, u64),
 ) -> Result<Dedup, RecallError> {
+    load_rows(db, claude, expected, false)
+}
+
+/// [`load_all`], or with `ids_only` every Claude Code message id without its messages.
+pub(crate) fn load_rows(
+    db: &impl ReadableDatabase,
+    claude: bool,
+    expected: (u64, u64),
+    ids_only: bool,
+) -> Result<Dedup, RecallError> {
     let txn = Leak::new(db.begin_read().map_err(storage)?);
     let txn = txn.get().map_err(storage)?;
     let mut dedup = Dedup::default();
@@ -97,10 +107,13 @@ pub(crate) fn load_all(
                 if seen > expected.0 || last.as_ref().is_some_and(|l| *l >= id) {
                     return Err(damaged("key (out of order)"));
                 }
-                if claude {
+                if claude && !ids_only {
                     let messages =
                         decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
                     dedup.messages.insert(id.clone(), messages);
+                } else if claude {
+                    // The id alone (a merge looks up the few ids other files hold too).
+                    dedup.messages.insert(id.clone(), Vec::new());
                 } else {
                     dedup.ids.insert(id.clone());
                 }

@@ -6,7 +6,7 @@ use redb::ReadableDatabase;
 
 use super::OpenOptions;
 use super::db::{Close, Held, Leak};
-use super::recall::{load_all, load_buckets_from, row_counts};
+use super::recall::{load_buckets_from, load_rows, row_counts};
 use super::schema::{FORMAT_KEY, FORMAT_VERSION, META, META_KEY, Meta, PARSER_VERSION, decode};
 use super::source::Source;
 use crate::index::StaleReason;
@@ -81,10 +81,13 @@ pub(super) fn validate<D: ReadableDatabase + Close>(
         .map_err(|e| TranscriptError::io("read", &source.path, e))?;
     Ok(match check {
         CoverageCheck::Current { .. } | CoverageCheck::Grew { .. } => {
-            let rows = if options.load_dedup {
+            let rows = if options.load_dedup || options.load_ids {
                 let claude = source.format == Format::ClaudeCode;
                 let counts = (meta.summary.keys, meta.summary.buckets);
-                match db.run("reading the index", |db| load_all(db, claude, counts)) {
+                let ids_only = !options.load_dedup;
+                match db.run("reading the index", |db| {
+                    load_rows(db, claude, counts, ids_only)
+                }) {
                     Ok(Ok(rows)) => Some(rows),
                     Ok(Err(e)) => return inconsistent(e.0),
                     Err(detail) => return Ok(Validity::Stale(unreadable(detail))),

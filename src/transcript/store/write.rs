@@ -66,7 +66,7 @@ pub(super) fn build(
             tail_events: events,
         },
     };
-    let dedup = options.load_dedup.then_some(fold.dedup);
+    let dedup = options.wants_rows().then_some(fold.dedup);
     Ok(answer(
         source,
         Some(index),
