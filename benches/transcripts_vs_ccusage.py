@@ -97,6 +97,9 @@ def timed(cmd, env, stdin=None):
     return took, p.stdout
 
 
+ALL = []  # (command, every time) for the raw data
+
+
 def median_of(n, cmd, env, stdin=None, before=None):
     times = []
     out = b""
@@ -105,6 +108,7 @@ def median_of(n, cmd, env, stdin=None, before=None):
             before()
         t, out = timed(cmd, env, stdin)
         times.append(t)
+    ALL.append((" ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd)), times))
     return statistics.median(times), out
 
 
@@ -117,19 +121,24 @@ def files_of(data):
 
 
 def grow(path, n=[0]):
-    """Appends one new turn (a user line and an assistant line with a new message id)."""
+    """Appends one new turn to a session file: a user line and an assistant line (a new
+    message id), shaped like the file's own lines."""
     n[0] += 1
-    ts = "2026-11-30T23:59:00.000Z"
-    user = {"type": "user", "isSidechain": False, "sessionId": "grow", "uuid": f"grow-u-{n[0]}",
-            "timestamp": ts, "message": {"role": "user", "content": "more"}}
-    asst = {"type": "assistant", "isSidechain": False, "sessionId": "grow",
-            "uuid": f"grow-a-{n[0]}", "timestamp": ts, "requestId": f"req_grow_{n[0]}",
-            "message": {"id": f"msg_grow_{n[0]}", "model": "claude-opus-4-6", "role": "assistant",
-                        "type": "message", "content": [{"type": "text", "text": "ok"}],
-                        "usage": {"input_tokens": 5, "cache_creation_input_tokens": 10,
-                                  "cache_read_input_tokens": 20000, "output_tokens": 50}}}
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - 65536))
+        last = [l for l in f.read().split(b"\n") if b'"type":"assistant"' in l][-1]
+    asst = json.loads(last)
+    ts = asst["timestamp"]
+    user = {k: asst[k] for k in ["parentUuid", "isSidechain", "userType", "cwd", "sessionId",
+                                  "version", "gitBranch"]}
+    user.update({"type": "user", "uuid": f"grow-u-{n[0]}", "timestamp": ts,
+                 "message": {"role": "user", "content": "more"}})
+    asst.update({"uuid": f"grow-a-{n[0]}", "parentUuid": f"grow-u-{n[0]}",
+                 "requestId": f"req_grow_{n[0]}"})
+    asst["message"]["id"] = f"msg_grow_{n[0]}"
     with open(path, "a") as f:
-        f.write(json.dumps(user) + "\n" + json.dumps(asst) + "\n")
+        f.write(json.dumps(user, separators=(",", ":")) + "\n"
+                + json.dumps(asst, separators=(",", ":")) + "\n")
 
 
 def per_day_agentlog(out):
@@ -240,7 +249,9 @@ def main():
         print(f"days where the tools disagree (agentlog, ccusage): {dict(sorted(mismatched.items())[:10])}")
     else:
         print(f"both tools report the same total tokens on all {len(ours_days)} days")
-    print(f"raw: {os.path.relpath(name, ROOT)}")
+    with open(name[:-4] + "-times.json", "w") as f:
+        json.dump([{"command": c, "seconds": t} for c, t in ALL], f, indent=0)
+    print(f"raw: {os.path.relpath(name, ROOT)} (every time: -times.json beside it)")
 
 
 if __name__ == "__main__":
