@@ -1,7 +1,7 @@
 //! Arbitrary bytes as Claude Code's status line input, and as the transcript whose tail gives
 //! the context size: parsing must never panic; an accepted input must be a JSON object whose
 //! `transcript_path` is the non-empty string returned; the context read from the tail must be
-//! the one a plain scan from the first line finds among lines serde_json reads as objects.
+//! the one a plain scan from the first line finds among lines `serde_json` reads as objects.
 #![no_main]
 
 use std::io::Write;
@@ -10,16 +10,24 @@ use agentlog::transcript::{context_tokens, parse_status_input};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
+/// What the naive scan says.
+enum Verdict {
+    /// The context it finds (or none).
+    Context(Option<u64>),
+    /// The input holds what the reader may read differently (coercions, escapes).
+    NoVerdict,
+}
+
 /// The naive answer: the last complete line that is a compaction boundary (0) or a main-chain
 /// assistant line with a usage object (its input + cache creation + cache read), or none.
-fn naive(data: &[u8]) -> Option<Option<u64>> {
+fn naive(data: &[u8]) -> Verdict {
     let end = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let mut found = None;
     for line in data[..end].split(|&b| b == b'\n') {
         let Ok(v) = serde_json::from_slice::<Value>(line) else {
             // A line the reader's tolerant parse may read differently: no verdict.
             if memchr(line, b"\"usage\"") || memchr(line, b"\"compact_boundary\"") {
-                return None;
+                return Verdict::NoVerdict;
             }
             continue;
         };
@@ -39,7 +47,7 @@ fn naive(data: &[u8]) -> Option<Option<u64>> {
                         sum += n.as_u64().unwrap_or(0);
                     }
                     // Coerced strings, floats, and invalid values: no verdict.
-                    Some(_) => return None,
+                    Some(_) => return Verdict::NoVerdict,
                 }
             }
             found = Some(sum);
@@ -47,9 +55,9 @@ fn naive(data: &[u8]) -> Option<Option<u64>> {
     }
     // Keys spelled with escapes are matched by serde but not by the reader's prefilter.
     if data.contains(&b'\\') {
-        return None;
+        return Verdict::NoVerdict;
     }
-    Some(found)
+    Verdict::Context(found)
 }
 
 fn memchr(hay: &[u8], needle: &[u8]) -> bool {
@@ -68,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
     std::fs::File::create(&path).and_then(|mut f| f.write_all(data)).expect("write");
     let end = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
     let got = context_tokens(&path, end).expect("reading the tail");
-    if let Some(want) = naive(data) {
+    if let Verdict::Context(want) = naive(data) {
         assert_eq!(got, want, "context of {:?}", String::from_utf8_lossy(data));
     }
 });
