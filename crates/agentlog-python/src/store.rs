@@ -1,5 +1,7 @@
 //! `agentlog.Store`: read queries over a directory of dsh-style session logs.
 
+use std::time::{Duration, Instant};
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -52,16 +54,48 @@ fn types_arg(types: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     Ok(out)
 }
 
+/// How long a query waits for a session index that another opener is building.
+///
+/// The query layer does not wait itself yet: two first queries of a session on a cold store can
+/// meet its index mid-build and fail with `persistence_failed`. This wait (and
+/// `index_being_built`) can go once `IndexedSource` waits such a builder out on its own.
+const BUILD_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether `error` comes from a session index another opener holds while building it: a
+/// first query of one session from several threads at once meets this, and it passes.
+fn index_being_built(error: &QueryError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(
+            agentlog::index::IndexError::Unavailable { .. }
+            | agentlog::index::IndexError::Busy { .. },
+        ) = e.downcast_ref::<agentlog::index::IndexError>()
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 impl Store {
-    /// Runs `f` on a query service, without the GIL.
+    /// Runs `f` on a query service, without the GIL; waits out a session index being built.
     fn query<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&QueryService<'_>) -> Result<T, QueryError> + Send,
+        f: impl Fn(&QueryService<'_>) -> Result<T, QueryError> + Send + Sync,
     ) -> PyResult<T> {
         py.detach(|| {
-            let service = QueryService::new(&self.inner, QueryConfig::default())?;
-            f(&service)
+            let started = Instant::now();
+            loop {
+                let service = QueryService::new(&self.inner, QueryConfig::default())?;
+                match f(&service) {
+                    Err(e) if index_being_built(&e) && started.elapsed() < BUILD_WAIT => {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    result => return result,
+                }
+            }
         })
         .map_err(|e| query_error(py, e))
     }
