@@ -69,6 +69,7 @@ def load_kernel(checkout: Path):
     path = checkout / "src" / "lingtai" / "kernel" / "agent_session.py"
     spec = importlib.util.spec_from_file_location("kernel_agent_session", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
