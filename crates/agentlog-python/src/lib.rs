@@ -19,6 +19,7 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(status::status, m)?)?;
     m.add_function(wrap_pyfunction!(status::generations, m)?)?;
+    m.add_function(wrap_pyfunction!(status::_status_timed, m)?)?;
     m.add_function(wrap_pyfunction!(synth::write_synthetic_log, m)?)?;
     m.add_class::<status::Status>()?;
     m.add_class::<writer::Writer>()?;

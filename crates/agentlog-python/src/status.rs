@@ -125,6 +125,36 @@ pub fn status(
     }
 }
 
+/// `status(agent_dir, molt_count)` that also returns the seconds spent in the Rust call it
+/// wraps, measured inside the binding: the benchmark subtracts them from the whole call to
+/// get the binding's own cost per call without comparing two separate, noisy runs.
+#[pyfunction]
+#[pyo3(signature = (agent_dir, molt_count = None))]
+pub fn _status_timed(
+    py: Python<'_>,
+    agent_dir: &Bound<'_, PyAny>,
+    molt_count: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Status, f64)> {
+    let ask = Ask {
+        agent_dir: path_arg(agent_dir, "agent_dir")?,
+        log: None,
+        molt_count: molt_count.map(|m| count_arg(m, "molt_count")).transpose()?,
+        tier: None,
+        reverse_scan_bytes: DEFAULT_REVERSE_SCAN_BYTES,
+        trust_legacy_boundaries: false,
+        max_memory_tail: agentlog::index::DEFAULT_MAX_MEMORY_TAIL,
+    };
+    let (answer, inner) = py.detach(|| {
+        let started = std::time::Instant::now();
+        let answer = ask.answer();
+        (answer, started.elapsed().as_secs_f64())
+    });
+    match answer {
+        Ok(report) => Ok((Status { report }, inner)),
+        Err(e) => Err(generation_error(py, e)),
+    }
+}
+
 /// The answer of `agentlog.status()`: immutable; its attributes are the fields of
 /// `agentlog status --json`, and `to_dict()` returns that document.
 #[pyclass(module = "agentlog", frozen)]

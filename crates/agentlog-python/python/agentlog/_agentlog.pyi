@@ -150,6 +150,9 @@ def status(
     Raises MoltMismatch, NoLog, ManifestError (all GenerationError), or another AgentlogError.
     """
 
+def _status_timed(agent_dir: PathArg, molt_count: Optional[int] = None) -> "tuple[Status, float]":
+    """status() and the seconds spent in the Rust call inside it (for the overhead benchmark)."""
+
 def generations(agent_dir: PathArg) -> List[Dict[str, Any]]:
     """Every generation, oldest first (`agentlog generations --json`)."""
 
