@@ -1,6 +1,7 @@
 """Type stubs of agentlog's native module (agentlog._agentlog); see agentlog/__init__.py."""
 
 import os
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Dict, Iterable, List, Literal, Optional, Type, Union
 
@@ -188,7 +189,8 @@ class Writer:
     @property
     def closed(self) -> bool: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> Path:
+        """The log's path."""
     def __enter__(self) -> "Writer": ...
     def __exit__(
         self,
@@ -202,7 +204,8 @@ class Store:
 
     def __init__(self, root: PathArg) -> None: ...
     @property
-    def root(self) -> str: ...
+    def root(self) -> Path:
+        """The store directory."""
     def sessions(self) -> List[Dict[str, Any]]:
         """`agentlog sessions --json`."""
     def events(
