@@ -4,6 +4,14 @@
 //! The pure-Python half (`python/agentlog/`) re-exports this module and adds the lingtai
 //! drop-in. See docs/PYTHON.md.
 
+// Every Rust error reaches Python as a typed exception: nothing here may panic on user data.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod convert;
 mod errors;
 mod paths;
