@@ -105,7 +105,9 @@ impl StatusReport {
             api_calls: current.totals.api_calls,
             boundary_offset: boundary.map(|b| b.offset),
             boundary_initiator: current.boundary_initiator().to_owned(),
-            boundary_ts: boundary.and_then(|b| b.time).map(|t| t.as_seconds()),
+            boundary_ts: boundary
+                .and_then(|b| b.time)
+                .map(crate::event::Timestamp::as_seconds),
             boundary_molt_count: boundary.and_then(|b| b.molt_count.value()),
             index_outcome: current.index_outcome.as_ref().map(IndexOutcome::code),
             index: current.index_outcome.clone(),
@@ -149,7 +151,9 @@ impl From<&Generation> for GenerationRow {
             molt_count: g.molt_count,
             boundary_offset: boundary.map(|b| b.offset),
             boundary_initiator: g.initiator().to_owned(),
-            boundary_ts: boundary.and_then(|b| b.time).map(|t| t.as_seconds()),
+            boundary_ts: boundary
+                .and_then(|b| b.time)
+                .map(crate::event::Timestamp::as_seconds),
             input_tokens: g.totals.input_tokens,
             output_tokens: g.totals.output_tokens,
             cached_tokens: g.totals.cached_tokens,

@@ -76,31 +76,28 @@ pub fn select_events(
             values: vec![surface],
         });
     }
-    let records: Vec<SessionEventRecord> = match text {
-        // Text filters match an event's searchable text, so they read whole events.
-        Some(text) => {
-            filters.push(EventFilter::Text {
-                text: text.to_owned(),
-            });
-            service
-                .filter_events(session_id, &filters)?
-                .into_iter()
-                .map(|d| d.record)
-                .collect()
-        }
-        None => {
-            let records = if types.is_empty() {
-                service.list_events(session_id)?
-            } else {
-                // Through the type index: the cost follows the matches, not the log.
-                let types: Vec<&str> = types.iter().map(String::as_str).collect();
-                service.list_events_of_types(session_id, &types)?
-            };
-            records
-                .into_iter()
-                .filter(|r| surface.is_none_or(|w| r.surface == w))
-                .collect()
-        }
+    // Text filters match an event's searchable text, so they read whole events.
+    let records: Vec<SessionEventRecord> = if let Some(text) = text {
+        filters.push(EventFilter::Text {
+            text: text.to_owned(),
+        });
+        service
+            .filter_events(session_id, &filters)?
+            .into_iter()
+            .map(|d| d.record)
+            .collect()
+    } else {
+        let records = if types.is_empty() {
+            service.list_events(session_id)?
+        } else {
+            // Through the type index: the cost follows the matches, not the log.
+            let types: Vec<&str> = types.iter().map(String::as_str).collect();
+            service.list_events_of_types(session_id, &types)?
+        };
+        records
+            .into_iter()
+            .filter(|r| surface.is_none_or(|w| r.surface == w))
+            .collect()
     };
     Ok(records.iter().map(EventSummary::from).collect())
 }
