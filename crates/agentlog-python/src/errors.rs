@@ -202,7 +202,7 @@ pub fn generation_error(py: Python<'_>, error: RustGenerationError) -> PyErr {
                 ("tier", object(py, tier.as_str())),
             ],
         ),
-        RustGenerationError::Manifest(e) => manifest_error(py, e),
+        RustGenerationError::Manifest(e) => manifest_error(py, &e),
         RustGenerationError::Log(e) => log_error(py, e),
         RustGenerationError::Index(e) => index_error(py, e),
         RustGenerationError::Read { path, .. } => raise::<LogError>(
@@ -217,9 +217,9 @@ pub fn generation_error(py: Python<'_>, error: RustGenerationError) -> PyErr {
 }
 
 /// Maps a manifest error.
-pub fn manifest_error(py: Python<'_>, error: RustManifestError) -> PyErr {
+pub fn manifest_error(py: Python<'_>, error: &RustManifestError) -> PyErr {
     let message = error.to_string();
-    let path = match &error {
+    let path = match error {
         RustManifestError::Read { path, .. }
         | RustManifestError::NotJson { path, .. }
         | RustManifestError::NotAnObject { path }

@@ -1,8 +1,8 @@
 //! Path arguments: `str`, `bytes` or any `os.PathLike`, as `open()` takes them.
 //!
-//! PyO3's own `PathBuf` conversion calls `os.fspath` but then accepts only `str`; a `bytes`
+//! `PyO3`'s own `PathBuf` conversion calls `os.fspath` but then accepts only `str`; a `bytes`
 //! path (the only way to name a non-UTF-8 file name on Linux without surrogate escapes) would
-//! be a confusing TypeError. Here both work: `bytes` are the file name's bytes, `str` is
+//! be a confusing `TypeError`. Here both work: `bytes` are the file name's bytes, `str` is
 //! encoded with the file-system encoding and its surrogate escapes, as Python itself does.
 
 use std::path::PathBuf;

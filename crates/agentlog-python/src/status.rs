@@ -1,5 +1,6 @@
 //! `agentlog.status()`, its result `Status`, and `agentlog.generations()`.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -169,12 +170,12 @@ impl Status {
     fn agent_dir(&self) -> &str {
         &self.report.agent_dir
     }
-    /// The tier that answered: "index", "reverse_scan" or "full_scan".
+    /// The tier that answered: `"index"`, `"reverse_scan"` or `"full_scan"`.
     #[getter]
     fn tier(&self) -> &'static str {
         self.report.tier
     }
-    /// The generation of these totals (None if the latest boundary carries no valid molt_count
+    /// The generation of these totals (None if the latest boundary carries no valid `molt_count`
     /// and none was expected).
     #[getter]
     fn molt_count(&self) -> Option<u64> {
@@ -198,27 +199,27 @@ impl Status {
             ExpectedFrom::Manifest => "manifest",
         })
     }
-    /// Sum of input_tokens since the boundary (cached tokens included).
+    /// Sum of `input_tokens` since the boundary (cached tokens included).
     #[getter]
     fn input_tokens(&self) -> u128 {
         self.report.input_tokens
     }
-    /// Sum of output_tokens since the boundary.
+    /// Sum of `output_tokens` since the boundary.
     #[getter]
     fn output_tokens(&self) -> u128 {
         self.report.output_tokens
     }
-    /// Sum of cached_tokens since the boundary.
+    /// Sum of `cached_tokens` since the boundary.
     #[getter]
     fn cached_tokens(&self) -> u128 {
         self.report.cached_tokens
     }
-    /// Sum of thinking_tokens since the boundary.
+    /// Sum of `thinking_tokens` since the boundary.
     #[getter]
     fn thinking_tokens(&self) -> u128 {
         self.report.thinking_tokens
     }
-    /// Token events (llm_response) since the boundary.
+    /// Token events (`llm_response`) since the boundary.
     #[getter]
     fn api_calls(&self) -> u64 {
         self.report.api_calls
@@ -238,12 +239,12 @@ impl Status {
     fn boundary_ts(&self) -> Option<f64> {
         self.report.boundary_ts
     }
-    /// The boundary's own valid molt_count, if it has one.
+    /// The boundary's own valid `molt_count`, if it has one.
     #[getter]
     fn boundary_molt_count(&self) -> Option<u64> {
         self.report.boundary_molt_count
     }
-    /// What opening the index did ("fresh", "caught_up", "rebuilt", ...), when it was tried.
+    /// What opening the index did (`"fresh"`, `"caught_up"`, `"rebuilt"`, ...), when it was tried.
     #[getter]
     fn index_outcome(&self) -> Option<&'static str> {
         self.report.index_outcome
@@ -295,16 +296,15 @@ impl Status {
     fn __hash__(&self) -> u64 {
         // Equal reports have equal totals; the fields below are enough to spread them.
         let r = &self.report;
-        let mut h = r.api_calls ^ r.bytes_read.rotate_left(17);
-        h ^= (r.input_tokens as u64).rotate_left(29);
-        h ^= r.boundary_offset.unwrap_or(u64::MAX).rotate_left(41);
-        h
+        let mut h = DefaultHasher::new();
+        (r.api_calls, r.bytes_read, r.input_tokens, r.boundary_offset).hash(&mut h);
+        h.finish()
     }
 }
 
 /// Every generation of the agent's log, oldest first, as `agentlog generations --json`
-/// lists them: a list of dicts (generation, molt_count, boundary_offset, boundary_initiator,
-/// boundary_ts and the token totals). Raises `NoLog` when there is no log. The GIL is
+/// lists them: a list of dicts (`generation`, `molt_count`, `boundary_offset`,
+/// `boundary_initiator`, `boundary_ts` and the token totals). Raises `NoLog` when there is no log. The GIL is
 /// released while the log and index are read.
 #[pyfunction]
 pub fn generations(py: Python<'_>, agent_dir: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -119,6 +119,10 @@ impl Store {
     /// The sessions, newest first: dicts with id, createdAt, parentSession, cwd, live,
     /// persisted (`agentlog sessions --json`).
     fn sessions(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        #[expect(
+            clippy::redundant_closure_for_method_calls,
+            reason = "the method's path fixes one lifetime of the service; `query` needs any"
+        )]
         let records = self.query(py, |s| s.list_sessions())?;
         let rows: Vec<_> = records.iter().map(session_summary_json).collect();
         to_py(py, &rows)
@@ -232,16 +236,14 @@ fn lineage_nodes_to_py<'py>(
     let top = PyList::empty(py);
     let mut open = vec![(nodes.iter(), top.clone())];
     loop {
-        let (node, siblings) = match open.last_mut() {
-            Some((level, list)) => match level.next() {
-                Some(node) => (node, list.clone()),
-                None => {
-                    open.pop();
-                    continue;
-                }
-            },
-            None => return Ok(top),
+        let Some((level, list)) = open.last_mut() else {
+            return Ok(top);
         };
+        let Some(node) = level.next() else {
+            open.pop();
+            continue;
+        };
+        let siblings = list.clone();
         let entry = PyDict::new(py);
         entry.set_item("session", to_py(py, &node.session)?)?;
         let children = PyList::empty(py);

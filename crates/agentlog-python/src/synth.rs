@@ -13,10 +13,10 @@ use agentlog::synth::{SynthOptions, responses_for_bytes, write_lingtai_log};
 use crate::paths::path_arg;
 
 /// Writes a synthetic agent directory: `agent_dir/logs/events.jsonl` with `responses`
-/// llm_response events (or about `target_bytes` bytes) in several generations, and
+/// `llm_response` events (or about `target_bytes` bytes) in several generations, and
 /// `agent_dir/.agent.json` naming the last one. Returns the answer key: lines, bytes,
-/// molt_count, api_calls_since_molt, input_tokens_since_molt. The output is a pure function of
-/// the arguments. Refuses (FileExistsError) to replace an existing log.
+/// `molt_count`, `api_calls_since_molt`, `input_tokens_since_molt`. The output is a pure function of
+/// the arguments. Refuses (`FileExistsError`) to replace an existing log.
 #[pyfunction]
 #[pyo3(signature = (agent_dir, *, responses = None, target_bytes = None, seed = 42))]
 pub fn write_synthetic_log(

@@ -107,9 +107,8 @@ impl Writer {
         // The lock is taken with the GIL released: a thread waiting for it never holds the GIL
         // another thread needs to finish.
         let result = py.detach(|| {
-            let mut guard = match self.inner.lock() {
-                Ok(guard) => guard,
-                Err(_) => return Err(None),
+            let Ok(mut guard) = self.inner.lock() else {
+                return Err(None);
             };
             match guard.as_mut() {
                 Some(writer) => f(writer).map_err(Some),
