@@ -12,6 +12,7 @@ use agentlog::generation::{
 use agentlog::index::IndexError as RustIndexError;
 use agentlog::log::LogError as RustLogError;
 use agentlog::query::QueryError as RustQueryError;
+use agentlog::search::SearchError as RustSearchError;
 
 create_exception!(
     agentlog,
@@ -124,6 +125,25 @@ create_exception!(
 );
 create_exception!(
     agentlog,
+    InvalidCursor,
+    InvalidQuery,
+    "A search cursor was not made for this very request by this store's index; search again \
+     without it."
+);
+create_exception!(
+    agentlog,
+    StaleCursor,
+    InvalidCursor,
+    "The sessions a search cursor covers changed since it was made; search again without it."
+);
+create_exception!(
+    agentlog,
+    SearchIndexFailed,
+    QueryError,
+    "The search index (`root/.agentlog-search/`) failed; the logs are untouched."
+);
+create_exception!(
+    agentlog,
     CorruptSession,
     QueryError,
     "A stored session log is damaged, breaks the event rules, or has an invalid surface or \
@@ -151,6 +171,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EventNotFound", py.get_type::<EventNotFound>())?;
     m.add("InvalidQuery", py.get_type::<InvalidQuery>())?;
     m.add("CorruptSession", py.get_type::<CorruptSession>())?;
+    m.add("InvalidCursor", py.get_type::<InvalidCursor>())?;
+    m.add("StaleCursor", py.get_type::<StaleCursor>())?;
+    m.add("SearchIndexFailed", py.get_type::<SearchIndexFailed>())?;
     Ok(())
 }
 
@@ -299,6 +322,32 @@ pub fn query_error(py: Python<'_>, error: RustQueryError) -> PyErr {
         | Q::InvalidSurface { .. }
         | Q::InvalidLineage { .. }
         | Q::SourceConflict { .. } => raise::<CorruptSession>(py, message, code, &[]),
+        _ => raise::<QueryError>(py, message, code, &[]),
+    }
+}
+
+/// Maps a search error: bad requests are `InvalidQuery` (cursors: `InvalidCursor`,
+/// `StaleCursor`) or the query layer's own class; `code` is the Rust error's own code.
+pub fn search_error(py: Python<'_>, error: RustSearchError) -> PyErr {
+    use RustSearchError as S;
+    let message = error.to_string();
+    let code = error.code();
+    match error {
+        S::InvalidQuery { .. } => raise::<InvalidQuery>(py, message, code, &[]),
+        S::InvalidLimit { limit, max } => raise::<InvalidQuery>(
+            py,
+            message,
+            code,
+            &[("limit", object(py, limit)), ("max", object(py, max))],
+        ),
+        S::InvalidCursor { .. } => raise::<InvalidCursor>(py, message, code, &[]),
+        S::StaleCursor => raise::<StaleCursor>(py, message, code, &[]),
+        S::IndexFailed { .. } => raise::<SearchIndexFailed>(py, message, code, &[]),
+        S::Unreadable { session_id, .. } => {
+            raise::<CorruptSession>(py, message, code, &[("session_id", object(py, session_id))])
+        }
+        S::Query(e) => query_error(py, e),
+        // Variants added later surface as the family's class.
         _ => raise::<QueryError>(py, message, code, &[]),
     }
 }

@@ -7,13 +7,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use agentlog::query::{
-    LineageResolution, QueryConfig, QueryError, QueryService, SessionLineageNode,
+    EventFilter, LineageResolution, QueryConfig, QueryError, QueryService, SessionLineageNode,
     SessionLineageTrace, Store as RustStore, StoreConfig, SurfaceClass, WindowRequest,
     select_events, session_summary_json,
 };
+use agentlog::search::{
+    EventSearchRequest, MatchMode, SearchConfig, SearchIndex, SessionSearchRequest,
+};
 
 use crate::convert::to_py;
-use crate::errors::{no_store, query_error};
+use crate::errors::{no_store, query_error, search_error};
 use crate::paths::path_arg;
 use crate::status::count_arg;
 
@@ -28,16 +31,49 @@ pub struct Store {
     inner: RustStore,
 }
 
-fn surface_arg(name: Option<&str>) -> PyResult<Option<SurfaceClass>> {
-    name.map(|n| match n {
+fn surface_name(name: &str) -> PyResult<SurfaceClass> {
+    match name {
         "current" => Ok(SurfaceClass::Current),
         "shadowed" => Ok(SurfaceClass::Shadowed),
         "log-only" | "log_only" => Ok(SurfaceClass::LogOnly),
         other => Err(PyValueError::new_err(format!(
             "surface must be 'current', 'shadowed' or 'log-only', not {other:?}"
         ))),
-    })
-    .transpose()
+    }
+}
+
+fn surface_arg(name: Option<&str>) -> PyResult<Option<SurfaceClass>> {
+    name.map(surface_name).transpose()
+}
+
+fn match_arg(name: &str) -> PyResult<MatchMode> {
+    match name {
+        "phrase" => Ok(MatchMode::Phrase),
+        "all" => Ok(MatchMode::All),
+        other => Err(PyValueError::new_err(format!(
+            "match must be 'phrase' or 'all', not {other:?}"
+        ))),
+    }
+}
+
+/// The `types` and `surfaces` of a search as the query layer's event filters (any of a list matches).
+fn search_filters(
+    types: Option<&Bound<'_, PyAny>>,
+    surfaces: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<EventFilter>> {
+    let mut filters = Vec::new();
+    let types = types_arg(types)?;
+    if !types.is_empty() {
+        filters.push(EventFilter::Type { values: types });
+    }
+    let surfaces = types_arg(surfaces)?
+        .iter()
+        .map(|name| surface_name(name))
+        .collect::<PyResult<Vec<SurfaceClass>>>()?;
+    if !surfaces.is_empty() {
+        filters.push(EventFilter::Surface { values: surfaces });
+    }
+    Ok(filters)
 }
 
 fn types_arg(types: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
@@ -189,6 +225,71 @@ impl Store {
         let seq = count_arg(seq, "seq")?;
         let trace = self.query(py, |s| s.trace_event(session, seq))?;
         to_py(py, &trace)
+    }
+
+    /// Full-text search (`agentlog search --json`); docs/SEARCH.md has the rules.
+    ///
+    /// Without `session`, each matching session once with its best event: {hits: [{header,
+    /// live, persisted, bestMatch}], nextCursor?, unreadable: [{sessionId, error, message}]};
+    /// with `session`, that session's matching events: {session, hits, nextCursor?}. A hit is
+    /// {sessionId, seq, type, time, surface, snippet}. `query` is one phrase (case and accents
+    /// ignored), or with `match="all"` every word in any order; `types` and `surfaces` (a str
+    /// or an iterable of str) keep those events; `limit` is 1 to 100 (default 20); `cursor` is
+    /// the previous page's `nextCursor` for this very request. Each call catches the index in
+    /// `root/.agentlog-search/` up with the logs first, as one CLI run does. A bad request
+    /// raises `InvalidQuery` (`InvalidCursor`, `StaleCursor`) or `SessionNotFound`.
+    #[pyo3(signature = (
+        query, *, session = None, types = None, surfaces = None, limit = None, cursor = None,
+        r#match = "phrase"
+    ))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one Python keyword argument each, as the CLI has one flag each"
+    )]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: String,
+        session: Option<String>,
+        types: Option<&Bound<'_, PyAny>>,
+        surfaces: Option<&Bound<'_, PyAny>>,
+        limit: Option<&Bound<'_, PyAny>>,
+        cursor: Option<String>,
+        r#match: &str,
+    ) -> PyResult<Py<PyAny>> {
+        let filters = search_filters(types, surfaces)?;
+        let limit = limit.map(|l| count_arg(l, "limit")).transpose()?;
+        let mode = match_arg(r#match)?;
+        let store = &self.inner;
+        if let Some(session_id) = session {
+            let request = EventSearchRequest {
+                session_id,
+                query,
+                filters,
+                limit,
+                cursor,
+                mode,
+            };
+            let page = py.detach(|| {
+                SearchIndex::new(store, SearchConfig::default()).search_events(&request)
+            });
+            page.map_err(|e| search_error(py, e))
+                .and_then(|page| to_py(py, &page))
+        } else {
+            let request = SessionSearchRequest {
+                query,
+                session_filters: Vec::new(),
+                event_filters: filters,
+                limit,
+                cursor,
+                mode,
+            };
+            let page = py.detach(|| {
+                SearchIndex::new(store, SearchConfig::default()).search_sessions(&request)
+            });
+            page.map_err(|e| search_error(py, e))
+                .and_then(|page| to_py(py, &page))
+        }
     }
 
     /// The store directory.

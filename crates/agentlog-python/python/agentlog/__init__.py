@@ -9,7 +9,7 @@ or steps down to a scan, saying why.
 - :func:`status` answers that question (the document ``agentlog status --json`` prints);
   :func:`generations` lists every generation.
 - :class:`Writer` appends events and keeps the index current.
-- :class:`Store` queries a directory of dsh-style session logs.
+- :class:`Store` queries a directory of dsh-style session logs and searches their text.
 - :mod:`agentlog.lingtai` is a drop-in for the lingtai kernel's
   ``rebuild_agent_session_from_events``.
 
@@ -25,6 +25,7 @@ from ._agentlog import (
     IndexBusy,
     IndexDamaged,
     IndexFailure,
+    InvalidCursor,
     InvalidEvent,
     InvalidQuery,
     Locked,
@@ -35,7 +36,9 @@ from ._agentlog import (
     NoStore,
     NotAFile,
     QueryError,
+    SearchIndexFailed,
     SessionNotFound,
+    StaleCursor,
     Status,
     Store,
     Writer,
@@ -53,6 +56,7 @@ __all__ = [
     "IndexBusy",
     "IndexDamaged",
     "IndexFailure",
+    "InvalidCursor",
     "InvalidEvent",
     "InvalidQuery",
     "Locked",
@@ -63,7 +67,9 @@ __all__ = [
     "NoStore",
     "NotAFile",
     "QueryError",
+    "SearchIndexFailed",
     "SessionNotFound",
+    "StaleCursor",
     "Status",
     "Store",
     "Writer",

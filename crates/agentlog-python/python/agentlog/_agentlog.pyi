@@ -7,6 +7,7 @@ from typing import Any, Dict, Iterable, List, Literal, Optional, Type, Union
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 TierName = Literal["index", "reverse_scan", "full_scan"]
+SurfaceName = Literal["current", "shadowed", "log-only"]
 
 __version__: str
 
@@ -83,10 +84,25 @@ class EventNotFound(QueryError):
     seq: int
 
 class InvalidQuery(QueryError):
-    """A window, filter, session id or configuration value is malformed."""
+    """A window, filter, session id, configuration value, search query or limit is malformed.
+
+    A search's `invalid_limit` also carries `limit` and `max`.
+    """
+
+class InvalidCursor(InvalidQuery):
+    """A search cursor was not made for this very request by this store's index."""
+
+class StaleCursor(InvalidCursor):
+    """The sessions a search cursor covers changed since it was made."""
+
+class SearchIndexFailed(QueryError):
+    """The search index failed; the logs are untouched."""
 
 class CorruptSession(QueryError):
-    """A stored session log is damaged or breaks the event rules."""
+    """A stored session log is damaged or breaks the event rules.
+
+    Raised by a search of that session's events with `session_id` set.
+    """
 
 class Status:
     """The answer of status(): immutable; the fields of `agentlog status --json`."""
@@ -232,3 +248,21 @@ class Store:
         """
     def trace_event(self, session: str, seq: int) -> Dict[str, Any]:
         """`agentlog trace-event --json`."""
+    def search(
+        self,
+        query: str,
+        *,
+        session: Optional[str] = None,
+        types: Union[str, Iterable[str], None] = None,
+        surfaces: Union[SurfaceName, Iterable[SurfaceName], None] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        match: Literal["phrase", "all"] = "phrase",
+    ) -> Dict[str, Any]:
+        """`agentlog search --json`: one page of a full-text search.
+
+        Without `session`: `{hits: [{header, live, persisted, bestMatch}], nextCursor?,
+        unreadable}`; with it: `{session, hits, nextCursor?}`; a hit is `{sessionId, seq,
+        type, time, surface, snippet}`. `nextCursor` is absent on the last page. Bad requests
+        raise `InvalidQuery` (`InvalidCursor`, `StaleCursor`) or `SessionNotFound`.
+        """
