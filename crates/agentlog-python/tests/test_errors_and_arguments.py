@@ -18,6 +18,8 @@ HIERARCHY = {
     "IndexDamaged": "IndexFailure", "QueryError": "AgentlogError", "NoStore": "QueryError",
     "SessionNotFound": "QueryError", "EventNotFound": "QueryError",
     "InvalidQuery": "QueryError", "CorruptSession": "QueryError",
+    "InvalidCursor": "InvalidQuery", "StaleCursor": "InvalidCursor",
+    "SearchIndexFailed": "QueryError",
 }
 
 
