@@ -14,6 +14,8 @@
 //!   tiers and the labelling rule.
 //! * [`query`]: dsh-style session stores: live and persisted sessions, the surface fold,
 //!   filters, windows, traces, legacy normalization, read through each session's index.
+//! * [`transcript`]: Claude Code, Codex and pi transcripts read in place, with a derived index
+//!   per transcript in a per-user cache directory.
 //! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
 //! * [`search`]: full-text search over a store's sessions, from a derived SQLite FTS5 index
 //!   caught up with the logs before every search.
@@ -45,6 +47,7 @@ pub mod log;
 pub mod query;
 pub mod search;
 pub mod synth;
+pub mod transcript;
 
 /// The README's example, compiled and run as a doctest so it cannot rot.
 #[cfg(doctest)]

@@ -13,6 +13,7 @@ mod search;
 mod sessions;
 mod status;
 mod table;
+mod transcript;
 mod verify;
 
 use std::process::ExitCode;
@@ -78,6 +79,9 @@ enum Command {
     Export(export::Args),
     /// Full-text search over a store's sessions (one phrase, case and accents ignored).
     Search(search::SearchArgs),
+    /// A Claude Code, Codex or pi transcript: compaction boundaries and token totals per
+    /// generation, since the latest compaction and lifetime, through an index in the cache.
+    Transcript(transcript::Args),
 }
 
 /// `--tier` values.
@@ -216,6 +220,7 @@ pub fn run() -> ExitCode {
         Command::TraceEvent(args) => (sessions::trace_event(&args), args.json),
         Command::Export(args) => (export::run(&args), args.json),
         Command::Search(args) => (search::run(&args), args.json),
+        Command::Transcript(args) => (transcript::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

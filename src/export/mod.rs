@@ -30,7 +30,6 @@
 
 mod commit;
 mod compact;
-mod coverage;
 mod error;
 mod layout;
 mod part;
@@ -47,7 +46,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use compact::{CompactReport, compact};
-pub use coverage::{Check, Coverage};
 pub use error::ExportError;
 pub use layout::{NO_DATE, Table, default_host, validate_host};
 pub use rows::{GenerationRow, SessionRow};

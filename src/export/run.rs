@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::commit::{Applied, Place, Steps, apply, create_dir, sweep, write_state};
-use super::coverage::Check;
 use super::error::ExportError;
 use super::layout::{Found, Table, source_key, utc_date};
 use super::part::write_all;
@@ -16,7 +15,7 @@ use super::rows::{GenerationRow, SessionRow, Sourced};
 use super::scan::{Resume, ScanOptions, scan};
 use super::source::Source;
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
-use crate::log::open_for_read;
+use crate::log::{CoverageCheck, open_for_read};
 
 /// What an export did with one source.
 #[derive(Clone, Debug, Serialize)]
@@ -65,7 +64,7 @@ pub struct Prepared {
     key: String,
     log: File,
     previous: Option<SourceState>,
-    check: Option<Check>,
+    check: Option<CoverageCheck>,
     reason: Option<String>,
     removed: usize,
 }
@@ -129,8 +128,14 @@ pub fn prepare(
         None => None,
     };
     match check {
-        Some(Check::Truncated) => reason = Some("the log was truncated".to_owned()),
-        Some(Check::Rewritten) => reason = Some("the log was rewritten".to_owned()),
+        Some(CoverageCheck::Truncated { .. }) => {
+            reason = Some("the log was truncated".to_owned());
+        }
+        Some(
+            CoverageCheck::HeadChanged { .. }
+            | CoverageCheck::TailChanged { .. }
+            | CoverageCheck::BodyChanged { .. },
+        ) => reason = Some("the log was rewritten".to_owned()),
         _ => {}
     }
     Ok(Prepared {
@@ -185,7 +190,7 @@ pub fn run(
         ..
     } = prepared;
     let place = ctx.place(&source, &key);
-    let incremental = matches!(check, Some(Check::Grew | Check::Current));
+    let incremental = check.is_some_and(|c| c.is_intact());
     let action = match (&previous, incremental) {
         (_, true) => "incremental",
         (None, _) if reason.is_none() => "first",

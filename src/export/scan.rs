@@ -5,7 +5,6 @@
 use std::fs::File;
 
 use super::commit::{Place, Steps, create_dir};
-use super::coverage::Coverage;
 use super::error::ExportError;
 use super::layout::{Table, utc_date};
 use super::part::{PartWriter, ROW_GROUP_BYTES, Row as _};
@@ -14,7 +13,7 @@ use super::source::{Source, SourceKind};
 use super::state::{Part, take_serial};
 use crate::event::{EventKind, FoldState, Folded, Folder, Timestamp};
 use crate::index::IndexOptions;
-use crate::log::{DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
+use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
 use crate::query::{SessionHeader, session_index_options};
 
 /// At most this many part files are open at once (one per date met recently); a log whose

@@ -10,11 +10,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::coverage::Coverage;
 use super::layout::{Table, is_date};
 use super::rows::{GenerationRow, SessionRow};
 use super::source::SourceKind;
 use crate::event::FoldState;
+use crate::log::Coverage;
 
 /// The first word of a state file.
 pub const STATE_MAGIC: &str = "agentlog-export-state";

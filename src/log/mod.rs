@@ -3,6 +3,7 @@
 //!
 //! `events.jsonl` is the source of truth. This layer knows bytes and lines, not events.
 
+mod coverage;
 mod error;
 // Without the `testing` feature nothing can arm a fault: every hook sees `None`.
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
@@ -14,6 +15,7 @@ mod writer;
 
 use std::path::{Path, PathBuf};
 
+pub use coverage::{Coverage, CoverageBuilder, CoverageCheck, NotLineEnd, scan_lines};
 pub use error::LogError;
 #[cfg(not(feature = "testing"))]
 pub(crate) use faults::Faults;

@@ -27,7 +27,7 @@ const LOCK_FILE: &str = "lock";
 /// `PRAGMA application_id` of our index files: "AGLS".
 pub const APPLICATION_ID: i32 = 0x4147_4C53;
 /// `PRAGMA user_version`: the schema version. Another value is rebuilt.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE state(
@@ -57,6 +57,7 @@ CREATE TABLE sessions(
   tail_start INTEGER NOT NULL,
   tail_len INTEGER NOT NULL,
   tail_crc INTEGER NOT NULL,
+  crc INTEGER NOT NULL,
   next_seq INTEGER NOT NULL
 ) STRICT;
 CREATE TABLE folds(

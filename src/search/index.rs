@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::query::{SessionFilter, SessionHeader, SurfaceClass, validate_session_id};
 use crate::query::{Store, compile_session_filters};
-use crate::search::coverage::SETTLED;
 use crate::search::cursor::Cursor;
 use crate::search::db::{Db, index_dir, is_damage, lock};
 use crate::search::error::SearchError;
@@ -20,6 +19,7 @@ use crate::search::request::{
     fts_expression, normalize_query, session_fingerprint,
 };
 use crate::search::snippet::{DEFAULT_SNIPPET_CHARS, make_snippet};
+use crate::search::stamp::SETTLED;
 
 /// Configuration of a [`SearchIndex`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -50,7 +50,6 @@
     )
 )]
 
-mod coverage;
 mod cursor;
 mod db;
 mod error;
@@ -62,6 +61,7 @@ mod reader;
 mod reconcile;
 mod request;
 mod snippet;
+mod stamp;
 
 pub use cursor::{base64url_decode, base64url_encode};
 pub use db::{INDEX_DIR, INDEX_FILE};

@@ -17,14 +17,14 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use crate::log::WindowSum;
+use crate::log::{Coverage, CoverageBuilder, WindowSum};
 use crate::query::{
     LOG_FILE_NAME, QueryError, SessionHeader, SurfaceState, Vocabulary, validate_session_id,
 };
-use crate::search::coverage::{Coverage, Stamp};
 use crate::search::error::SearchError;
 use crate::search::predicate::surface_name;
 use crate::search::reader::{Delta, Read, read_on, read_whole};
+use crate::search::stamp::Stamp;
 
 /// A session row as the check needs it.
 struct Row {
@@ -124,7 +124,7 @@ fn load_rows(conn: &Connection) -> Result<HashMap<String, Row>, SearchError> {
     let mut stmt = conn
         .prepare(
             "SELECT id, key, dev, ino, size, mtime, ctime, settled, covered, head_len, head_crc,
-                    tail_start, tail_len, tail_crc, next_seq, error FROM sessions",
+                    tail_start, tail_len, tail_crc, crc, next_seq, error FROM sessions",
         )
         .map_err(|e| failed("reading the sessions", e))?;
     let rows = stmt
@@ -143,7 +143,7 @@ fn load_rows(conn: &Connection) -> Result<HashMap<String, Row>, SearchError> {
                     },
                     settled: r.get(7)?,
                     coverage: Coverage {
-                        covered: u(8)?,
+                        end: u(8)?,
                         head: WindowSum {
                             start: 0,
                             len: u(9)?,
@@ -154,9 +154,10 @@ fn load_rows(conn: &Connection) -> Result<HashMap<String, Row>, SearchError> {
                             len: u(12)?,
                             crc: r.get(13)?,
                         },
+                        crc: r.get(14)?,
                     },
-                    next_seq: u(14)?,
-                    error: r.get(15)?,
+                    next_seq: u(15)?,
+                    error: r.get(16)?,
                 },
             ))
         })
@@ -257,6 +258,38 @@ fn list_store(root: &Path) -> Result<Vec<Found>, SearchError> {
 }
 
 /// Reads `[from, to)` of `file`; fewer bytes if it is shorter now.
+/// The coverage of `[0, end)` from the bytes read: `bytes` hold the log from `previous`'s end
+/// (or from 0), so the coverage describes what was indexed, not the file a moment later.
+/// `None` if the file no longer holds `previous`'s last bytes (rewritten meanwhile).
+fn covered(
+    file: &File,
+    previous: Option<&Coverage>,
+    bytes: &[u8],
+    end: u64,
+) -> Result<Option<Coverage>, SearchError> {
+    let mut builder = match previous {
+        Some(c) => match CoverageBuilder::resume(c, file)
+            .map_err(|e| SearchError::index_io("checksumming a log", e))?
+        {
+            Some(builder) => builder,
+            None => return Ok(None),
+        },
+        None => CoverageBuilder::new(),
+    };
+    // The reader ends `end` just after a newline inside `bytes`; anything else is a bug.
+    let new = end
+        .checked_sub(builder.end())
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| bytes.get(..n));
+    match new.map(|new| builder.push(new)) {
+        Some(Ok(())) => Ok(Some(builder.coverage())),
+        _ => Err(SearchError::IndexFailed {
+            operation: "checksumming a log".into(),
+            cause: "the covered end is not a line end of the bytes read".into(),
+        }),
+    }
+}
+
 fn read_range(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; usize::try_from(to.saturating_sub(from)).unwrap_or(0)];
     let mut filled = 0;
@@ -338,13 +371,13 @@ impl Writer<'_> {
         let is_settled = stamp.settled_at(taken_at, settled);
         let io_err = |e: io::Error| io_failure(&path, e);
         if let Some(row) = row.filter(|r| {
-            r.error.is_none() && r.stamp.same_file(&stamp) && stamp.size >= r.coverage.covered
+            r.error.is_none() && r.stamp.same_file(&stamp) && stamp.size >= r.coverage.end
         }) {
-            let holds = row.coverage.holds(&file);
-            match holds {
+            let intact = row.coverage.check(&file).map(|c| c.is_intact());
+            match intact {
                 Ok(true) => {
                     let state = self.load_fold(row.key)?;
-                    let bytes = match read_range(&file, row.coverage.covered, stamp.size) {
+                    let bytes = match read_range(&file, row.coverage.end, stamp.size) {
                         Ok(bytes) => bytes,
                         Err(e) => {
                             return self.unreadable(id, Some(row), stamp, is_settled, &io_err(e));
@@ -353,14 +386,19 @@ impl Writer<'_> {
                     let read = read_on(
                         id,
                         &bytes,
-                        row.coverage.covered,
+                        row.coverage.end,
                         row.next_seq,
                         state,
                         vocabulary,
                     );
                     match read {
                         Read::Indexed(delta) => {
-                            return self.extend(row, &file, stamp, is_settled, &delta);
+                            // Rewritten since the check: read whole below.
+                            if let Some(coverage) =
+                                covered(&file, Some(&row.coverage), &bytes, delta.covered)?
+                            {
+                                return self.extend(row, &coverage, stamp, is_settled, &delta);
+                            }
                         }
                         Read::Unreadable(err) => {
                             return self.unreadable(id, Some(row), stamp, is_settled, &err);
@@ -379,7 +417,13 @@ impl Writer<'_> {
         let (header, read) = read_whole(id, &bytes, vocabulary);
         match (header, read) {
             (Some(header), Read::Indexed(delta)) => {
-                self.replace(id, row, &header, &file, stamp, is_settled, &delta)
+                // From offset 0 there is no earlier coverage to resume, so there is always one.
+                match covered(&file, None, &bytes, delta.covered)? {
+                    Some(coverage) => {
+                        self.replace(id, row, &header, &coverage, stamp, is_settled, &delta)
+                    }
+                    None => Ok(()),
+                }
             }
             (_, Read::Unreadable(err)) => self.unreadable(id, row, stamp, is_settled, &err),
             // A whole read never asks for more; a header is always read before any event.
@@ -440,7 +484,7 @@ impl Writer<'_> {
     fn extend(
         &mut self,
         row: &Row,
-        file: &File,
+        coverage: &Coverage,
         stamp: Stamp,
         is_settled: bool,
         delta: &Delta,
@@ -455,13 +499,12 @@ impl Writer<'_> {
                 )
                 .map_err(|e| failed("reclassifying documents", e))?;
         }
-        let coverage = Self::coverage(file, delta.covered)?;
         self.tx
             .execute(
                 "UPDATE sessions SET dev = ?2, ino = ?3, size = ?4, mtime = ?5, ctime = ?6, settled = ?7,
                    covered = ?8, head_len = ?9, head_crc = ?10, tail_start = ?11, tail_len = ?12,
-                   tail_crc = ?13, next_seq = ?14,
-                   generation = CASE WHEN ?15 THEN ?16 ELSE generation END
+                   tail_crc = ?13, crc = ?14, next_seq = ?15,
+                   generation = CASE WHEN ?16 THEN ?17 ELSE generation END
                  WHERE key = ?1",
                 params![
                     row.key,
@@ -471,12 +514,13 @@ impl Writer<'_> {
                     stamp.mtime,
                     stamp.ctime,
                     is_settled,
-                    coverage.covered.cast_signed(),
+                    coverage.end.cast_signed(),
                     coverage.head.len.cast_signed(),
                     coverage.head.crc,
                     coverage.tail.start.cast_signed(),
                     coverage.tail.len.cast_signed(),
                     coverage.tail.crc,
+                    coverage.crc,
                     delta.next_seq.cast_signed(),
                     touched,
                     self.generation,
@@ -504,15 +548,6 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn coverage(file: &File, covered: u64) -> Result<Coverage, SearchError> {
-        Coverage::of(file, covered)
-            .map_err(|e| SearchError::index_io("checksumming a log", e))?
-            .ok_or_else(|| SearchError::IndexFailed {
-                operation: "checksumming a log".into(),
-                cause: "the log became shorter while it was read".into(),
-            })
-    }
-
     /// Replaces a session's documents with a whole read.
     #[allow(clippy::too_many_arguments)]
     fn replace(
@@ -520,7 +555,7 @@ impl Writer<'_> {
         id: &str,
         row: Option<&Row>,
         header: &SessionHeader,
-        file: &File,
+        coverage: &Coverage,
         stamp: Stamp,
         is_settled: bool,
         delta: &Delta,
@@ -528,15 +563,14 @@ impl Writer<'_> {
         if let Some(row) = row {
             self.drop_session(row.key)?;
         }
-        let coverage = Self::coverage(file, delta.covered)?;
         let header_json = serde_json::to_string(header).unwrap_or_default();
         self.tx
             .execute(
                 "INSERT INTO sessions(id, header, created_at, cwd, parent, generation, error_code, error,
                    dev, ino, size, mtime, ctime, settled, covered, head_len, head_crc, tail_start,
-                   tail_len, tail_crc, next_seq)
+                   tail_len, tail_crc, crc, next_seq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                   ?16, ?17, ?18, ?19)",
+                   ?16, ?17, ?18, ?19, ?20)",
                 params![
                     id,
                     header_json,
@@ -550,12 +584,13 @@ impl Writer<'_> {
                     stamp.mtime,
                     stamp.ctime,
                     is_settled,
-                    coverage.covered.cast_signed(),
+                    coverage.end.cast_signed(),
                     coverage.head.len.cast_signed(),
                     coverage.head.crc,
                     coverage.tail.start.cast_signed(),
                     coverage.tail.len.cast_signed(),
                     coverage.tail.crc,
+                    coverage.crc,
                     delta.next_seq.cast_signed(),
                 ],
             )
@@ -603,8 +638,8 @@ impl Writer<'_> {
         self.tx
             .execute(
                 "INSERT INTO sessions(id, generation, error_code, error, dev, ino, size, mtime, ctime,
-                   settled, covered, head_len, head_crc, tail_start, tail_len, tail_crc, next_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, 0, 0, 0, 0, 0, 0)",
+                   settled, covered, head_len, head_crc, tail_start, tail_len, tail_crc, crc, next_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, 0, 0, 0, 0, 0, 0, 0)",
                 params![
                     id,
                     self.generation,

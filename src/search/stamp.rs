@@ -1,21 +1,15 @@
-//! What the search index covers of one log, and the O(1) check against the file now.
+//! A log's stamp: what `stat` says of it, and when that alone may be trusted.
 //!
 //! Two tiers, as the per-session source cache does: the log's stamp (device, inode, length,
 //! mtime, ctime), which costs one `stat`, and the head and tail windows of the covered bytes
-//! (the core index's checksums), which cost two reads of at most 64 KiB. A stamp equal to the
-//! one recorded is trusted only if it was recorded once the log had been left alone for
+//! (a [`Coverage`](crate::log::Coverage)), which cost two reads of at most 64 KiB. A stamp equal
+//! to the one recorded is trusted only if it was recorded once the log had been left alone for
 //! [`SETTLED`]: a change within the filesystem's timestamp granularity could leave it equal.
 //! Otherwise the windows decide whether the covered bytes are still there.
-//!
-//! This is the minimal equivalent of the shared `log::coverage` helper being written for
-//! transcripts; the two are meant to become one.
 
-use std::fs::{File, Metadata};
-use std::io;
+use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use crate::log::WindowSum;
 
 /// How long a log must have been left alone before its stamp alone is trusted.
 pub const SETTLED: Duration = Duration::from_secs(2);
@@ -86,61 +80,20 @@ impl Stamp {
     }
 }
 
-/// The bytes `[0, covered)` of a log that the index holds, with their window checksums.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Coverage {
-    /// End of the covered bytes (just after a `\n`).
-    pub covered: u64,
-    /// crc32 of the first bytes.
-    pub head: WindowSum,
-    /// crc32 of the last bytes before `covered`.
-    pub tail: WindowSum,
-}
-
-impl Coverage {
-    /// The coverage of `[0, covered)` of `file`; `None` if the file is shorter.
-    pub fn of(file: &File, covered: u64) -> io::Result<Option<Coverage>> {
-        let (Some(head), Some(tail)) = (
-            WindowSum::head(file, covered)?,
-            WindowSum::tail(file, covered)?,
-        ) else {
-            return Ok(None);
-        };
-        Ok(Some(Coverage {
-            covered,
-            head,
-            tail,
-        }))
-    }
-
-    /// Whether `file` still holds the covered bytes, as far as the windows tell.
-    pub fn holds(&self, file: &File) -> io::Result<bool> {
-        Ok(self.head.matches(file)? && self.tail.matches(file)?)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
 
     #[test]
-    fn windows_see_a_rewrite_and_stamps_settle() {
+    fn stat_and_metadata_agree_and_stamps_settle() {
         let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(b"{\"a\":1}\n{\"b\":2}\n").unwrap();
-        let c = Coverage::of(f.as_file(), 16).unwrap().unwrap();
-        assert!(c.holds(f.as_file()).unwrap());
-        f.write_all(b"{\"c\":3}\n").unwrap();
-        assert!(
-            c.holds(f.as_file()).unwrap(),
-            "growth keeps the covered bytes"
-        );
-        f.as_file().set_len(8).unwrap();
-        assert!(!c.holds(f.as_file()).unwrap());
-        assert!(Coverage::of(f.as_file(), 16).unwrap().is_none());
+        f.write_all(b"{\"a\":1}\n").unwrap();
         let stamp = Stamp::of(&f.as_file().metadata().unwrap());
+        assert_eq!(stamp.size, 8);
         let stat = rustix::fs::stat(f.path()).unwrap();
         assert_eq!(Stamp::of_stat(&stat), stamp, "stat and metadata agree");
+        assert!(stamp.same_file(&Stamp::of_stat(&stat)));
         assert!(!stamp.settled_at(SystemTime::now(), SETTLED));
         assert!(stamp.settled_at(SystemTime::now() + SETTLED * 2, SETTLED));
     }

@@ -1,0 +1,306 @@
+//! `agentlog transcript FILE`: a Claude Code, Codex or pi transcript's compaction boundaries
+//! and token tallies (per generation, since the latest compaction, lifetime), read through
+//! its index in the cache directory.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use serde_json::{Map, Value, json};
+
+use agentlog::transcript::{
+    Format, OpenOptions, Summary, Tally, Transcript, TranscriptError, WithSubagents, open,
+    with_subagents,
+};
+
+use super::table::{render, thousands};
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, print_json};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The transcript: a Claude Code session file, a Codex rollout, or a pi session file.
+    file: PathBuf,
+    /// Read it as this format instead of detecting it from its first lines.
+    #[arg(long, value_enum, default_value = "auto")]
+    format: FormatArg,
+    /// Also count the session's subagent transcripts (Claude Code), each message once.
+    #[arg(long)]
+    subagents: bool,
+    /// Keep index files in DIR instead of the cache directory ($AGENTLOG_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/agentlog, else ~/.cache/agentlog; index files go in its transcripts/).
+    // clap prints this comment as the option's help, where backticks would show.
+    #[allow(clippy::doc_markdown)]
+    #[arg(long, value_name = "DIR")]
+    index_dir: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--format` values.
+// clap prints these comments as the values' help, where backticks would show.
+#[allow(clippy::doc_markdown)]
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+enum FormatArg {
+    /// Detect the format from the first lines.
+    Auto,
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// pi.
+    Pi,
+}
+
+impl FormatArg {
+    fn format(self) -> Option<Format> {
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+            FormatArg::Codex => Some(Format::Codex),
+            FormatArg::Pi => Some(Format::Pi),
+        }
+    }
+}
+
+impl From<TranscriptError> for Failure {
+    fn from(error: TranscriptError) -> Failure {
+        let message = error.to_string();
+        match error {
+            TranscriptError::NotFound { path } => {
+                Failure::new("no_transcript", EXIT_NO_LOG, message).with("path", display(&path))
+            }
+            TranscriptError::NotAFile { path, .. } => {
+                Failure::new("not_a_file", EXIT_FAILURE, message).with("path", display(&path))
+            }
+            TranscriptError::Empty { path } => {
+                Failure::new("empty_transcript", EXIT_BAD_INPUT, message)
+                    .with("path", display(&path))
+            }
+            TranscriptError::UnknownFormat { path } => {
+                Failure::new("unknown_format", EXIT_BAD_INPUT, message).with("path", display(&path))
+            }
+            TranscriptError::Io { path, .. } => {
+                Failure::new("io_error", EXIT_FAILURE, message).with("path", display(&path))
+            }
+            _ => Failure::new("io_error", EXIT_FAILURE, message),
+        }
+    }
+}
+
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    let options = OpenOptions {
+        format: args.format.format(),
+        index_dir: args.index_dir.clone(),
+        ..OpenOptions::default()
+    };
+    let (transcript, subagents) = if args.subagents {
+        let found = with_subagents(&args.file, &options)?;
+        if found.main.format != Format::ClaudeCode {
+            return Err(Failure::new(
+                "bad_input",
+                EXIT_BAD_INPUT,
+                format!(
+                    "--subagents applies to Claude Code transcripts; {} is {}",
+                    display(&found.main.path),
+                    found.main.format
+                ),
+            ));
+        }
+        (found.main.clone(), Some(found))
+    } else {
+        (open(&args.file, &options)?, None)
+    };
+    if args.json {
+        print_json(&report(&transcript, subagents.as_ref()))?;
+    } else {
+        print!("{}", human(&transcript, subagents.as_ref()));
+        let odd = odd_diagnostics(&transcript.summary);
+        if !odd.is_empty() {
+            eprintln!("agentlog: diagnostics: {odd}");
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// The JSON document: the shape, plus the index's details and the diagnostics.
+pub fn report(t: &Transcript, subagents: Option<&WithSubagents>) -> Value {
+    let format = t.format;
+    let s = &t.summary;
+    let boundaries: Vec<Value> = s
+        .boundaries
+        .iter()
+        .map(|b| {
+            json!({
+                "offset": b.offset,
+                "line": b.line,
+                "kind": b.kind.name(),
+                "trigger": b.trigger,
+                "pre_tokens": b.pre_tokens,
+            })
+        })
+        .collect();
+    let generations: Vec<Value> = s
+        .generations
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let offset = i
+                .checked_sub(1)
+                .and_then(|b| s.boundaries.get(b))
+                .map_or(0, |b| b.offset);
+            json!({"offset": offset, "usage": g.to_json(format)})
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("path".into(), display(&t.path).into());
+    out.insert("format".into(), format.name().into());
+    out.insert("boundaries".into(), boundaries.into());
+    out.insert("generations".into(), generations.into());
+    out.insert(
+        "since_compaction".into(),
+        s.since_compaction().to_json(format),
+    );
+    out.insert("lifetime".into(), s.lifetime.to_json(format));
+    if let Some(found) = subagents {
+        out.insert(
+            "lifetime_with_subagents".into(),
+            found.lifetime.to_json(format),
+        );
+        let files: Vec<Value> = found
+            .subagents
+            .iter()
+            .map(|sub| match &sub.read {
+                Ok(t) => json!({
+                    "path": display(&sub.path),
+                    "lifetime": t.summary.lifetime.to_json(format),
+                    "index_outcome": t.outcome.code(),
+                }),
+                Err(e) => json!({"path": display(&sub.path), "error": e.to_string()}),
+            })
+            .collect();
+        out.insert("subagents".into(), files.into());
+    }
+    out.insert("index_outcome".into(), t.outcome.code().into());
+    out.insert(
+        "index".into(),
+        serde_json::to_value(&t.outcome).unwrap_or(Value::Null),
+    );
+    out.insert("index_path".into(), t.index.as_deref().map(display).into());
+    out.insert("covered_bytes".into(), t.coverage.end.into());
+    out.insert("lines".into(), s.lines.into());
+    out.insert("models".into(), s.models.clone().into());
+    out.insert(
+        "diagnostics".into(),
+        serde_json::to_value(&s.diagnostics).unwrap_or(Value::Null),
+    );
+    Value::Object(out)
+}
+
+/// The table: one row per generation, then lifetime (and with subagents).
+fn human(t: &Transcript, subagents: Option<&WithSubagents>) -> String {
+    let format = t.format;
+    let s = &t.summary;
+    let mut out = format!(
+        "transcript  {} ({})\nindex       {}\n\n",
+        display(&t.path),
+        format,
+        t.outcome
+    );
+    let names: Vec<String> = Tally::default()
+        .fields(format)
+        .into_iter()
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let mut header: Vec<String> = ["gen", "offset", "line", "kind", "trigger", "pre_tokens"]
+        .map(str::to_owned)
+        .to_vec();
+    header.extend(names);
+    let mut rows = vec![header];
+    for (i, g) in s.generations.iter().enumerate() {
+        let boundary = i.checked_sub(1).and_then(|b| s.boundaries.get(b));
+        let mut row = vec![
+            i.to_string(),
+            boundary.map_or("0".to_owned(), |b| b.offset.to_string()),
+            boundary.map_or("-".to_owned(), |b| b.line.to_string()),
+            boundary.map_or("-".to_owned(), |b| b.kind.name().to_owned()),
+            boundary
+                .and_then(|b| b.trigger.clone())
+                .unwrap_or_else(|| "-".to_owned()),
+            boundary
+                .and_then(|b| b.pre_tokens)
+                .map_or("-".to_owned(), thousands),
+        ];
+        row.extend(cells(g, format));
+        rows.push(row);
+    }
+    let mut total = |label: &str, tally: &Tally| {
+        let mut row = vec![label.to_owned()];
+        row.extend(std::iter::repeat_n(String::new(), 5));
+        row.extend(cells(tally, format));
+        rows.push(row);
+    };
+    total("lifetime", &s.lifetime);
+    if let Some(found) = subagents {
+        total("+subagents", &found.lifetime);
+    }
+    out.push_str(&render(&rows));
+    // Writing to a String cannot fail.
+    let _ = write!(
+        out,
+        "\nsince the latest compaction: {} tokens in {} {}\n",
+        thousands(s.since_compaction().tokens[4]),
+        thousands(s.since_compaction().events),
+        if format == Format::Codex {
+            "usage events"
+        } else {
+            "messages"
+        }
+    );
+    if let Some(found) = subagents {
+        for sub in &found.subagents {
+            let _ = match &sub.read {
+                Ok(t) => writeln!(
+                    out,
+                    "subagent    {} ({} tokens, index {})",
+                    display(&sub.path),
+                    thousands(t.summary.lifetime.tokens[4]),
+                    t.outcome.code()
+                ),
+                Err(e) => writeln!(out, "subagent    {} not read: {e}", display(&sub.path)),
+            };
+        }
+    }
+    out
+}
+
+fn cells(tally: &Tally, format: Format) -> Vec<String> {
+    tally
+        .fields(format)
+        .into_iter()
+        .map(|(_, value)| match value.as_u64() {
+            Some(n) => thousands(n),
+            None => value
+                .as_f64()
+                .map_or_else(String::new, |x| format!("{x:.4}")),
+        })
+        .collect()
+}
+
+/// The diagnostics worth a human's attention, as `name count` pairs.
+fn odd_diagnostics(s: &Summary) -> String {
+    let Ok(Value::Object(map)) = serde_json::to_value(&s.diagnostics) else {
+        return String::new();
+    };
+    map.into_iter()
+        .filter(|(name, _)| {
+            !matches!(
+                name.as_str(),
+                "parsed_lines" | "duplicate_lines" | "null_info"
+            )
+        })
+        .filter_map(|(name, v)| v.as_u64().filter(|n| *n > 0).map(|n| format!("{name} {n}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

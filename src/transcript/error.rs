@@ -1,0 +1,61 @@
+use std::io;
+use std::path::PathBuf;
+
+/// Why a transcript could not be read. Problems with its index are never errors: a damaged,
+/// busy or unwritable index is rebuilt or stepped around, and the outcome says so.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptError {
+    /// There is no file at the path.
+    #[error("no transcript at {path}")]
+    NotFound {
+        /// The path looked at.
+        path: PathBuf,
+    },
+    /// The path is not a regular file (a directory, FIFO, socket, device).
+    #[error("{path} is a {kind}, not a transcript file")]
+    NotAFile {
+        /// The path looked at.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The file is empty, or holds no complete line yet.
+    #[error("{path} holds no complete line yet; nothing to read")]
+    Empty {
+        /// The transcript.
+        path: PathBuf,
+    },
+    /// No line among the first ones looks like Claude Code, Codex or pi.
+    #[error(
+        "{path} does not look like a Claude Code, Codex or pi transcript (pass --format to read it as one)"
+    )]
+    UnknownFormat {
+        /// The transcript.
+        path: PathBuf,
+    },
+    /// Reading the transcript failed (permissions, I/O).
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        /// What we tried.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+impl TranscriptError {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        source: io::Error,
+    ) -> TranscriptError {
+        TranscriptError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The fold shared by the three readers: what a transcript's lines add up to, built one
+//! complete line at a time in file order.
+//!
+//! [`Summary`] holds what every answer needs (boundaries, the tally of each generation, the
+//! lifetime tally, diagnostics) and is small: it is the index's meta record. What dedup needs
+//! to remember of every line ever folded (Claude Code's message keys, pi's entry ids) and the
+//! tallies by quarter-hour and model live in [`Dedup`], whose entries a catch-up loads from the
+//! index only when a new line touches them ([`Recall`]), so catching up costs O(new lines).
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::format::Format;
+use super::tally::Tally;
+use super::{claude, codex, pi};
+
+/// What marks a compaction, in each format's own terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundaryKind {
+    /// Claude Code: a `system` line with subtype `compact_boundary`.
+    CompactBoundary,
+    /// Claude Code: an `isCompactSummary` user line with no boundary line before it.
+    CompactSummaryWithoutBoundary,
+    /// Codex: a `compacted` line (with the `context_compacted` event after it).
+    Compacted,
+    /// Codex: a `context_compacted` event with no `compacted` line before it.
+    ContextCompacted,
+    /// pi: a `compaction` entry.
+    Compaction,
+}
+
+impl BoundaryKind {
+    /// The stable `snake_case` name used in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            BoundaryKind::CompactBoundary => "compact_boundary",
+            BoundaryKind::CompactSummaryWithoutBoundary => "compact_summary_without_boundary",
+            BoundaryKind::Compacted => "compacted",
+            BoundaryKind::ContextCompacted => "context_compacted",
+            BoundaryKind::Compaction => "compaction",
+        }
+    }
+}
+
+/// A compaction boundary: generation `n` starts at boundary `n - 1`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Boundary {
+    /// Byte offset of the line that marks it.
+    pub offset: u64,
+    /// 1-based number of that line.
+    pub line: u64,
+    /// What marked it.
+    pub kind: BoundaryKind,
+    /// Why it happened, when the format says (`auto`, `manual`).
+    pub trigger: Option<String>,
+    /// The context size before it, when the format says.
+    pub pre_tokens: Option<u64>,
+}
+
+/// What was odd about the lines folded: each is counted, and none makes a total silently wrong.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// Lines that could carry usage or a boundary and were parsed.
+    pub parsed_lines: u64,
+    /// Such lines that were not a JSON object (not JSON, torn and terminated, another value,
+    /// or a key repeated among the fields read): not counted.
+    pub invalid_lines: u64,
+    /// Lines longer than the maximum line size: not read.
+    pub too_long_lines: u64,
+    /// Assistant lines (Claude Code, pi) or `token_count` events (Codex) without a usage
+    /// object: nothing counted for them.
+    pub missing_usage: u64,
+    /// Token fields absent or null in a usage object: counted as 0.
+    pub missing_fields: u64,
+    /// Token values read after a coercion (a numeric string, an integral float).
+    pub coerced_values: u64,
+    /// Token values that are not counts (negative, fractional, text, too large): counted as 0.
+    pub invalid_values: u64,
+    /// Timestamps missing or unreadable: their usage is bucketed under an unknown time.
+    pub invalid_timestamps: u64,
+    /// Claude Code usage lines without a `message.id`: each counted as a message of its own.
+    pub messages_without_id: u64,
+    /// Lines merged into a message already counted (Claude Code), or entries whose id was
+    /// already seen (pi).
+    pub duplicate_lines: u64,
+    /// Claude Code lines of a message first seen before the latest boundary: the message
+    /// stays in its first generation.
+    pub replayed_lines: u64,
+    /// Boundary lines seen before (same uuid or id): not a new boundary.
+    pub replayed_boundaries: u64,
+    /// Codex `token_count` events whose `info` is null (rate limits only).
+    pub null_info: u64,
+    /// Codex cumulative totals that went down: the counter restarted, the new total is counted.
+    pub counter_resets: u64,
+    /// Codex cumulative fields that went down while the total did not: counted as 0.
+    pub counter_decreases: u64,
+}
+
+/// State a format carries from one line to the next.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Carry {
+    /// The latest boundary may still absorb its companion line (Claude Code: the summary
+    /// after a `compact_boundary`; Codex: the `context_compacted` after a `compacted`).
+    pub(crate) pairable: bool,
+    /// Claude Code: the uuids of the boundary and summary lines seen.
+    pub(crate) boundary_uuids: Vec<String>,
+    /// Codex: the last cumulative totals.
+    pub(crate) totals: Option<[u64; 5]>,
+    /// Codex: the model of the latest `turn_context`.
+    pub(crate) model: Option<u32>,
+}
+
+/// What a transcript's complete lines add up to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The format the lines were read as.
+    pub format: Format,
+    /// Complete lines folded.
+    pub lines: u64,
+    /// The boundaries, in file order.
+    pub boundaries: Vec<Boundary>,
+    /// The tally of each generation: one more than there are boundaries.
+    pub generations: Vec<Tally>,
+    /// The tally of every generation.
+    pub lifetime: Tally,
+    /// The part of `lifetime` from Claude Code messages without a `message.id` (never merged,
+    /// so never looked up when files are merged).
+    pub unkeyed: Tally,
+    /// What was odd.
+    pub diagnostics: Diagnostics,
+    /// Model names, by the number buckets use.
+    pub models: Vec<String>,
+    /// How many keys dedup remembers (rows of the index's key table).
+    pub(crate) keys: u64,
+    /// How many (quarter-hour, model) buckets hold a tally.
+    pub(crate) buckets: u64,
+    pub(crate) carry: Carry,
+}
+
+impl Summary {
+    /// The summary of no lines.
+    pub fn new(format: Format) -> Summary {
+        Summary {
+            format,
+            lines: 0,
+            boundaries: Vec::new(),
+            generations: vec![Tally::default()],
+            lifetime: Tally::default(),
+            unkeyed: Tally::default(),
+            diagnostics: Diagnostics::default(),
+            models: Vec::new(),
+            keys: 0,
+            buckets: 0,
+            carry: Carry::default(),
+        }
+    }
+
+    /// The tally since the latest boundary (the whole transcript if there is none).
+    pub fn since_compaction(&self) -> Tally {
+        self.generations.last().copied().unwrap_or_default()
+    }
+
+    /// Generation number of the lines folded now.
+    pub(crate) fn generation(&self) -> u32 {
+        u32::try_from(self.boundaries.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Whether the shape holds together (a summary read from a damaged index may not).
+    pub(crate) fn is_well_formed(&self) -> bool {
+        self.generations.len() == self.boundaries.len() + 1
+    }
+
+    /// The number of a model name, adding it if new.
+    pub(crate) fn model_id(&mut self, name: &str) -> u32 {
+        if let Some(i) = self.models.iter().position(|m| m == name) {
+            return u32::try_from(i).unwrap_or(UNKNOWN_MODEL);
+        }
+        if self.models.len() >= MAX_MODELS {
+            return UNKNOWN_MODEL;
+        }
+        self.models.push(name.to_owned());
+        u32::try_from(self.models.len() - 1).unwrap_or(UNKNOWN_MODEL)
+    }
+}
+
+/// The model number of usage without a model, or past the number of model names a summary keeps.
+pub const UNKNOWN_MODEL: u32 = u32::MAX;
+/// The quarter-hour of usage without a readable timestamp.
+pub const UNKNOWN_QUARTER: i64 = i64::MIN;
+/// How many distinct model names a transcript's buckets tell apart.
+const MAX_MODELS: usize = 1024;
+
+/// A bucket: (quarter-hours since the epoch, model number).
+pub type BucketKey = (i64, u32);
+
+/// A Claude Code message: the key it was merged under and its winning line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Message {
+    /// The `requestId`s its lines carried (`None` for lines without one).
+    pub(crate) requests: Vec<Option<String>>,
+    /// The generation of its first line.
+    pub(crate) generation: u32,
+    /// The winning line's input, output, cache creation and cache read tokens.
+    pub(crate) usage: [u64; 4],
+    /// Whether the winning line is a sidechain line.
+    pub(crate) sidechain: bool,
+    /// The quarter-hour and model of its first line.
+    pub(crate) bucket: BucketKey,
+}
+
+/// A failure to read back what the index remembers: the index cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read the index's dedup state: {0}")]
+pub(crate) struct RecallError(pub(crate) String);
+
+/// Where a catch-up finds what earlier lines left behind.
+pub(crate) trait Recall {
+    /// The messages filed under a Claude Code `message.id`.
+    fn messages(&mut self, id: &str) -> Result<Option<Vec<Message>>, RecallError>;
+    /// Whether a pi entry id was seen.
+    fn seen(&mut self, id: &str) -> Result<bool, RecallError>;
+    /// A bucket's tally.
+    fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError>;
+}
+
+/// Recalls nothing: a fold from the first line.
+pub(crate) struct Nothing;
+
+impl Recall for Nothing {
+    fn messages(&mut self, _: &str) -> Result<Option<Vec<Message>>, RecallError> {
+        Ok(None)
+    }
+    fn seen(&mut self, _: &str) -> Result<bool, RecallError> {
+        Ok(false)
+    }
+    fn bucket(&mut self, _: BucketKey) -> Result<Option<Tally>, RecallError> {
+        Ok(None)
+    }
+}
+
+/// The dedup state a fold touched: everything for a fold from the first line, only what new
+/// lines touched for a catch-up (each entry loaded from the index first).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Dedup {
+    /// Claude Code messages by `message.id`.
+    pub(crate) messages: HashMap<String, Vec<Message>>,
+    /// pi entry ids first seen by this fold.
+    pub(crate) ids: HashSet<String>,
+    /// Bucket tallies.
+    pub(crate) buckets: HashMap<BucketKey, Tally>,
+}
+
+/// Where a line is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct At {
+    pub(crate) offset: u64,
+    /// 1-based line number.
+    pub(crate) line: u64,
+}
+
+/// The state of a fold: the summary and the dedup entries it touched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fold {
+    pub(crate) summary: Summary,
+    pub(crate) dedup: Dedup,
+}
+
+impl Fold {
+    /// A fold of no lines.
+    pub fn new(format: Format) -> Fold {
+        Fold::resume(Summary::new(format))
+    }
+
+    /// A fold continuing from a summary; dedup entries are recalled as lines need them.
+    pub(crate) fn resume(summary: Summary) -> Fold {
+        Fold {
+            summary,
+            dedup: Dedup::default(),
+        }
+    }
+
+    /// The format folded.
+    pub fn format(&self) -> Format {
+        self.summary.format
+    }
+
+    /// What the lines add up to so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Folds one complete line (without its `\n`) that starts at `offset`.
+    pub fn line(&mut self, offset: u64, bytes: &[u8]) {
+        // Recalling nothing cannot fail.
+        let _ = self.line_with(offset, bytes, &mut Nothing);
+    }
+
+    /// Counts a complete line too long to read.
+    pub fn too_long(&mut self) {
+        self.summary.lines += 1;
+        self.summary.diagnostics.too_long_lines += 1;
+    }
+
+    /// Folds every complete line of `bytes`, which start at offset `start`; a torn last line
+    /// is left out. Returns the offset after the last complete line.
+    pub fn lines(&mut self, start: u64, bytes: &[u8]) -> u64 {
+        let mut at = 0;
+        while let Some(i) = bytes.get(at..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+            let body = bytes.get(at..at + i).unwrap_or_default();
+            self.line(start + at as u64, body);
+            at += i + 1;
+        }
+        start + at as u64
+    }
+
+    /// [`Fold::line`] with entries recalled from an index.
+    pub(crate) fn line_with(
+        &mut self,
+        offset: u64,
+        bytes: &[u8],
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        self.summary.lines += 1;
+        let at = At {
+            offset,
+            line: self.summary.lines,
+        };
+        match self.summary.format {
+            Format::ClaudeCode => claude::fold_line(self, at, bytes, recall),
+            Format::Codex => codex::fold_line(self, at, bytes, recall),
+            Format::Pi => pi::fold_line(self, at, bytes, recall),
+        }
+    }
+
+    /// The tally of every (quarter-hour, model) bucket this fold touched: all of them for a
+    /// fold from the first line.
+    pub fn buckets(&self) -> impl Iterator<Item = (BucketKey, &Tally)> {
+        self.dedup.buckets.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// Starts a new generation at a boundary.
+    pub(crate) fn boundary(&mut self, boundary: Boundary) {
+        self.summary.boundaries.push(boundary);
+        self.summary.generations.push(Tally::default());
+    }
+
+    /// Counts `tally` in generation `generation`, the lifetime and `bucket`.
+    pub(crate) fn count(
+        &mut self,
+        generation: u32,
+        bucket: BucketKey,
+        tally: &Tally,
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        if let Some(g) = self.summary.generations.get_mut(generation as usize) {
+            g.add(tally);
+        }
+        self.summary.lifetime.add(tally);
+        self.bucket_mut(bucket, recall)?.add(tally);
+        Ok(())
+    }
+
+    /// Replaces the tokens `old` counted by `new` (a message's new winning line).
+    pub(crate) fn recount(
+        &mut self,
+        generation: u32,
+        bucket: BucketKey,
+        (old, new): (&Tally, &Tally),
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        let swap = |t: &mut Tally| {
+            t.sub_tokens(old);
+            t.add(&Tally { events: 0, ..*new });
+        };
+        if let Some(g) = self.summary.generations.get_mut(generation as usize) {
+            swap(g);
+        }
+        swap(&mut self.summary.lifetime);
+        swap(self.bucket_mut(bucket, recall)?);
+        Ok(())
+    }
+
+    fn bucket_mut(
+        &mut self,
+        key: BucketKey,
+        recall: &mut dyn Recall,
+    ) -> Result<&mut Tally, RecallError> {
+        if !self.dedup.buckets.contains_key(&key) {
+            let known = recall.bucket(key)?;
+            if known.is_none() {
+                self.summary.buckets += 1;
+            }
+            self.dedup.buckets.insert(key, known.unwrap_or_default());
+        }
+        // Inserted just above if it was missing.
+        Ok(self.dedup.buckets.entry(key).or_default())
+    }
+
+    /// The quarter-hour of a timestamp field, counting one that cannot be read.
+    pub(crate) fn quarter(&mut self, timestamp: Option<&str>) -> i64 {
+        timestamp
+            .and_then(super::json::quarter_hour)
+            .unwrap_or_else(|| {
+                self.summary.diagnostics.invalid_timestamps += 1;
+                UNKNOWN_QUARTER
+            })
+    }
+
+    /// The number of a model name (or [`UNKNOWN_MODEL`]).
+    pub(crate) fn model(&mut self, name: Option<&str>) -> u32 {
+        match name.filter(|n| !n.is_empty()) {
+            Some(name) => self.summary.model_id(name),
+            None => UNKNOWN_MODEL,
+        }
+    }
+
+    /// Reads a token count, counting what was odd about it.
+    pub(crate) fn count_value(&mut self, count: super::json::Count) -> u64 {
+        use super::json::Count;
+        let d = &mut self.summary.diagnostics;
+        match count {
+            Count::Exact(n) => n,
+            Count::Coerced(n) => {
+                d.coerced_values += 1;
+                n
+            }
+            Count::Missing | Count::Null => {
+                d.missing_fields += 1;
+                0
+            }
+            Count::Invalid => {
+                d.invalid_values += 1;
+                0
+            }
+        }
+    }
+}
+
+/// Folds the complete lines of a whole transcript held in memory (a torn last line is left
+/// out): the one-shot answer an index must agree with.
+pub fn fold_bytes(format: Format, bytes: &[u8]) -> Fold {
+    let mut fold = Fold::new(format);
+    fold.lines(0, bytes);
+    fold
+}

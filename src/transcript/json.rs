@@ -1,0 +1,437 @@
+//! Tolerant field types for reading transcript lines with serde: each accepts any JSON value
+//! and says what it found, so a field of an unexpected type is a counted diagnostic for that
+//! field instead of a parse failure for the whole line.
+//!
+//! Lines are parsed into small structs of these types; every other field is skipped without
+//! being built (serde's `IgnoredAny`), which is what makes a full parse of the lines that can
+//! matter cheap.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// The largest token count accepted: 2^48. Agents write JavaScript numbers, exact only below
+/// 2^53; a count beyond 2^48 is not a real count, and this bound keeps every sum far from
+/// overflowing.
+pub(crate) const MAX_COUNT: u64 = 1 << 48;
+
+/// What a field holding a token count held.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) enum Count {
+    /// The field was not there.
+    #[default]
+    Missing,
+    /// JSON `null`.
+    Null,
+    /// A non-negative integer up to [`MAX_COUNT`].
+    Exact(u64),
+    /// Read as a count after coercion: a numeric string, or an integral float.
+    Coerced(u64),
+    /// Anything else (negative, fractional, too large, text, object, array, bool).
+    Invalid,
+}
+
+impl Count {
+    /// The value if there is one, for optional figures such as `preTokens`.
+    pub(crate) fn known(self) -> Option<u64> {
+        match self {
+            Count::Exact(n) | Count::Coerced(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    // Checked first: finite, non-negative, integral and at most 2^48, so both casts are exact.
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    fn from_f64(x: f64) -> Count {
+        if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= MAX_COUNT as f64 {
+            Count::Coerced(x as u64)
+        } else {
+            Count::Invalid
+        }
+    }
+
+    fn from_text(text: &str) -> Count {
+        match text.trim().parse::<u64>() {
+            Ok(n) if n <= MAX_COUNT => Count::Coerced(n),
+            _ => match text.trim().parse::<f64>() {
+                Ok(x) => match Count::from_f64(x) {
+                    Count::Coerced(n) => Count::Coerced(n),
+                    _ => Count::Invalid,
+                },
+                Err(_) => Count::Invalid,
+            },
+        }
+    }
+}
+
+/// What a field holding a cost (a non-negative amount of money) held.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) enum Amount {
+    /// The field was not there.
+    #[default]
+    Missing,
+    /// JSON `null`.
+    Null,
+    /// A finite non-negative number.
+    Exact(f64),
+    /// A numeric string.
+    Coerced(f64),
+    /// Anything else.
+    Invalid,
+}
+
+impl Amount {
+    // Costs are f64 throughout; an integer above 2^53 rounds, as any JSON reader's would.
+    #[allow(clippy::cast_precision_loss)]
+    fn integer(v: i128) -> Amount {
+        Amount::checked(v as f64, false)
+    }
+
+    fn checked(x: f64, coerced: bool) -> Amount {
+        match (x.is_finite() && x >= 0.0, coerced) {
+            (true, false) => Amount::Exact(x),
+            (true, true) => Amount::Coerced(x),
+            (false, _) => Amount::Invalid,
+        }
+    }
+}
+
+/// A string field: `None` when absent, null or not a string (see [`Text::was_other`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) enum Text<'a> {
+    /// Absent or null.
+    #[default]
+    None,
+    /// A string.
+    Str(Cow<'a, str>),
+    /// Some other JSON value.
+    Other,
+}
+
+impl Text<'_> {
+    /// The string, if it is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Text::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The string if it is one and not empty.
+    pub(crate) fn non_empty(&self) -> Option<&str> {
+        self.as_str().filter(|s| !s.is_empty())
+    }
+
+    /// Whether the field held something other than a string or null.
+    pub(crate) fn was_other(&self) -> bool {
+        matches!(self, Text::Other)
+    }
+
+    /// Whether the field is exactly this string.
+    pub(crate) fn is(&self, value: &str) -> bool {
+        self.as_str() == Some(value)
+    }
+}
+
+/// A boolean field: `true` only for JSON `true`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Flag(pub(crate) bool);
+
+/// An object field read as `T`; anything else is remembered as what it was.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) enum Obj<T> {
+    /// The field was not there.
+    #[default]
+    Missing,
+    /// JSON `null`.
+    Null,
+    /// An object.
+    Is(T),
+    /// Some other JSON value.
+    Other,
+}
+
+impl<T> Obj<T> {
+    /// The object, if it is one.
+    pub(crate) fn get(&self) -> Option<&T> {
+        match self {
+            Obj::Is(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Implements the visitor methods shared by every tolerant type: each JSON kind maps to a
+/// value through `$kind`, and containers are drained.
+macro_rules! tolerant_visitor {
+    ($visitor:ident, $out:ty, $expect:literal, |$v:ident| {
+        bool => $bool:expr,
+        u64 => $u64:expr,
+        i64 => $i64:expr,
+        f64 => $f64:expr,
+        str => $str:expr,
+        borrowed => $borrowed:expr,
+        null => $null:expr,
+        other => $other:expr $(,)?
+    }) => {
+        impl<'de> Visitor<'de> for $visitor {
+            type Value = $out;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str($expect)
+            }
+            fn visit_bool<E: de::Error>(self, $v: bool) -> Result<$out, E> {
+                Ok($bool)
+            }
+            fn visit_u64<E: de::Error>(self, $v: u64) -> Result<$out, E> {
+                Ok($u64)
+            }
+            fn visit_i64<E: de::Error>(self, $v: i64) -> Result<$out, E> {
+                Ok($i64)
+            }
+            fn visit_f64<E: de::Error>(self, $v: f64) -> Result<$out, E> {
+                Ok($f64)
+            }
+            fn visit_str<E: de::Error>(self, $v: &str) -> Result<$out, E> {
+                Ok($str)
+            }
+            fn visit_borrowed_str<E: de::Error>(self, $v: &'de str) -> Result<$out, E> {
+                Ok($borrowed)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<$out, E> {
+                Ok($null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<$out, E> {
+                Ok($null)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$out, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok($other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$out, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok($other)
+            }
+        }
+    };
+}
+
+struct CountVisitor;
+tolerant_visitor!(CountVisitor, Count, "a token count", |v| {
+    bool => { let _ = v; Count::Invalid },
+    u64 => if v <= MAX_COUNT { Count::Exact(v) } else { Count::Invalid },
+    i64 => u64::try_from(v).ok().filter(|n| *n <= MAX_COUNT).map_or(Count::Invalid, Count::Exact),
+    f64 => Count::from_f64(v),
+    str => Count::from_text(v),
+    borrowed => Count::from_text(v),
+    null => Count::Null,
+    other => Count::Invalid,
+});
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
+        d.deserialize_any(CountVisitor)
+    }
+}
+
+struct AmountVisitor;
+tolerant_visitor!(AmountVisitor, Amount, "an amount", |v| {
+    bool => { let _ = v; Amount::Invalid },
+    u64 => Amount::integer(i128::from(v)),
+    i64 => Amount::integer(i128::from(v)),
+    f64 => Amount::checked(v, false),
+    str => v.trim().parse::<f64>().map_or(Amount::Invalid, |x| Amount::checked(x, true)),
+    borrowed => v.trim().parse::<f64>().map_or(Amount::Invalid, |x| Amount::checked(x, true)),
+    null => Amount::Null,
+    other => Amount::Invalid,
+});
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
+        d.deserialize_any(AmountVisitor)
+    }
+}
+
+struct TextVisitor;
+tolerant_visitor!(TextVisitor, Text<'de>, "a string", |v| {
+    bool => { let _ = v; Text::Other },
+    u64 => { let _ = v; Text::Other },
+    i64 => { let _ = v; Text::Other },
+    f64 => { let _ = v; Text::Other },
+    str => Text::Str(Cow::Owned(v.to_owned())),
+    borrowed => Text::Str(Cow::Borrowed(v)),
+    null => Text::None,
+    other => Text::Other,
+});
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text<'a>, D::Error> {
+        d.deserialize_any(TextVisitor)
+    }
+}
+
+struct FlagVisitor;
+tolerant_visitor!(FlagVisitor, Flag, "a boolean", |v| {
+    bool => Flag(v),
+    u64 => { let _ = v; Flag(false) },
+    i64 => { let _ = v; Flag(false) },
+    f64 => { let _ = v; Flag(false) },
+    str => { let _ = v; Flag(false) },
+    borrowed => { let _ = v; Flag(false) },
+    null => Flag(false),
+    other => Flag(false),
+});
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
+        d.deserialize_any(FlagVisitor)
+    }
+}
+
+struct ObjVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+    type Value = Obj<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Obj<T>, E> {
+        Ok(Obj::Other)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Obj<T>, E> {
+        Ok(Obj::Other)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Obj<T>, E> {
+        Ok(Obj::Other)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Obj<T>, E> {
+        Ok(Obj::Other)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
+        Ok(Obj::Other)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Obj<T>, E> {
+        Ok(Obj::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Obj<T>, E> {
+        Ok(Obj::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Obj<T>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Obj::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Obj::Is)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Obj<T>, D::Error> {
+        d.deserialize_any(ObjVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Parses a line as a JSON object into `T` (whose fields are all tolerant), or `None` if the
+/// line is not a JSON object (not JSON at all, another JSON value, or a key repeated among
+/// the fields `T` reads).
+pub(crate) fn parse_line<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Option<T> {
+    match serde_json::from_slice::<Obj<T>>(line) {
+        Ok(Obj::Is(t)) => Some(t),
+        _ => None,
+    }
+}
+
+/// The quarter-hour of an ISO-8601 timestamp, as whole quarter-hours since the Unix epoch
+/// (UTC): usage is bucketed by it so that a report by local day can be made for any time zone
+/// whose offset is a whole number of quarter-hours. `None` if the text is not a timestamp.
+pub(crate) fn quarter_hour(text: &str) -> Option<i64> {
+    let ts: jiff::Timestamp = text.trim().parse().ok()?;
+    Some(ts.as_second().div_euclid(900))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        s: Text<'a>,
+        n: Count,
+        f: Flag,
+        a: Amount,
+        o: Obj<Inner>,
+    }
+
+    #[derive(serde::Deserialize, Default, Debug, PartialEq)]
+    #[serde(default)]
+    struct Inner {
+        x: Count,
+    }
+
+    #[test]
+    fn every_kind_of_value_is_accepted_and_classified() {
+        let p: Probe =
+            parse_line(br#"{"s":"a\u0062","n":"12","f":true,"a":"0.5","o":{"x":3}}"#).unwrap();
+        assert_eq!(p.s.as_str(), Some("ab"));
+        assert_eq!(p.n, Count::Coerced(12));
+        assert!(p.f.0);
+        assert_eq!(p.a, Amount::Coerced(0.5));
+        assert_eq!(p.o, Obj::Is(Inner { x: Count::Exact(3) }));
+
+        let p: Probe =
+            parse_line(br#"{"s":5,"n":-1,"f":"yes","a":-2,"o":[1,{"x":1}],"extra":{"deep":[1]}}"#)
+                .unwrap();
+        assert!(p.s.was_other());
+        assert_eq!(p.n, Count::Invalid);
+        assert!(!p.f.0);
+        assert_eq!(p.a, Amount::Invalid);
+        assert_eq!(p.o, Obj::Other);
+
+        let p: Probe = parse_line(br#"{"s":null,"n":null,"o":null}"#).unwrap();
+        assert_eq!(p.s, Text::None);
+        assert_eq!(p.n, Count::Null);
+        assert_eq!(p.o, Obj::Null);
+        let p: Probe = parse_line(b"{}").unwrap();
+        assert_eq!(p.n, Count::Missing);
+        assert_eq!(p.o, Obj::Missing);
+
+        for n in ["12.0", "1e3"] {
+            let line = format!(r#"{{"n":{n}}}"#);
+            let p: Probe = parse_line(line.as_bytes()).unwrap();
+            assert!(matches!(p.n, Count::Coerced(_)), "{n}");
+        }
+        for n in ["1.5", "1e300", "281474976710657", "\"x\"", "true", "{}"] {
+            let line = format!(r#"{{"n":{n}}}"#);
+            let p: Probe = parse_line(line.as_bytes()).unwrap();
+            assert_eq!(p.n, Count::Invalid, "{n}");
+        }
+    }
+
+    #[test]
+    fn lines_that_are_not_objects_are_refused() {
+        for line in [
+            &b"[1]"[..],
+            b"12",
+            b"{\"s\":",
+            b"not json",
+            b"",
+            b"{\"n\":1,\"n\":2}",
+        ] {
+            assert!(parse_line::<Probe>(line).is_none(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn timestamps_fall_in_quarter_hours() {
+        assert_eq!(quarter_hour("1970-01-01T00:14:59.999Z"), Some(0));
+        assert_eq!(quarter_hour("1970-01-01T00:15:00Z"), Some(1));
+        assert_eq!(quarter_hour("1969-12-31T23:59:59Z"), Some(-1));
+        assert_eq!(quarter_hour("yesterday"), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! A transcript folded as its index folds it across catch-ups, in memory: after each piece the
+//! touched dedup entries are encoded as the index stores them, and the next piece resumes from
+//! the summary alone, recalling entries through their encoding. Test-only surface (the
+//! `testing` feature), for fuzzing and tests: it must equal one fold of the whole.
+
+use std::collections::HashMap;
+
+use super::fold::{BucketKey, Fold, Message, Recall, RecallError, Summary};
+use super::format::Format;
+use super::store::schema::{decode, encode, encode_messages, encode_tally};
+use super::tally::Tally;
+
+/// Rows as the index holds them: encoded values by key.
+#[derive(Default)]
+struct Rows {
+    keys: HashMap<String, Vec<u8>>,
+    buckets: HashMap<BucketKey, Vec<u8>>,
+}
+
+impl Recall for Rows {
+    fn messages(&mut self, id: &str) -> Result<Option<Vec<Message>>, RecallError> {
+        match self.keys.get(id) {
+            None => Ok(None),
+            Some(v) => decode(v)
+                .map(Some)
+                .ok_or_else(|| RecallError("a damaged message row".to_owned())),
+        }
+    }
+
+    fn seen(&mut self, id: &str) -> Result<bool, RecallError> {
+        Ok(self.keys.contains_key(id))
+    }
+
+    fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError> {
+        match self.buckets.get(&key) {
+            None => Ok(None),
+            Some(v) => decode(v)
+                .map(Some)
+                .ok_or_else(|| RecallError("a damaged bucket row".to_owned())),
+        }
+    }
+}
+
+/// What [`fold_in_pieces`] ends with.
+#[derive(Debug, PartialEq)]
+pub struct Pieces {
+    /// The summary after the last piece.
+    pub summary: Summary,
+    /// Every bucket's tally, sorted by key.
+    pub buckets: Vec<(BucketKey, Tally)>,
+    /// How many key rows were stored.
+    pub keys: usize,
+}
+
+/// Folds `bytes` in pieces ending at each of `cuts` (any byte positions, sorted or not; a cut
+/// inside a line leaves it torn until a later piece completes it), committing between pieces
+/// as the index does.
+pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pieces, String> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
+    cuts.push(bytes.len());
+    cuts.sort_unstable();
+    let mut rows = Rows::default();
+    let mut summary = Summary::new(format);
+    let mut end = 0usize;
+    for cut in cuts {
+        let mut fold = Fold::resume(encode_round_trip(&summary)?);
+        let visible = bytes.get(..cut).unwrap_or_default();
+        while let Some(i) = visible
+            .get(end..)
+            .and_then(|rest| memchr::memchr(b'\n', rest))
+        {
+            let line = visible.get(end..end + i).unwrap_or_default();
+            fold.line_with(end as u64, line, &mut rows)
+                .map_err(|e| e.0)?;
+            end += i + 1;
+        }
+        for (id, messages) in &fold.dedup.messages {
+            rows.keys.insert(id.clone(), encode_messages(messages));
+        }
+        for id in &fold.dedup.ids {
+            rows.keys.insert(id.clone(), encode(&()));
+        }
+        for (key, tally) in &fold.dedup.buckets {
+            rows.buckets.insert(*key, encode_tally(tally));
+        }
+        summary = fold.summary;
+        if rows.keys.len() as u64 != summary.keys || rows.buckets.len() as u64 != summary.buckets {
+            return Err("the row counts disagree with the summary".to_owned());
+        }
+    }
+    let mut buckets = Vec::new();
+    for (key, value) in &rows.buckets {
+        buckets.push((*key, decode::<Tally>(value).ok_or("a damaged bucket row")?));
+    }
+    buckets.sort_by_key(|(k, _)| *k);
+    Ok(Pieces {
+        summary,
+        buckets,
+        keys: rows.keys.len(),
+    })
+}
+
+/// The summary as the meta record stores it, read back.
+fn encode_round_trip(summary: &Summary) -> Result<Summary, String> {
+    decode(&encode(summary)).ok_or_else(|| "the summary does not survive its encoding".to_owned())
+}
+
+/// The same, in one fold: what [`fold_in_pieces`] must equal.
+pub fn fold_at_once(format: Format, bytes: &[u8]) -> Pieces {
+    let fold = super::fold::fold_bytes(format, bytes);
+    let mut buckets: Vec<(BucketKey, Tally)> = fold.buckets().map(|(k, t)| (k, *t)).collect();
+    buckets.sort_by_key(|(k, _)| *k);
+    let keys = fold.dedup.messages.len() + fold.dedup.ids.len();
+    Pieces {
+        summary: fold.summary,
+        buckets,
+        keys,
+    }
+}

@@ -1,0 +1,99 @@
+//! The per-transcript index: a redb file in the cache directory, validated against the
+//! transcript on every open exactly as the core index is (versions, length, head and tail
+//! windows), caught up in O(new bytes) after appends, rebuilt after a rewrite, a truncation or
+//! damage, and stepped around (the answer folded in memory) when another process holds it or
+//! it cannot be written. The protocol: docs/TRANSCRIPTS.md, "The index".
+
+mod db;
+mod open;
+mod recall;
+mod scan;
+pub(crate) mod schema;
+mod source;
+mod validate;
+mod verify;
+mod write;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use open::open;
+pub use verify::{Verification, verify};
+
+use crate::index::IndexOutcome;
+use crate::log::{Coverage, DEFAULT_MAX_LINE};
+use crate::transcript::fold::{BucketKey, Dedup, Summary};
+use crate::transcript::format::Format;
+use crate::transcript::tally::Tally;
+
+/// How to read a transcript and keep its index.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// Read it as this format instead of detecting one from its first lines.
+    pub format: Option<Format>,
+    /// Where index files go (default: [`default_index_dir`](super::default_index_dir)).
+    pub index_dir: Option<PathBuf>,
+    /// Lines longer than this many bytes are counted as too long and not read.
+    pub max_line: usize,
+    /// Never write the index (answer from its last commit and a fold of what follows).
+    pub read_only: bool,
+    /// New bytes up to this many are folded in memory instead of committed (default 0: every
+    /// catch-up is committed).
+    pub max_memory_tail: u64,
+    /// How long redb may repair an index after a crash before it is rebuilt instead.
+    pub repair_budget: Duration,
+    /// Also load every dedup key and bucket (for merging transcripts, or comparing).
+    pub load_dedup: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> OpenOptions {
+        OpenOptions {
+            format: None,
+            index_dir: None,
+            max_line: DEFAULT_MAX_LINE,
+            read_only: false,
+            max_memory_tail: 0,
+            repair_budget: Duration::from_secs(2),
+            load_dedup: false,
+        }
+    }
+}
+
+/// A transcript's answer: what its complete lines add up to, and what opening its index did.
+#[derive(Clone, Debug)]
+pub struct Transcript {
+    /// The transcript's canonical path.
+    pub path: PathBuf,
+    /// The format it was read as.
+    pub format: Format,
+    /// The index file used, if any.
+    pub index: Option<PathBuf>,
+    /// What the answer covers of the transcript (a torn last line is not covered).
+    pub coverage: Coverage,
+    /// What the covered lines add up to.
+    pub summary: Summary,
+    /// What opening the index found and did.
+    pub outcome: IndexOutcome,
+    pub(crate) dedup: Option<Dedup>,
+}
+
+impl Transcript {
+    /// The tally since the latest boundary.
+    pub fn since_compaction(&self) -> Tally {
+        self.summary.since_compaction()
+    }
+
+    /// The tally of every generation.
+    pub fn lifetime(&self) -> Tally {
+        self.summary.lifetime
+    }
+
+    /// The tally of every (quarter-hour, model) bucket, if [`OpenOptions::load_dedup`] was set.
+    pub fn buckets(&self) -> Option<Vec<(BucketKey, Tally)>> {
+        let dedup = self.dedup.as_ref()?;
+        let mut out: Vec<_> = dedup.buckets.iter().map(|(k, t)| (*k, *t)).collect();
+        out.sort_by_key(|(k, _)| *k);
+        Some(out)
+    }
+}

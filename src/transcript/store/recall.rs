@@ -1,0 +1,134 @@
+//! Reading back what earlier lines left in the index, as a catch-up's new lines need it.
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use super::db::Leak;
+use super::schema::{BUCKETS, KEYS, decode};
+use crate::transcript::fold::{BucketKey, Dedup, Message, Recall, RecallError};
+use crate::transcript::tally::Tally;
+
+/// The index's key and bucket tables, read through any transaction.
+pub(crate) struct Tables<K, B> {
+    pub(crate) keys: K,
+    pub(crate) buckets: B,
+}
+
+fn damaged(what: &str) -> RecallError {
+    RecallError(format!("a {what} row fails its checksum"))
+}
+
+fn storage(e: impl std::fmt::Display) -> RecallError {
+    RecallError(e.to_string())
+}
+
+impl<K, B> Recall for Tables<K, B>
+where
+    K: ReadableTable<&'static str, &'static [u8]>,
+    B: ReadableTable<(i64, u32), &'static [u8]>,
+{
+    fn messages(&mut self, id: &str) -> Result<Option<Vec<Message>>, RecallError> {
+        match self.keys.get(id).map_err(storage)? {
+            None => Ok(None),
+            Some(row) => decode::<Vec<Message>>(row.value())
+                .map(Some)
+                .ok_or_else(|| damaged("message")),
+        }
+    }
+
+    fn seen(&mut self, id: &str) -> Result<bool, RecallError> {
+        Ok(self.keys.get(id).map_err(storage)?.is_some())
+    }
+
+    fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError> {
+        match self.buckets.get(key).map_err(storage)? {
+            None => Ok(None),
+            Some(row) => decode::<Tally>(row.value())
+                .map(Some)
+                .ok_or_else(|| damaged("bucket")),
+        }
+    }
+}
+
+/// The number of rows of the key and bucket tables (0 for a table that does not exist).
+pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), RecallError> {
+    let txn = Leak::new(db.begin_read().map_err(storage)?);
+    let txn = txn.get().map_err(storage)?;
+    let keys = match txn.open_table(KEYS) {
+        Ok(t) => Leak::new(t)
+            .get()
+            .map_err(storage)?
+            .len()
+            .map_err(storage)?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(storage(e)),
+    };
+    let buckets = match txn.open_table(BUCKETS) {
+        Ok(t) => Leak::new(t)
+            .get()
+            .map_err(storage)?
+            .len()
+            .map_err(storage)?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(storage(e)),
+    };
+    Ok((keys, buckets))
+}
+
+/// Every key and bucket the index holds, for a merge with other transcripts or a comparison.
+/// `expected` is the (keys, buckets) row counts of the meta record: a damaged tree can make an
+/// iteration go round in circles, so rows out of order or beyond the count are damage.
+pub(crate) fn load_all(
+    db: &impl ReadableDatabase,
+    claude: bool,
+    expected: (u64, u64),
+) -> Result<Dedup, RecallError> {
+    let txn = Leak::new(db.begin_read().map_err(storage)?);
+    let txn = txn.get().map_err(storage)?;
+    let mut dedup = Dedup::default();
+    match txn.open_table(KEYS) {
+        Ok(keys) => {
+            let keys = Leak::new(keys);
+            let mut last: Option<String> = None;
+            let mut seen = 0u64;
+            for row in keys.get().map_err(storage)?.iter().map_err(storage)? {
+                let (id, value) = row.map_err(storage)?;
+                let id = id.value().to_owned();
+                seen += 1;
+                if seen > expected.0 || last.as_ref().is_some_and(|l| *l >= id) {
+                    return Err(damaged("key (out of order)"));
+                }
+                if claude {
+                    let messages =
+                        decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
+                    dedup.messages.insert(id.clone(), messages);
+                } else {
+                    dedup.ids.insert(id.clone());
+                }
+                last = Some(id);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(storage(e)),
+    }
+    match txn.open_table(BUCKETS) {
+        Ok(buckets) => {
+            let buckets = Leak::new(buckets);
+            let mut last = None;
+            let mut seen = 0u64;
+            for row in buckets.get().map_err(storage)?.iter().map_err(storage)? {
+                let (key, value) = row.map_err(storage)?;
+                let key = key.value();
+                seen += 1;
+                if seen > expected.1 || last.is_some_and(|l| l >= key) {
+                    return Err(damaged("bucket (out of order)"));
+                }
+                let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
+                dedup.buckets.insert(key, tally);
+                last = Some(key);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(storage(e)),
+    }
+    Ok(dedup)
+}

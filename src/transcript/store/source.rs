@@ -1,0 +1,90 @@
+//! The transcript being read: opened read-only, its canonical path, its length when checked,
+//! its format.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::log::{LogError, open_for_read, read_exact_at};
+use crate::transcript::error::TranscriptError;
+use crate::transcript::format::{Format, detect_format};
+
+/// How much of a transcript's start format detection reads first, and at most.
+const DETECT_FIRST: u64 = 64 << 10;
+const DETECT_BYTES: u64 = 1 << 20;
+
+/// A transcript opened for reading.
+pub(crate) struct Source {
+    /// The canonical path (symlinks resolved): the index is keyed by it.
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    /// The length when it was opened: a fold never reads past it.
+    pub(crate) len: u64,
+    pub(crate) format: Format,
+}
+
+impl Source {
+    /// Opens `path`, and detects its format unless one is given.
+    pub(crate) fn open(path: &Path, format: Option<Format>) -> Result<Source, TranscriptError> {
+        let canonical = std::fs::canonicalize(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => TranscriptError::NotFound {
+                path: path.to_path_buf(),
+            },
+            _ => TranscriptError::io("resolve", path, e),
+        })?;
+        let file = open_for_read(&canonical).map_err(|e| match e {
+            LogError::NotFound { path } => TranscriptError::NotFound { path },
+            LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },
+            LogError::Io { op, path, source } => TranscriptError::Io { op, path, source },
+            other => TranscriptError::io("open", path, io::Error::other(other.to_string())),
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|e| TranscriptError::io("inspect", &canonical, e))?
+            .len();
+        let mut format = format;
+        let mut complete = false;
+        for window in [DETECT_FIRST, DETECT_BYTES] {
+            let head = read_head(&file, len.min(window))
+                .map_err(|e| TranscriptError::io("read", &canonical, e))?;
+            let lines = || {
+                head.split_inclusive(|&b| b == b'\n')
+                    .filter_map(|line| line.strip_suffix(b"\n"))
+            };
+            complete = memchr::memchr(b'\n', &head).is_some();
+            if format.is_none() {
+                format = detect_format(lines());
+            }
+            if (complete && format.is_some()) || len <= window {
+                break;
+            }
+        }
+        if !complete && len <= DETECT_BYTES {
+            return Err(TranscriptError::Empty { path: canonical });
+        }
+        let format = format.ok_or_else(|| TranscriptError::UnknownFormat {
+            path: canonical.clone(),
+        })?;
+        Ok(Source {
+            path: canonical,
+            file,
+            len,
+            format,
+        })
+    }
+
+    /// The canonical path as bytes, as the index stores it.
+    pub(crate) fn path_bytes(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        self.path.as_os_str().as_bytes().to_vec()
+    }
+}
+
+fn read_head(file: &File, len: u64) -> io::Result<Vec<u8>> {
+    let mut head = vec![0; usize::try_from(len).unwrap_or(0)];
+    if !read_exact_at(file, &mut head, 0)? {
+        // Shorter than it was a moment ago: detect from what there is.
+        head.clear();
+    }
+    Ok(head)
+}

@@ -1,0 +1,185 @@
+//! Property tests of the transcript index: catching up after appends in random pieces (torn
+//! tails included) gives what one parse of the whole gives; truncations, same-length rewrites
+//! and truncate-then-regrow are detected and rebuilt (or, for a rewrite between the windows,
+//! caught by the deep check).
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "common/transcript_gen.rs"]
+mod generate;
+#[path = "common/transcript_oracle.rs"]
+mod oracle;
+
+use std::io::Write;
+use std::path::Path;
+
+use agentlog::index::{IndexOutcome, ReadOnlyReason, StaleReason};
+use agentlog::log::WINDOW_BYTES;
+use agentlog::transcript::{
+    Format, OpenOptions, Transcript, fold_at_once, fold_bytes, fold_in_pieces, open, verify,
+};
+use proptest::prelude::*;
+
+fn options(cache: &Path, max_memory_tail: u64) -> OpenOptions {
+    OpenOptions {
+        index_dir: Some(cache.to_path_buf()),
+        load_dedup: true,
+        max_memory_tail,
+        ..OpenOptions::default()
+    }
+}
+
+fn format() -> impl Strategy<Value = Format> {
+    prop_oneof![
+        Just(Format::ClaudeCode),
+        Just(Format::Codex),
+        Just(Format::Pi)
+    ]
+}
+
+/// The answer equals one parse of the bytes and the oracle's.
+fn agrees(t: &Transcript, bytes: &[u8]) -> Result<(), TestCaseError> {
+    let one_shot = fold_bytes(t.format, bytes);
+    prop_assert_eq!(
+        &t.summary,
+        one_shot.summary(),
+        "against one parse ({})",
+        t.outcome
+    );
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    prop_assert_eq!(t.coverage.end, complete as u64);
+    let expected = oracle::expected(t.format, bytes);
+    let observed = oracle::observed(&t.summary, t.buckets().unwrap_or_default());
+    prop_assert_eq!(observed, expected, "against the oracle ({})", t.outcome);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// The fold the index runs across catch-ups (state encoded and recalled between pieces)
+    /// equals one fold of the whole, without redb in the way.
+    #[test]
+    fn folding_in_pieces_through_encoded_rows_equals_one_fold(
+        format in format(),
+        seed in any::<u64>(),
+        steps in 1usize..150,
+        cuts in prop::collection::vec(0u16..1000, 0..12),
+    ) {
+        let whole = generate::transcript(format, seed, steps);
+        let cuts: Vec<usize> = cuts.iter().map(|&c| whole.len() * usize::from(c) / 1000).collect();
+        let pieces = fold_in_pieces(format, &whole, &cuts).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(pieces, fold_at_once(format, &whole));
+    }
+
+    #[test]
+    fn catching_up_in_random_pieces_equals_one_parse(
+        format in format(),
+        seed in any::<u64>(),
+        steps in 10usize..120,
+        cuts in prop::collection::vec(0u16..1000, 1..8),
+        small_tails in any::<bool>(),
+    ) {
+        let whole = generate::transcript(format, seed, steps);
+        let mut cuts: Vec<usize> = cuts.iter().map(|&c| whole.len() * usize::from(c) / 1000).collect();
+        cuts.push(whole.len());
+        cuts.sort_unstable();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let tail = if small_tails { 4096 } else { 0 };
+        let options = options(&dir.path().join("cache"), tail);
+        let mut written = 0;
+        let mut opened = false;
+        for cut in cuts {
+            file.write_all(&whole[written..cut]).unwrap();
+            written = cut;
+            let t = match open(&path, &OpenOptions { format: Some(format), ..options.clone() }) {
+                Ok(t) => t,
+                // Nothing complete yet.
+                Err(agentlog::transcript::TranscriptError::Empty { .. }) => {
+                    prop_assert!(!whole[..cut].contains(&b'\n'));
+                    continue;
+                }
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            };
+            match &t.outcome {
+                IndexOutcome::Created { .. } => prop_assert!(!opened),
+                IndexOutcome::Fresh | IndexOutcome::CaughtUp { .. } => prop_assert!(opened),
+                IndexOutcome::ReadOnly { why: ReadOnlyReason::SmallTail, tail_bytes, .. } => {
+                    prop_assert!(opened && *tail_bytes <= tail);
+                }
+                other => prop_assert!(false, "unexpected outcome {other}"),
+            }
+            opened = true;
+            agrees(&t, &whole[..cut])?;
+        }
+        // The index itself holds what a fold of its covered bytes gives.
+        let check = verify(&path, &options).unwrap();
+        prop_assert!(check.agrees && check.stale.is_none(), "{:?}", check);
+    }
+
+    #[test]
+    fn truncations_rewrites_and_regrowth_are_detected(
+        format in format(),
+        seed in any::<u64>(),
+        steps in 20usize..400,
+        change in 0u8..4,
+        at in 0u16..1000,
+        xor in 1u8..=255,
+        more in 0usize..40,
+    ) {
+        let original = generate::transcript(format, seed, steps);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, &original).unwrap();
+        let options = OpenOptions { format: Some(format), ..options(&dir.path().join("cache"), 0) };
+        let first = open(&path, &options).unwrap();
+        let created = matches!(first.outcome, IndexOutcome::Created { .. });
+        prop_assert!(created, "{}", first.outcome);
+        let end = original.len();
+        let cut = (end * usize::from(at) / 1000).min(end - 1);
+        let mut changed = original.clone();
+        match change {
+            0 => changed.truncate(cut),
+            1 => changed[cut] ^= xor,
+            2 => {
+                changed.truncate(cut);
+                changed.extend(generate::transcript(format, seed ^ 0xABCD, more + 5));
+            }
+            _ => changed.extend(generate::transcript(format, seed ^ 0x1234, more + 1)),
+        }
+        std::fs::write(&path, &changed).unwrap();
+        let t = match open(&path, &options) {
+            Ok(t) => t,
+            Err(agentlog::transcript::TranscriptError::Empty { .. }) => {
+                prop_assert!(!changed.contains(&b'\n'));
+                return Ok(());
+            }
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        };
+        let unchanged = changed.len() >= end && changed[..end] == original[..end];
+        let window = (end as u64).min(WINDOW_BYTES) as usize;
+        let in_window = changed.len() < end
+            || changed[..window] != original[..window]
+            || changed[end - window..end] != original[end - window..end];
+        if unchanged {
+            let caught_up = matches!(t.outcome, IndexOutcome::CaughtUp { .. } | IndexOutcome::Fresh);
+            prop_assert!(caught_up, "{}", t.outcome);
+            agrees(&t, &changed)?;
+        } else if in_window {
+            let rebuilt = matches!(
+                &t.outcome,
+                IndexOutcome::Rebuilt { reason: StaleReason::LogTruncated { .. } | StaleReason::HeadChanged | StaleReason::TailChanged, .. }
+            );
+            prop_assert!(rebuilt, "{}", t.outcome);
+            agrees(&t, &changed)?;
+            prop_assert!(verify(&path, &options).unwrap().is_valid());
+        } else {
+            // Between the windows: only the deep check reads those bytes.
+            prop_assert_eq!(&t.outcome, &IndexOutcome::Fresh);
+            let check = verify(&path, &options).unwrap();
+            prop_assert!(!check.is_valid(), "{:?}", check);
+        }
+    }
+}
