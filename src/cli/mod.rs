@@ -235,3 +235,8 @@ pub fn run() -> ExitCode {
 pub fn agent_paths(dir: &std::path::Path) -> agentlog::log::LogPaths {
     agentlog::log::LogPaths::for_agent_dir(dir)
 }
+
+/// A path argument as text for JSON.
+pub fn display(path: &std::path::Path) -> String {
+    path.display().to_string()
+}

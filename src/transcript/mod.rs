@@ -22,6 +22,7 @@ mod json;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
+mod report;
 mod store;
 mod subagents;
 mod tally;
@@ -35,6 +36,7 @@ pub use fold::{
 pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
+pub use report::report;
 pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::Tally;
