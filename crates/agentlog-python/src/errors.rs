@@ -13,6 +13,7 @@ use agentlog::index::IndexError as RustIndexError;
 use agentlog::log::LogError as RustLogError;
 use agentlog::query::QueryError as RustQueryError;
 use agentlog::search::SearchError as RustSearchError;
+use agentlog::transcript::{Format, TranscriptError as RustTranscriptError};
 
 create_exception!(
     agentlog,
@@ -150,6 +151,32 @@ create_exception!(
      lineage."
 );
 
+create_exception!(
+    agentlog,
+    TranscriptError,
+    AgentlogError,
+    "A transcript could not be read (the Rust `TranscriptError`); `code` names the variant. \
+     Problems with its index are never errors: the index is rebuilt or stepped around."
+);
+create_exception!(
+    agentlog,
+    NoTranscript,
+    TranscriptError,
+    "There is no file at `path`."
+);
+create_exception!(
+    agentlog,
+    EmptyTranscript,
+    TranscriptError,
+    "The transcript holds no complete line yet."
+);
+create_exception!(
+    agentlog,
+    UnknownFormat,
+    TranscriptError,
+    "No line among the first ones looks like Claude Code, Codex or pi; pass `format`."
+);
+
 /// Registers every exception class on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -174,6 +201,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidCursor", py.get_type::<InvalidCursor>())?;
     m.add("StaleCursor", py.get_type::<StaleCursor>())?;
     m.add("SearchIndexFailed", py.get_type::<SearchIndexFailed>())?;
+    m.add("TranscriptError", py.get_type::<TranscriptError>())?;
+    m.add("NoTranscript", py.get_type::<NoTranscript>())?;
+    m.add("EmptyTranscript", py.get_type::<EmptyTranscript>())?;
+    m.add("UnknownFormat", py.get_type::<UnknownFormat>())?;
     Ok(())
 }
 
@@ -350,6 +381,63 @@ pub fn search_error(py: Python<'_>, error: RustSearchError) -> PyErr {
         // Variants added later surface as the family's class.
         _ => raise::<QueryError>(py, message, code, &[]),
     }
+}
+
+/// Maps a transcript error; `code` is the CLI's for the same error.
+pub fn transcript_error(py: Python<'_>, error: RustTranscriptError) -> PyErr {
+    use RustTranscriptError as T;
+    let message = error.to_string();
+    match error {
+        T::NotFound { path } => raise::<NoTranscript>(
+            py,
+            message,
+            "no_transcript",
+            &[("path", object(py, path.as_os_str()))],
+        ),
+        T::NotAFile { path, .. } => raise::<TranscriptError>(
+            py,
+            message,
+            "not_a_file",
+            &[("path", object(py, path.as_os_str()))],
+        ),
+        T::Empty { path } => raise::<EmptyTranscript>(
+            py,
+            message,
+            "empty_transcript",
+            &[("path", object(py, path.as_os_str()))],
+        ),
+        T::UnknownFormat { path } => raise::<UnknownFormat>(
+            py,
+            message,
+            "unknown_format",
+            &[("path", object(py, path.as_os_str()))],
+        ),
+        T::Io { path, .. } => raise::<TranscriptError>(
+            py,
+            message,
+            "io_error",
+            &[("path", object(py, path.as_os_str()))],
+        ),
+        // Variants added later surface as the family's class.
+        _ => raise::<TranscriptError>(py, message, "io_error", &[]),
+    }
+}
+
+/// `subagents=True` for a transcript that is not Claude Code's (the CLI's `bad_input`).
+pub fn transcript_subagents_refused(
+    py: Python<'_>,
+    path: &std::path::Path,
+    found: Format,
+) -> PyErr {
+    raise::<TranscriptError>(
+        py,
+        format!(
+            "subagents apply to Claude Code transcripts; {} is {found}",
+            path.display()
+        ),
+        "bad_input",
+        &[("path", object(py, path.as_os_str()))],
+    )
 }
 
 /// A missing store root.

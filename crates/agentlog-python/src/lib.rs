@@ -14,6 +14,7 @@ mod paths;
 mod status;
 mod store;
 mod synth;
+mod transcript;
 mod writer;
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(status::generations, m)?)?;
     m.add_function(wrap_pyfunction!(status::_status_timed, m)?)?;
     m.add_function(wrap_pyfunction!(synth::write_synthetic_log, m)?)?;
+    m.add_function(wrap_pyfunction!(transcript::transcript, m)?)?;
     m.add_class::<status::Status>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<store::Store>()?;

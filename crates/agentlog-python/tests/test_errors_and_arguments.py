@@ -20,6 +20,8 @@ HIERARCHY = {
     "InvalidQuery": "QueryError", "CorruptSession": "QueryError",
     "InvalidCursor": "InvalidQuery", "StaleCursor": "InvalidCursor",
     "SearchIndexFailed": "QueryError",
+    "TranscriptError": "AgentlogError", "NoTranscript": "TranscriptError",
+    "EmptyTranscript": "TranscriptError", "UnknownFormat": "TranscriptError",
 }
 
 

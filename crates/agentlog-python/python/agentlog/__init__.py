@@ -10,6 +10,8 @@ or steps down to a scan, saying why.
   :func:`generations` lists every generation.
 - :class:`Writer` appends events and keeps the index current.
 - :class:`Store` queries a directory of dsh-style session logs and searches their text.
+- :func:`transcript` reads a Claude Code, Codex or pi transcript in place: its compaction
+  boundaries and token tallies.
 - :mod:`agentlog.lingtai` is a drop-in for the lingtai kernel's
   ``rebuild_agent_session_from_events``.
 
@@ -20,6 +22,7 @@ object may be shared by threads. See docs/PYTHON.md in the repository.
 from ._agentlog import (
     AgentlogError,
     CorruptSession,
+    EmptyTranscript,
     EventNotFound,
     GenerationError,
     IndexBusy,
@@ -34,6 +37,7 @@ from ._agentlog import (
     MoltMismatch,
     NoLog,
     NoStore,
+    NoTranscript,
     NotAFile,
     QueryError,
     SearchIndexFailed,
@@ -41,16 +45,20 @@ from ._agentlog import (
     StaleCursor,
     Status,
     Store,
+    TranscriptError,
+    UnknownFormat,
     Writer,
     __version__,
     generations,
     status,
+    transcript,
     write_synthetic_log,
 )
 
 __all__ = [
     "AgentlogError",
     "CorruptSession",
+    "EmptyTranscript",
     "EventNotFound",
     "GenerationError",
     "IndexBusy",
@@ -65,6 +73,7 @@ __all__ = [
     "MoltMismatch",
     "NoLog",
     "NoStore",
+    "NoTranscript",
     "NotAFile",
     "QueryError",
     "SearchIndexFailed",
@@ -72,9 +81,12 @@ __all__ = [
     "StaleCursor",
     "Status",
     "Store",
+    "TranscriptError",
+    "UnknownFormat",
     "Writer",
     "__version__",
     "generations",
     "status",
+    "transcript",
     "write_synthetic_log",
 ]

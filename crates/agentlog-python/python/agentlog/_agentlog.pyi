@@ -104,6 +104,21 @@ class CorruptSession(QueryError):
     Raised by a search of that session's events with `session_id` set.
     """
 
+class TranscriptError(AgentlogError):
+    """A transcript could not be read; `code` names the variant (`not_a_file`, `io_error`,
+    `bad_input` for `subagents=True` on a transcript that is not Claude Code's)."""
+
+    path: str
+
+class NoTranscript(TranscriptError):
+    """There is no file at `path`."""
+
+class EmptyTranscript(TranscriptError):
+    """The transcript holds no complete line yet."""
+
+class UnknownFormat(TranscriptError):
+    """The first lines look like no known agent's; pass `format`."""
+
 class Status:
     """The answer of status(): immutable; the fields of `agentlog status --json`."""
 
@@ -266,3 +281,18 @@ class Store:
         type, time, surface, snippet}`. `nextCursor` is absent on the last page. Bad requests
         raise `InvalidQuery` (`InvalidCursor`, `StaleCursor`) or `SessionNotFound`.
         """
+
+def transcript(
+    path: PathArg,
+    *,
+    format: Literal["auto", "claude-code", "codex", "pi"] = "auto",
+    subagents: bool = False,
+    index_dir: Optional[PathArg] = None,
+) -> Dict[str, Any]:
+    """`agentlog transcript --json`: a transcript's boundaries and token tallies.
+
+    Keys: `path`, `format`, `boundaries`, `generations`, `since_compaction`, `lifetime`,
+    `index_outcome`, `index`, `index_path`, `covered_bytes`, `lines`, `models`, `diagnostics`;
+    with `subagents=True` (Claude Code only) also `lifetime_with_subagents` and `subagents`.
+    The index lives in the per-user cache (or `index_dir`), never beside the transcript.
+    """
