@@ -2,9 +2,7 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
-use agentlog::generation::{Generation, GenerationRequest, generations_at};
+use agentlog::generation::{GenerationRequest, GenerationRow, generations_at};
 
 use super::table::{render, thousands};
 use super::{EXIT_OK, Failure, agent_paths, print_json};
@@ -18,44 +16,11 @@ pub struct Args {
     pub json: bool,
 }
 
-#[derive(Serialize)]
-struct Row<'a> {
-    generation: u64,
-    molt_count: Option<u64>,
-    boundary_offset: Option<u64>,
-    boundary_initiator: &'a str,
-    boundary_ts: Option<f64>,
-    input_tokens: u128,
-    output_tokens: u128,
-    cached_tokens: u128,
-    thinking_tokens: u128,
-    api_calls: u64,
-}
-
-fn row(g: &Generation) -> Row<'_> {
-    Row {
-        generation: g.ordinal,
-        molt_count: g.molt_count,
-        boundary_offset: g.boundary.as_ref().map(|b| b.offset),
-        boundary_initiator: g.initiator(),
-        boundary_ts: g
-            .boundary
-            .as_ref()
-            .and_then(|b| b.time)
-            .map(agentlog::event::Timestamp::as_seconds),
-        input_tokens: g.totals.input_tokens,
-        output_tokens: g.totals.output_tokens,
-        cached_tokens: g.totals.cached_tokens,
-        thinking_tokens: g.totals.thinking_tokens,
-        api_calls: g.totals.api_calls,
-    }
-}
-
 pub fn run(args: &Args) -> Result<u8, Failure> {
     let paths = agent_paths(&args.agent_dir);
     let found = generations_at(&paths, &GenerationRequest::latest())?;
     if args.json {
-        let rows: Vec<Row<'_>> = found.generations.iter().map(row).collect();
+        let rows: Vec<GenerationRow> = found.generations.iter().map(GenerationRow::from).collect();
         print_json(&rows)?;
         return Ok(EXIT_OK);
     }

@@ -7,12 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use serde::Serialize;
-use serde_json::{Value, json};
 
 use agentlog::query::{
-    EventFilter, LineageResolution, QueryConfig, QueryError, QueryService, SessionEventRecord,
-    SessionLineageNode, SessionRecord, Store, StoreConfig, SurfaceClass, WindowRequest,
+    LineageResolution, QueryConfig, QueryError, QueryService, SessionLineageNode, Store,
+    StoreConfig, SurfaceClass, WindowRequest, select_events, session_summary_json,
 };
 
 use super::table::render;
@@ -134,23 +132,11 @@ fn service(store: &Store) -> Result<QueryService<'_>, Failure> {
     Ok(QueryService::new(store, QueryConfig::default())?)
 }
 
-/// What scripts get for a session.
-fn session_json(record: &SessionRecord) -> Value {
-    json!({
-        "id": record.header.id,
-        "createdAt": record.header.created_at,
-        "parentSession": record.header.parent_session,
-        "cwd": record.header.cwd,
-        "live": record.live,
-        "persisted": record.persisted,
-    })
-}
-
 pub fn sessions(args: &SessionsArgs) -> Result<u8, Failure> {
     let store = open(&args.root)?;
     let records = service(&store)?.list_sessions()?;
     if args.json {
-        print_json(&records.iter().map(session_json).collect::<Vec<_>>())?;
+        print_json(&records.iter().map(session_summary_json).collect::<Vec<_>>())?;
         return Ok(EXIT_OK);
     }
     let mut rows = vec![
@@ -173,62 +159,18 @@ pub fn sessions(args: &SessionsArgs) -> Result<u8, Failure> {
     Ok(EXIT_OK)
 }
 
-#[derive(Serialize)]
-struct EventJson<'a> {
-    seq: u64,
-    #[serde(rename = "type")]
-    event_type: &'a str,
-    time: i64,
-    surface: SurfaceClass,
-}
-
 pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
     let store = open(&args.root)?;
     let service = service(&store)?;
-    let mut filters = Vec::new();
-    if !args.types.is_empty() {
-        filters.push(EventFilter::Type {
-            values: args.types.clone(),
-        });
-    }
-    if let Some(surface) = args.surface {
-        filters.push(EventFilter::Surface {
-            values: vec![surface.into()],
-        });
-    }
-    // Text filters match an event's searchable text, so they read whole events.
-    let records: Vec<SessionEventRecord> = if let Some(text) = &args.text {
-        filters.push(EventFilter::Text { text: text.clone() });
-        service
-            .filter_events(&args.session, &filters)?
-            .into_iter()
-            .map(|d| d.record)
-            .collect()
-    } else {
-        let records = if args.types.is_empty() {
-            service.list_events(&args.session)?
-        } else {
-            // Through the type index: the cost follows the matches, not the log.
-            let types: Vec<&str> = args.types.iter().map(String::as_str).collect();
-            service.list_events_of_types(&args.session, &types)?
-        };
-        let wanted = args.surface.map(SurfaceClass::from);
-        records
-            .into_iter()
-            .filter(|r| wanted.is_none_or(|w| r.surface == w))
-            .collect()
-    };
+    let records = select_events(
+        &service,
+        &args.session,
+        &args.types,
+        args.surface.map(SurfaceClass::from),
+        args.text.as_deref(),
+    )?;
     if args.json {
-        let out: Vec<EventJson<'_>> = records
-            .iter()
-            .map(|r| EventJson {
-                seq: r.seq,
-                event_type: &r.event_type,
-                time: r.time,
-                surface: r.surface,
-            })
-            .collect();
-        print_json(&out)?;
+        print_json(&records)?;
         return Ok(EXIT_OK);
     }
     let mut rows = vec![

@@ -3,17 +3,13 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
-use agentlog::event::Diagnostics;
 use agentlog::generation::{
-    CurrentGeneration, GenerationRequest, SteppedAside, current_generation_at,
-    read_manifest_molt_count,
+    CurrentGeneration, ExpectedFrom, GenerationRequest, StatusReport, current_generation_at,
+    expected_generation,
 };
-use agentlog::index::IndexOutcome;
 
 use super::table::thousands;
-use super::{EXIT_OK, Failure, TierArg, agent_paths, display, print_json};
+use super::{EXIT_OK, Failure, TierArg, agent_paths, print_json};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -41,43 +37,12 @@ pub struct Args {
     pub json: bool,
 }
 
-#[derive(Serialize)]
-struct StatusJson<'a> {
-    agent_dir: String,
-    tier: &'static str,
-    molt_count: Option<u64>,
-    verified: bool,
-    expected_molt_count: Option<u64>,
-    expected_from: Option<&'static str>,
-    input_tokens: u128,
-    output_tokens: u128,
-    cached_tokens: u128,
-    thinking_tokens: u128,
-    api_calls: u64,
-    boundary_offset: Option<u64>,
-    boundary_initiator: &'a str,
-    boundary_ts: Option<f64>,
-    boundary_molt_count: Option<u64>,
-    index_outcome: Option<&'static str>,
-    index: Option<&'a IndexOutcome>,
-    stepped_aside: &'a [SteppedAside],
-    bytes_read: u64,
-    diagnostics: &'a Diagnostics,
-}
-
 pub fn run(args: &Args) -> Result<u8, Failure> {
     let paths = agent_paths(&args.agent_dir);
-    let (expected, from) = match args.molt_count {
-        Some(n) => (Some(n), Some("flag")),
-        None => match read_manifest_molt_count(&args.agent_dir)
-            .map_err(agentlog::generation::GenerationError::from)?
-        {
-            Some(n) => (Some(n), Some("manifest")),
-            None => (None, None),
-        },
-    };
+    let expected = expected_generation(&args.agent_dir, args.molt_count)
+        .map_err(agentlog::generation::GenerationError::from)?;
     let mut request = GenerationRequest::latest();
-    request.expected_molt_count = expected;
+    request.expected_molt_count = expected.map(|(n, _)| n);
     request.trust_unverifiable_boundaries = args.trust_legacy_boundaries;
     request.reverse_scan_bytes = args.reverse_scan_bytes;
     request.index.max_memory_tail = args.max_memory_tail;
@@ -86,55 +51,22 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     }
     let current = current_generation_at(&paths, &request)?;
     if args.json {
-        print_json(&to_json(args, &current, expected, from))?;
+        print_json(&StatusReport::new(&args.agent_dir, &current, expected))?;
     } else {
-        print!("{}", human(&current, expected, from));
+        print!("{}", human(&current, expected));
     }
     Ok(EXIT_OK)
 }
 
-fn to_json<'a>(
-    args: &Args,
-    current: &'a CurrentGeneration,
-    expected: Option<u64>,
-    from: Option<&'static str>,
-) -> StatusJson<'a> {
-    let boundary = current.boundary.as_ref();
-    StatusJson {
-        agent_dir: display(&args.agent_dir),
-        tier: current.tier.as_str(),
-        molt_count: current.molt_count,
-        verified: current.verified,
-        expected_molt_count: expected,
-        expected_from: from,
-        input_tokens: current.totals.input_tokens,
-        output_tokens: current.totals.output_tokens,
-        cached_tokens: current.totals.cached_tokens,
-        thinking_tokens: current.totals.thinking_tokens,
-        api_calls: current.totals.api_calls,
-        boundary_offset: boundary.map(|b| b.offset),
-        boundary_initiator: current.boundary_initiator(),
-        boundary_ts: boundary
-            .and_then(|b| b.time)
-            .map(agentlog::event::Timestamp::as_seconds),
-        boundary_molt_count: boundary.and_then(|b| b.molt_count.value()),
-        index_outcome: current.index_outcome.as_ref().map(IndexOutcome::code),
-        index: current.index_outcome.as_ref(),
-        stepped_aside: &current.stepped_aside,
-        bytes_read: current.bytes_read,
-        diagnostics: &current.diagnostics,
-    }
-}
-
-fn human(current: &CurrentGeneration, expected: Option<u64>, from: Option<&str>) -> String {
+fn human(current: &CurrentGeneration, expected: Option<(u64, ExpectedFrom)>) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
     let mut row = |label: &str, value: String| {
         let _ = writeln!(out, "{label:<16}{value}");
     };
-    let generation = match (current.molt_count, current.verified, from) {
+    let generation = match (current.molt_count, current.verified, expected) {
         (Some(n), true, _) => format!("{n} (verified: the log's latest boundary says {n})"),
-        (Some(n), false, Some(_)) if expected.is_some() => {
+        (Some(n), false, Some(_)) => {
             format!("{n} (trusted: the latest boundary carries no molt_count)")
         }
         (Some(n), false, _) => format!("{n} (unverified: no --molt-count and no .agent.json)"),

@@ -9,6 +9,7 @@
 //! tiers give (docs/TOKENS.md, "The labelling rule").
 
 mod manifest;
+mod report;
 mod scan;
 
 use std::fmt;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use manifest::{ManifestError, read_manifest_molt_count};
+pub use report::{ExpectedFrom, GenerationRow, StatusReport, expected_generation};
 pub use scan::{GenerationView, full_scan, reverse_scan};
 
 use crate::event::{Boundary, Diagnostics, FoldState, GenerationStart, MoltCount, Totals};

@@ -35,7 +35,7 @@
 //! Every item is reached by one path, `agentlog::query::Item`; the submodules are private.
 //! Inside, the layering runs one way: `json`, `error` and `types` at the bottom, then
 //! `envelope`, `surface`, `legacy`, `text`, `filter`, `window`, `trace`, `repair`, then
-//! `source`, `indexed` and `store`, and `service` on top.
+//! `source`, `indexed` and `store`, then `service`, and `report` (the CLI's JSON shapes) on top.
 
 // Beyond the crate's policy (Cargo.toml): the query layer indexes no slice, so a bad offset in a
 // session's data is an error, never a panic. Tests may (clippy.toml).
@@ -48,6 +48,7 @@ mod indexed;
 mod json;
 mod legacy;
 mod repair;
+mod report;
 mod service;
 mod source;
 mod store;
@@ -70,6 +71,7 @@ pub use filter::{
 };
 pub use indexed::{IndexedSource, session_index_options};
 pub use repair::interrupted_turn_closers;
+pub use report::{EventSummary, select_events, session_summary_json};
 pub use service::{QueryConfig, QueryService};
 pub use source::{
     JsonlSource, LOG_FILE_NAME, PersistedSource, SourceError, StoredSlice, validate_session_id,

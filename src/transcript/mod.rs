@@ -22,6 +22,7 @@ mod json;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
+mod report;
 mod statusline;
 mod store;
 mod subagents;
@@ -37,6 +38,7 @@ pub use fold::{
 pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
+pub use report::report;
 pub use statusline::{
     MAX_STATUS_INPUT, StatusInput, StatusInputError, context_tokens, context_window,
     parse_status_input,
