@@ -234,6 +234,13 @@ pub fn is_damage(error: &SearchError) -> bool {
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    // Plans made without the bound values: otherwise binding the MATCH expression or LIMIT
+    // compiles every search statement (and FTS5's own) twice, once at prepare and once at
+    // the first step.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     // WAL with NORMAL sync cannot corrupt the file; a commit lost to a power cut is redone by
     // the next search, since the index is derived.
     conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;

@@ -169,19 +169,25 @@ fn run(
         .map_err(failed)?;
     // Headers are read for the page only: carried through the ranking, every candidate's
     // header was sorted along with it.
+    // Each statement is prepared once per page, not once per hit.
     let mut rows = rows;
+    let mut stored = None;
+    let mut live = None;
     for row in &mut rows {
-        let table = if row.live {
-            "temp.live_sessions"
+        let (slot, table) = if row.live {
+            (&mut live, "temp.live_sessions")
         } else {
-            "sessions"
+            (&mut stored, "sessions")
         };
-        row.header = conn
-            .query_row(
-                &format!("SELECT header FROM {table} WHERE id = ?1"),
-                [&row.session_id],
-                |r| r.get::<_, Option<String>>(0),
-            )
+        let stmt = match slot {
+            Some(stmt) => stmt,
+            None => slot.insert(
+                conn.prepare(&format!("SELECT header FROM {table} WHERE id = ?1"))
+                    .map_err(failed)?,
+            ),
+        };
+        row.header = stmt
+            .query_row([&row.session_id], |r| r.get::<_, Option<String>>(0))
             .map_err(failed)?
             .unwrap_or_default();
     }

@@ -26,11 +26,17 @@ use crate::search::predicate::surface_name;
 use crate::search::reader::{Delta, Read, read_on, read_whole};
 use crate::search::stamp::Stamp;
 
-/// A session row as the check needs it.
-struct Row {
+/// What the check of an unchanged session needs of its row (read for every session).
+struct Seen {
     key: i64,
     stamp: Stamp,
     settled: bool,
+}
+
+/// A session row as a catch-up needs it (read only for sessions with work).
+struct Row {
+    key: i64,
+    stamp: Stamp,
     coverage: Coverage,
     next_seq: u64,
     /// Why the session cannot be read, if it cannot.
@@ -65,22 +71,33 @@ pub fn reconcile(
     vocabulary: &Vocabulary,
     settled: Duration,
 ) -> Result<Caught, SearchError> {
-    let rows = load_rows(conn)?;
     let taken_at = SystemTime::now();
     let found = list_store(root)?;
+    let rows = load_seen(conn, found.len())?;
     let mut work = Vec::new();
+    let mut known = 0;
     for f in &found {
         match rows.get(&f.id) {
-            Some(row) if row.stamp == f.stamp && row.settled => {}
-            _ => work.push(f),
+            Some(row) if row.stamp == f.stamp && row.settled => known += 1,
+            Some(_) => {
+                known += 1;
+                work.push(f);
+            }
+            None => work.push(f),
         }
     }
-    let present: std::collections::HashSet<&str> = found.iter().map(|f| f.id.as_str()).collect();
-    let gone: Vec<i64> = rows
-        .iter()
-        .filter(|(id, _)| !present.contains(id.as_str()))
-        .map(|(_, row)| row.key)
-        .collect();
+    // Ids are unique on both sides: when every row was found, none is gone (the usual case,
+    // which then needs no set of the found ids).
+    let gone: Vec<i64> = if known == rows.len() {
+        Vec::new()
+    } else {
+        let present: std::collections::HashSet<&str> =
+            found.iter().map(|f| f.id.as_str()).collect();
+        rows.iter()
+            .filter(|(id, _)| !present.contains(id.as_str()))
+            .map(|(_, row)| row.key)
+            .collect()
+    };
     if work.is_empty() && gone.is_empty() {
         return Ok(Caught::default());
     }
@@ -105,7 +122,11 @@ pub fn reconcile(
     let mut read = 0;
     for f in work {
         read += 1;
-        writer.catch_up(root, f, rows.get(&f.id), taken_at, settled, vocabulary)?;
+        let row = match rows.get(&f.id) {
+            Some(seen) => Some(load_row(&tx, seen.key)?),
+            None => None,
+        };
+        writer.catch_up(root, f, row.as_ref(), taken_at, settled, vocabulary)?;
     }
     let changed = writer.changed;
     if changed {
@@ -120,19 +141,22 @@ pub fn reconcile(
     Ok(Caught { read, changed })
 }
 
-fn load_rows(conn: &Connection) -> Result<HashMap<String, Row>, SearchError> {
+/// Every session's key and stamp by id; `expected` (the sessions found) sizes the map.
+fn load_seen(conn: &Connection, expected: usize) -> Result<HashMap<String, Seen>, SearchError> {
     let mut stmt = conn
-        .prepare(
-            "SELECT id, key, dev, ino, size, mtime, ctime, settled, covered, head_len, head_crc,
-                    tail_start, tail_len, tail_crc, crc, next_seq, error FROM sessions",
-        )
+        .prepare("SELECT id, key, dev, ino, size, mtime, ctime, settled FROM sessions")
         .map_err(|e| failed("reading the sessions", e))?;
-    let rows = stmt
-        .query_map([], |r| {
+    let mut rows = stmt
+        .query([])
+        .map_err(|e| failed("reading the sessions", e))?;
+    // Sized once: growing the map as rows arrive rehashed every id several times.
+    let mut seen = HashMap::with_capacity(expected);
+    while let Some(r) = rows.next().map_err(|e| failed("reading the sessions", e))? {
+        let decode = || -> rusqlite::Result<(String, Seen)> {
             let u = |i: usize| r.get::<_, i64>(i).map(i64::cast_unsigned);
             Ok((
-                r.get::<_, String>(0)?,
-                Row {
+                r.get(0)?,
+                Seen {
                     key: r.get(1)?,
                     stamp: Stamp {
                         dev: u(2)?,
@@ -142,28 +166,52 @@ fn load_rows(conn: &Connection) -> Result<HashMap<String, Row>, SearchError> {
                         ctime: r.get(6)?,
                     },
                     settled: r.get(7)?,
-                    coverage: Coverage {
-                        end: u(8)?,
-                        head: WindowSum {
-                            start: 0,
-                            len: u(9)?,
-                            crc: r.get(10)?,
-                        },
-                        tail: WindowSum {
-                            start: u(11)?,
-                            len: u(12)?,
-                            crc: r.get(13)?,
-                        },
-                        crc: r.get(14)?,
-                    },
-                    next_seq: u(15)?,
-                    error: r.get(16)?,
                 },
             ))
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<HashMap<_, _>>>())
-        .map_err(|e| failed("reading the sessions", e))?;
-    Ok(rows)
+        };
+        let (id, row) = decode().map_err(|e| failed("reading the sessions", e))?;
+        seen.insert(id, row);
+    }
+    Ok(seen)
+}
+
+/// The whole row of the session `key`.
+fn load_row(conn: &Connection, key: i64) -> Result<Row, SearchError> {
+    conn.query_row(
+        "SELECT key, dev, ino, size, mtime, ctime, covered, head_len, head_crc,
+                tail_start, tail_len, tail_crc, crc, next_seq, error FROM sessions WHERE key = ?1",
+        [key],
+        |r| {
+            let u = |i: usize| r.get::<_, i64>(i).map(i64::cast_unsigned);
+            Ok(Row {
+                key: r.get(0)?,
+                stamp: Stamp {
+                    dev: u(1)?,
+                    ino: u(2)?,
+                    size: u(3)?,
+                    mtime: r.get(4)?,
+                    ctime: r.get(5)?,
+                },
+                coverage: Coverage {
+                    end: u(6)?,
+                    head: WindowSum {
+                        start: 0,
+                        len: u(7)?,
+                        crc: r.get(8)?,
+                    },
+                    tail: WindowSum {
+                        start: u(9)?,
+                        len: u(10)?,
+                        crc: r.get(11)?,
+                    },
+                    crc: r.get(12)?,
+                },
+                next_seq: u(13)?,
+                error: r.get(14)?,
+            })
+        },
+    )
+    .map_err(|e| failed("reading a session", e))
 }
 
 /// The session directories of the store: names that are session ids, holding a log.
@@ -184,33 +232,38 @@ fn list_store(root: &Path) -> Result<Vec<Found>, SearchError> {
     )
     .map_err(|e| SearchError::index_io(format!("opening {}", root.display()), e.into()))?;
     let mut found = Vec::new();
+    // The log's path relative to the store's directory, rebuilt in place for each session.
+    let mut relative = String::new();
     for entry in entries {
         let entry =
             entry.map_err(|e| SearchError::index_io(format!("listing {}", root.display()), e))?;
-        let Some(id) = entry.file_name().to_str().map(str::to_string) else {
+        let name = entry.file_name();
+        let Some(id) = name.to_str() else {
             continue;
         };
-        if validate_session_id(&id).is_err() {
+        if validate_session_id(id).is_err() {
             continue;
         }
-        let dir = entry.path();
+        // Paths are made only for the messages of the rare refused sessions.
         let link = |path: &Path| QueryError::CorruptSession {
-            session_id: id.clone(),
+            session_id: id.to_string(),
             cause: format!(
                 "{} is a symbolic link; agentlog does not follow links out of a session store",
                 path.display()
             )
             .into(),
         };
+        let log_path = || root.join(id).join(LOG_FILE_NAME);
         let file_type = entry.file_type().ok();
         if file_type.is_some_and(|t| t.is_symlink()) {
+            let dir = entry.path();
             // The link's own stamp: it is checked again only when the link changes.
             let stamp = std::fs::symlink_metadata(&dir)
                 .map(|m| Stamp::of(&m))
                 .unwrap_or_default();
             found.push(Found {
                 refused: Some(link(&dir)),
-                id,
+                id: id.to_string(),
                 stamp,
             });
             continue;
@@ -218,26 +271,29 @@ fn list_store(root: &Path) -> Result<Vec<Found>, SearchError> {
         if !file_type.is_some_and(|t| t.is_dir()) {
             continue;
         }
-        let log = dir.join(LOG_FILE_NAME);
+        relative.clear();
+        relative.push_str(id);
+        relative.push('/');
+        relative.push_str(LOG_FILE_NAME);
         // Relative to the store's directory: the path walk is two names, not the whole path.
         let stat = rustix::fs::statat(
             &root_fd,
-            format!("{id}/{LOG_FILE_NAME}"),
+            relative.as_str(),
             rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
         )
         .map_err(io::Error::from);
         match stat {
             Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
                 found.push(Found {
-                    refused: Some(link(&log)),
-                    id,
+                    refused: Some(link(&log_path())),
+                    id: id.to_string(),
                     stamp: Stamp::of_stat(&st),
                 });
             }
             Ok(st) => found.push(Found {
                 refused: None,
                 stamp: Stamp::of_stat(&st),
-                id,
+                id: id.to_string(),
             }),
             Err(e)
                 if matches!(
@@ -246,10 +302,10 @@ fn list_store(root: &Path) -> Result<Vec<Found>, SearchError> {
                 ) => {}
             Err(e) => found.push(Found {
                 refused: Some(QueryError::PersistenceFailed {
-                    operation: format!("reading {}", log.display()),
+                    operation: format!("reading {}", log_path().display()),
                     cause: Box::new(e),
                 }),
-                id,
+                id: id.to_string(),
                 stamp: Stamp::default(),
             }),
         }
