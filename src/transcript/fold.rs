@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use super::format::Format;
 use super::tally::Tally;
-use super::{claude, codex, pi};
 
 /// What marks a compaction, in each format's own terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -291,47 +290,10 @@ impl Fold {
         &self.summary
     }
 
-    /// Folds one complete line (without its `\n`) that starts at `offset`.
-    pub fn line(&mut self, offset: u64, bytes: &[u8]) {
-        // Recalling nothing cannot fail.
-        let _ = self.line_with(offset, bytes, &mut Nothing);
-    }
-
     /// Counts a complete line too long to read.
     pub fn too_long(&mut self) {
         self.summary.lines += 1;
         self.summary.diagnostics.too_long_lines += 1;
-    }
-
-    /// Folds every complete line of `bytes`, which start at offset `start`; a torn last line
-    /// is left out. Returns the offset after the last complete line.
-    pub fn lines(&mut self, start: u64, bytes: &[u8]) -> u64 {
-        let mut at = 0;
-        while let Some(i) = bytes.get(at..).and_then(|rest| memchr::memchr(b'\n', rest)) {
-            let body = bytes.get(at..at + i).unwrap_or_default();
-            self.line(start + at as u64, body);
-            at += i + 1;
-        }
-        start + at as u64
-    }
-
-    /// [`Fold::line`] with entries recalled from an index.
-    pub(crate) fn line_with(
-        &mut self,
-        offset: u64,
-        bytes: &[u8],
-        recall: &mut dyn Recall,
-    ) -> Result<(), RecallError> {
-        self.summary.lines += 1;
-        let at = At {
-            offset,
-            line: self.summary.lines,
-        };
-        match self.summary.format {
-            Format::ClaudeCode => claude::fold_line(self, at, bytes, recall),
-            Format::Codex => codex::fold_line(self, at, bytes, recall),
-            Format::Pi => pi::fold_line(self, at, bytes, recall),
-        }
     }
 
     /// The tally of every (quarter-hour, model) bucket this fold touched: all of them for a
@@ -436,12 +398,4 @@ impl Fold {
             }
         }
     }
-}
-
-/// Folds the complete lines of a whole transcript held in memory (a torn last line is left
-/// out): the one-shot answer an index must agree with.
-pub fn fold_bytes(format: Format, bytes: &[u8]) -> Fold {
-    let mut fold = Fold::new(format);
-    fold.lines(0, bytes);
-    fold
 }

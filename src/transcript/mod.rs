@@ -22,6 +22,7 @@ mod json;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
+mod read;
 mod report;
 mod statusline;
 mod store;
@@ -33,11 +34,11 @@ pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub use error::TranscriptError;
 pub use fold::{
     Boundary, BoundaryKind, BucketKey, Diagnostics, Fold, Summary, UNKNOWN_MODEL, UNKNOWN_QUARTER,
-    fold_bytes,
 };
 pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
+pub use read::fold_bytes;
 pub use report::report;
 pub use statusline::{
     MAX_STATUS_INPUT, StatusInput, StatusInputError, context_tokens, context_window,

@@ -107,7 +107,7 @@ fn encode_round_trip(summary: &Summary) -> Result<Summary, String> {
 
 /// The same, in one fold: what [`fold_in_pieces`] must equal.
 pub fn fold_at_once(format: Format, bytes: &[u8]) -> Pieces {
-    let fold = super::fold::fold_bytes(format, bytes);
+    let fold = super::read::fold_bytes(format, bytes);
     let mut buckets: Vec<(BucketKey, Tally)> = fold.buckets().map(|(k, t)| (k, *t)).collect();
     buckets.sort_by_key(|(k, _)| *k);
     let keys = fold.dedup.messages.len() + fold.dedup.ids.len();

@@ -4,6 +4,7 @@
 //! damage, and stepped around (the answer folded in memory) when another process holds it or
 //! it cannot be written. The protocol: docs/TRANSCRIPTS.md, "The index".
 
+mod answer;
 mod db;
 mod open;
 mod recall;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use redb::{Database, ReadableTableMetadata, WriteTransaction};
 
+use super::answer::{answer, fresh, memory_tail, not_writable};
 use super::db::{self, Held, Leak, Unsynced};
-use super::open::{answer, fresh, memory_tail, not_writable};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
 use super::schema::{
@@ -224,7 +224,7 @@ pub(super) fn catch_up(
             tail_events: lines,
         },
     };
-    let dedup = rows.map(|rows| super::open::overlay(rows, fold.dedup.clone()));
+    let dedup = rows.map(|rows| super::answer::overlay(rows, fold.dedup.clone()));
     Ok(answer(
         source,
         Some(index),
