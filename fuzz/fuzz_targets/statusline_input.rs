@@ -37,10 +37,17 @@ fn naive(data: &[u8]) -> Verdict {
             found = Some(0);
         } else if text("type") == Some("assistant")
             && o.get("isSidechain") != Some(&Value::Bool(true))
-            && let Some(u) = o.get("message").and_then(|m| m.get("usage")).and_then(Value::as_object)
+            && let Some(u) = o
+                .get("message")
+                .and_then(|m| m.get("usage"))
+                .and_then(Value::as_object)
         {
             let mut sum = 0u64;
-            for k in ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] {
+            for k in [
+                "input_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            ] {
                 match u.get(k) {
                     None | Some(Value::Null) => {}
                     Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= 1 << 48) => {
@@ -67,13 +74,18 @@ fn memchr(hay: &[u8], needle: &[u8]) -> bool {
 fuzz_target!(|data: &[u8]| {
     if let Ok(input) = parse_status_input(data) {
         let v: Value = serde_json::from_slice(data).expect("accepted input is JSON");
-        let path = v.get("transcript_path").and_then(Value::as_str).expect("a transcript_path");
+        let path = v
+            .get("transcript_path")
+            .and_then(Value::as_str)
+            .expect("a transcript_path");
         assert!(!path.is_empty());
         assert_eq!(input.transcript_path.as_os_str(), path);
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("t.jsonl");
-    std::fs::File::create(&path).and_then(|mut f| f.write_all(data)).expect("write");
+    std::fs::File::create(&path)
+        .and_then(|mut f| f.write_all(data))
+        .expect("write");
     let end = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
     let got = context_tokens(&path, end).expect("reading the tail");
     if let Verdict::Context(want) = naive(data) {
