@@ -12,12 +12,10 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{Connection, params};
 
-use crate::query::{SessionEvent, SurfaceClass};
-use crate::query::{Store, event_text};
+use crate::query::Store;
 use crate::search::error::SearchError;
 use crate::search::predicate::surface_name;
-use crate::search::reader::Doc;
-use crate::search::request::sanitize;
+use crate::search::reader::{Doc, documents};
 
 const TABLES: &str = "
 CREATE TEMP TABLE IF NOT EXISTS live_sessions(
@@ -191,35 +189,6 @@ impl LiveOverlay {
         }
         Ok(())
     }
-}
-
-/// The documents of some live events; `shadowed` holds the seqs replaced since.
-fn documents(events: &[SessionEvent], shadowed: &HashSet<u64>) -> Vec<Doc> {
-    events
-        .iter()
-        .filter_map(|event| {
-            let text = event_text(event);
-            if text.is_empty() {
-                return None;
-            }
-            let text = sanitize(&text);
-            let surface = if !event.is_surface() {
-                SurfaceClass::LogOnly
-            } else if shadowed.contains(&event.seq) {
-                SurfaceClass::Shadowed
-            } else {
-                SurfaceClass::Current
-            };
-            Some(Doc {
-                seq: event.seq,
-                event_type: event.event_type.clone(),
-                time: event.time,
-                surface,
-                length: text.chars().count() as u64,
-                text,
-            })
-        })
-        .collect()
 }
 
 fn delete(conn: &Connection, key: i64) -> Result<(), SearchError> {

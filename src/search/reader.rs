@@ -192,31 +192,7 @@ fn read_events(
             }
         }
     }
-    let docs = events
-        .iter()
-        .filter_map(|event| {
-            let text = event_text(event);
-            if text.is_empty() {
-                return None;
-            }
-            let text = sanitize(&text);
-            let surface = if !event.is_surface() {
-                SurfaceClass::LogOnly
-            } else if shadowed_new.contains(&event.seq) {
-                SurfaceClass::Shadowed
-            } else {
-                SurfaceClass::Current
-            };
-            Some(Doc {
-                seq: event.seq,
-                event_type: event.event_type.clone(),
-                time: event.time,
-                surface,
-                length: text.chars().count() as u64,
-                text,
-            })
-        })
-        .collect();
+    let docs = documents(&events, &shadowed_new);
     Read::Indexed(Delta {
         docs,
         shadowed_earlier,
@@ -287,6 +263,39 @@ fn later_turn_end(rest: &[u8]) -> bool {
                     .ok()
                     .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("turn/end"))
         })
+}
+
+/// The search documents of `events` (those with text); `shadowed` holds the seqs of surface
+/// events replaced since.
+pub(super) fn documents(
+    events: &[SessionEvent],
+    shadowed: &std::collections::HashSet<u64>,
+) -> Vec<Doc> {
+    events
+        .iter()
+        .filter_map(|event| {
+            let text = event_text(event);
+            if text.is_empty() {
+                return None;
+            }
+            let text = sanitize(&text);
+            let surface = if !event.is_surface() {
+                SurfaceClass::LogOnly
+            } else if shadowed.contains(&event.seq) {
+                SurfaceClass::Shadowed
+            } else {
+                SurfaceClass::Current
+            };
+            Some(Doc {
+                seq: event.seq,
+                event_type: event.event_type.clone(),
+                time: event.time,
+                surface,
+                length: text.chars().count() as u64,
+                text,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
