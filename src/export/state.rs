@@ -20,7 +20,7 @@ use crate::log::Coverage;
 pub const STATE_MAGIC: &str = "agentlog-export-state";
 
 /// The state format this build reads and writes.
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;
 
 /// The largest state file we read (a state lists one entry per part; compaction keeps that
 /// small).
