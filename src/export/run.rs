@@ -14,8 +14,8 @@ use super::part::write_all;
 use super::rows::{GenerationRow, SessionRow, Sourced};
 use super::scan::{Resume, ScanOptions, scan};
 use super::source::{Source, SourceKind};
-use super::transcript;
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
+use super::transcript;
 use crate::log::{CoverageCheck, open_for_read};
 
 /// What an export did with one source.

@@ -298,7 +298,14 @@ pub fn scan(
             molt_count,
             tokens: if event.kind == EventKind::Token {
                 let [input, output, cached, thinking] = event.tokens;
-                [Some(input), Some(output), Some(cached), Some(thinking), None, None]
+                [
+                    Some(input),
+                    Some(output),
+                    Some(cached),
+                    Some(thinking),
+                    None,
+                    None,
+                ]
             } else {
                 [None; 6]
             },

@@ -97,11 +97,11 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
     // would warn about every file).
     let headers = if has_session_dirs(path)? {
         JsonlSource::new(path)
-        .list_headers()
-        .map_err(|source| ExportError::Store {
-            path: path.to_path_buf(),
-            source,
-        })?
+            .list_headers()
+            .map_err(|source| ExportError::Store {
+                path: path.to_path_buf(),
+                source,
+            })?
     } else {
         Vec::new()
     };

@@ -197,6 +197,8 @@ impl SourceState {
             .all(|g| g.events <= f.events && g.api_calls <= g.events);
         let expected_generations = match self.kind {
             SourceKind::Session => 0,
+            // A transcript's generations start with its first line.
+            SourceKind::Transcript if f.lines == 0 => 0,
             _ => f.boundaries + 1,
         };
         if !generations_ok || self.generations.len() as u64 != expected_generations {

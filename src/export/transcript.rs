@@ -276,7 +276,10 @@ fn facts(format: Format, bytes: &[u8]) -> Facts<'_> {
             }
         }
         Format::Codex => {
-            let usage = payload.get().and_then(|p| p.info.get()).and_then(|i| i.last_token_usage.get());
+            let usage = payload
+                .get()
+                .and_then(|p| p.info.get())
+                .and_then(|i| i.last_token_usage.get());
             if let Some(u) = usage {
                 out.tokens = [
                     u.input_tokens.known(),
@@ -382,7 +385,11 @@ pub fn scan(
             row.last_ts = facts.ts;
         }
         if row.cwd.is_none() {
-            row.cwd = facts.cwd.as_deref().filter(|c| !c.is_empty()).map(str::to_owned);
+            row.cwd = facts
+                .cwd
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
         }
         let date = facts.ts.and_then(utc_date);
         let event = EventRow {
@@ -447,6 +454,7 @@ pub fn scan(
             end,
             lines,
             events: lines,
+            boundaries: generations.len().saturating_sub(1) as u64,
             ..FoldState::default()
         },
         generations,
