@@ -19,7 +19,8 @@ use crate::log::Coverage;
 /// The first word of a state file.
 pub const STATE_MAGIC: &str = "agentlog-export-state";
 
-/// The state format this build reads and writes.
+/// The state format this build reads and writes. Version 2 added the transcript columns to
+/// every table: parts listed by a version-1 state lack them, so such a source is exported anew.
 pub const STATE_VERSION: u32 = 2;
 
 /// The largest state file we read (a state lists one entry per part; compaction keeps that
