@@ -290,7 +290,7 @@ fn transcript_ok(path: &Path, index: &Path, out: &Path) -> u64 {
 fn assert_transcript_exact(out: &Path, log: &[u8], what: &str) {
     use agentlog::transcript::Format;
     let end = log.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let lines = log[..end].iter().filter(|&&b| b == b'\n').count();
+    let lines = memchr::memchr_iter(b'\n', &log[..end]).count();
     assert_at_most_once_and_one_version(out, &[log], what);
     assert_eq!(
         read_table(out, "events").len(),

@@ -613,7 +613,7 @@ fn an_export_stopped_at_each_step_shows_no_row_twice_and_the_next_is_exact() {
     loop {
         let mut options = setup.options();
         options.fail_at_step = Some(step);
-        match export(&[path.clone()], &options, &mut |_| {}) {
+        match export(std::slice::from_ref(&path), &options, &mut |_| {}) {
             Err(ExportError::Interrupted { .. }) => {}
             Ok(_) => break,
             Err(e) => panic!("step {step}: {e}"),

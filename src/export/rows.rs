@@ -185,21 +185,18 @@ impl Row for Sourced<'_, GenerationRow> {
         );
         sink.int(Some(int(g.events)));
         sink.int(Some(int(g.api_calls)));
-        match usage {
-            Some(u) => {
-                for value in u.tokens {
-                    sink.int(value.map(int));
-                }
-                sink.float(u.cost);
+        if let Some(u) = usage {
+            for value in u.tokens {
+                sink.int(value.map(int));
             }
-            None => {
-                for total in g.tokens {
-                    sink.int(Some(int(total)));
-                }
-                sink.int(None);
-                sink.int(None);
-                sink.float(None);
+            sink.float(u.cost);
+        } else {
+            for total in g.tokens {
+                sink.int(Some(int(total)));
             }
+            sink.int(None);
+            sink.int(None);
+            sink.float(None);
         }
     }
 }

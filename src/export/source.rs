@@ -67,7 +67,7 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
         reason: reason.to_owned(),
     };
     if meta.is_file() {
-        if !path.extension().is_some_and(|e| e == "jsonl") {
+        if path.extension().is_none_or(|e| e != "jsonl") {
             return Err(not_a_source("a file that is not a .jsonl transcript"));
         }
         let log = canonical(path)?;
