@@ -463,3 +463,64 @@ pub fn scan(
         stopped_at: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_formats_line_usage_lands_in_its_columns() {
+        let claude = br#"{"type":"assistant","timestamp":"2026-03-01T10:00:00Z","requestId":"r","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":2,"cache_creation_input_tokens":3,"cache_read_input_tokens":4}}}"#;
+        let f = facts(Format::ClaudeCode, claude);
+        assert_eq!(f.tokens, [Some(1), Some(2), Some(4), None, Some(3), None]);
+        assert_eq!(f.message_id.as_deref(), Some("m"));
+        assert_eq!(f.request_id.as_deref(), Some("r"));
+        assert_eq!(f.ts, Some(1_772_359_200_000_000));
+        let codex = br#"{"timestamp":"2026-03-01T10:00:00Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":99},"last_token_usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":5,"reasoning_output_tokens":2,"total_tokens":15}}}}"#;
+        let f = facts(Format::Codex, codex);
+        assert_eq!(
+            f.tokens,
+            [Some(10), Some(5), Some(4), Some(2), None, Some(15)]
+        );
+        assert_eq!(f.type_name.as_deref(), Some("event_msg"));
+        let pi = br#"{"type":"message","id":"e1","timestamp":"2026-03-01T10:00:00Z","message":{"role":"assistant","usage":{"input":7,"output":8,"cacheRead":9,"cacheWrite":1,"totalTokens":25,"cost":{"total":0.5}}}}"#;
+        let f = facts(Format::Pi, pi);
+        assert_eq!(
+            f.tokens,
+            [Some(7), Some(8), Some(9), None, Some(1), Some(25)]
+        );
+        assert_eq!(f.cost, Some(0.5));
+        assert_eq!(f.message_id.as_deref(), Some("e1"));
+        let session = br#"{"type":"session_meta","payload":{"cwd":"/w"}}"#;
+        assert_eq!(facts(Format::Codex, session).cwd.as_deref(), Some("/w"));
+        let broken = facts(Format::ClaudeCode, b"not json");
+        assert_eq!(broken.tokens, [None; 6]);
+        assert!(broken.type_name.is_none() && broken.ts.is_none());
+    }
+
+    #[test]
+    fn tallies_land_in_the_same_columns_as_lines() {
+        let t = Tally {
+            tokens: [1, 2, 3, 4, 10],
+            cost: 0.0,
+            events: 1,
+        };
+        assert_eq!(
+            tally_columns(Format::ClaudeCode, &t),
+            [Some(1), Some(2), Some(4), None, Some(3), Some(10)]
+        );
+        assert_eq!(
+            tally_columns(Format::Codex, &t),
+            [Some(1), Some(3), Some(2), Some(4), None, Some(10)]
+        );
+        assert_eq!(
+            tally_columns(Format::Pi, &t),
+            [Some(1), Some(2), Some(3), None, Some(4), Some(10)]
+        );
+        assert_eq!(
+            transcript_id(Path::new("/p/s/subagents/agent-1.jsonl")),
+            "s/agent-1"
+        );
+        assert_eq!(transcript_id(Path::new("/p/proj/abc.jsonl")), "abc");
+    }
+}
