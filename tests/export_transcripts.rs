@@ -702,3 +702,134 @@ fn subagent_files_are_sources_of_their_own() {
     assert_eq!(session.text("parent_session").as_deref(), Some("sess"));
     assert_eq!(session.text("origin").as_deref(), Some("subagent"));
 }
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// The transcript grows by this share (per mille) of the full one, often to a torn line.
+    Grow {
+        per_mille: u16,
+    },
+    /// Cut back to this share of what it holds (the agent rewrote it shorter).
+    Truncate {
+        keep_percent: u8,
+    },
+    /// Replaced by another transcript's start, as long as it was.
+    Rewrite {
+        seed: u64,
+    },
+    Export,
+    ExportStopped {
+        step: u64,
+    },
+    Compact,
+    DeleteState,
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (1u16..400).prop_map(|per_mille| Op::Grow { per_mille }),
+        1 => (0u8..100).prop_map(|keep_percent| Op::Truncate { keep_percent }),
+        1 => any::<u64>().prop_map(|seed| Op::Rewrite { seed }),
+        3 => Just(Op::Export),
+        2 => (1u64..10).prop_map(|step| Op::ExportStopped { step }),
+        1 => Just(Op::Compact),
+        1 => Just(Op::DeleteState),
+    ]
+}
+
+fn format_of(k: u8) -> Format {
+    match k % 3 {
+        0 => Format::ClaudeCode,
+        1 => Format::Codex,
+        _ => Format::Pi,
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 24,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Random sequences of growth (torn lines included), truncations, rewrites, exports (some
+    /// stopped part way), compactions and lost states: after each export that finishes, the
+    /// dataset is exactly the transcript's complete lines and the oracle's generations; after
+    /// a stopped one, no row is visible twice.
+    #[test]
+    fn random_histories_of_a_transcript_export_exactly(
+        format in 0u8..3,
+        seed in 0u64..1000,
+        ops in proptest::collection::vec(op(), 1..14),
+    ) {
+        let format = format_of(format);
+        let full = generate::transcript(format, seed, 120);
+        let setup = Setup::new();
+        let path = setup.write("proj/prop.jsonl", b"");
+        let mut now: Vec<u8> = Vec::new();
+        let mut grown = 0usize;
+        let mut exported_clean = true;
+        for op in ops {
+            match op {
+                Op::Grow { per_mille } => {
+                    grown = (grown + full.len() * usize::from(per_mille) / 1000).min(full.len());
+                    now = full[..grown].to_vec();
+                }
+                Op::Truncate { keep_percent } => {
+                    let keep = now.len() * usize::from(keep_percent) / 100;
+                    now.truncate(keep);
+                    grown = grown.min(keep);
+                }
+                Op::Rewrite { seed } => {
+                    let mut other = generate::transcript(format, seed, 120);
+                    other.truncate(now.len());
+                    now = other;
+                    grown = 0;
+                }
+                Op::Export => {
+                    setup.export(&[&path]);
+                    assert_exact(setup.out.path(), "prop", format, &now);
+                    exported_clean = true;
+                }
+                Op::ExportStopped { step } => {
+                    let mut options = setup.options();
+                    options.fail_at_step = Some(step);
+                    match export(std::slice::from_ref(&path), &options, &mut |_| {}) {
+                        Ok(_) => exported_clean = true,
+                        Err(ExportError::Interrupted { .. }) => exported_clean = false,
+                        Err(e) => panic!("{e}"),
+                    }
+                    let mut offsets: Vec<i64> = read_table(setup.out.path(), "events")
+                        .iter()
+                        .map(|r| r.int("offset").unwrap())
+                        .collect();
+                    let total = offsets.len();
+                    offsets.sort_unstable();
+                    offsets.dedup();
+                    proptest::prop_assert_eq!(offsets.len(), total, "a row visible twice");
+                }
+                Op::Compact => {
+                    // Compaction merges what a finished export committed.
+                    if exported_clean {
+                        agentlog::export::compact(std::slice::from_ref(&path), &setup.options())
+                            .expect("compact");
+                    }
+                }
+                Op::DeleteState => {
+                    let dir = setup.out.path().join("_agentlog").join(HOST);
+                    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                        if entry.path().extension().is_some_and(|e| e == "state") {
+                            std::fs::remove_file(entry.path()).unwrap();
+                        }
+                    }
+                }
+            }
+            if std::fs::read(&path).unwrap() != now {
+                std::fs::write(&path, &now).unwrap();
+            }
+        }
+        setup.export(&[&path]);
+        assert_exact(setup.out.path(), "prop", format, &now);
+    }
+}
