@@ -833,3 +833,44 @@ proptest::proptest! {
         assert_exact(setup.out.path(), "prop", format, &now);
     }
 }
+
+#[test]
+fn boundaries_that_differ_from_those_exported_start_the_transcript_over() {
+    use agentlog::export::SourceState;
+    let bytes = generate::transcript(Format::ClaudeCode, 41, 150);
+    let cut = complete_prefix(&bytes[..bytes.len() / 2]).len();
+    let setup = Setup::new();
+    let path = setup.write("proj/moved.jsonl", &bytes[..cut]);
+    setup.export(&[&path]);
+    // A state whose generations say a boundary sat elsewhere (as a build with other reader
+    // rules would have exported): the rows before the resume point cannot be continued.
+    let dir = setup.out.path().join("_agentlog").join(HOST);
+    let state_path = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "state"))
+        .unwrap();
+    let mut state = SourceState::decode(&std::fs::read(&state_path).unwrap()).unwrap();
+    let next = state.generations.len() as u64;
+    state.generations.push(agentlog::export::GenerationRow {
+        generation: next,
+        boundary_offset: Some(1),
+        boundary_initiator: "auto".to_owned(),
+        ..agentlog::export::GenerationRow::default()
+    });
+    state.fold.boundaries += 1;
+    std::fs::write(&state_path, state.encode()).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    let report = setup.export(&[&path]);
+    assert_eq!(report.sources[0].action, "reexported");
+    assert!(
+        report.sources[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("boundaries")),
+        "{:?}",
+        report.sources[0].reason
+    );
+    assert_exact(setup.out.path(), "moved", Format::ClaudeCode, &bytes);
+}
