@@ -7,7 +7,8 @@
 //!
 //! Two ways of killing: at a file-system step drawn at random among the steps the export takes
 //! (`--abort-at-step`: the process aborts right after that step, as a SIGKILL there would), and
-//! a real SIGKILL after a random delay. Rounds: `AGENTLOG_EXPORT_CRASH_ROUNDS` each (default 8);
+//! a real SIGKILL after a random delay; for an agent log and for a Claude Code transcript (whose
+//! generations come from its own index). Rounds: `AGENTLOG_EXPORT_CRASH_ROUNDS` each (default 8);
 //! `AGENTLOG_EXPORT_CRASH_SEED` replays a run.
 // Test figures (offsets, row counts, nanosecond stamps) are far below 2^53, and Parquet and
 // SQLite keep integers as i64, so the numeric casts are deliberate; a failing helper fails its test.
@@ -23,6 +24,10 @@
 
 mod common;
 mod export_support;
+#[path = "common/transcript_gen.rs"]
+mod generate;
+#[path = "common/transcript_oracle.rs"]
+mod oracle;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -253,4 +258,126 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// `agentlog export` of one transcript, its index in `index`.
+fn transcript_command(path: &Path, index: &Path, out: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentlog"));
+    command
+        .args([
+            "export",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--index-dir", index.to_str().unwrap()])
+        .args(["--host", "crash", "--json"])
+        .args(extra)
+        .env("AGENTLOG_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    command
+}
+
+fn transcript_ok(path: &Path, index: &Path, out: &Path) -> u64 {
+    let output = transcript_command(path, index, out, &[]).output().unwrap();
+    assert!(output.status.success(), "export failed");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["steps"].as_u64().unwrap()
+}
+
+/// The transcript's complete lines are its rows, once each, and its generations the oracle's.
+fn assert_transcript_exact(out: &Path, log: &[u8], what: &str) {
+    use agentlog::transcript::Format;
+    let end = log.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let lines = memchr::memchr_iter(b'\n', &log[..end]).count();
+    assert_at_most_once_and_one_version(out, &[log], what);
+    assert_eq!(
+        read_table(out, "events").len(),
+        lines,
+        "{what}: rows = complete lines"
+    );
+    let expected = oracle::expected(Format::ClaudeCode, &log[..end]);
+    let mut generations = read_table(out, "generations");
+    generations.sort_by_key(|r| r.int("generation"));
+    let outputs: Vec<Option<i64>> = generations.iter().map(|r| r.int("output_tokens")).collect();
+    let want: Vec<Option<i64>> = expected
+        .generations
+        .iter()
+        .map(|t| Some(t.tokens[1] as i64))
+        .collect();
+    assert_eq!(outputs, want, "{what}: output tokens per generation");
+    assert_no_leftovers(out);
+}
+
+#[test]
+fn transcript_exports_killed_at_random_steps_or_times_recover_exactly() {
+    use agentlog::transcript::Format;
+    let mut rng = rng();
+    let rounds = env("AGENTLOG_EXPORT_CRASH_ROUNDS").unwrap_or(8);
+    let full = generate::transcript(Format::ClaudeCode, 7, 1200);
+    let dir = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proj").join("session.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut len = full.len() / 4;
+    std::fs::write(&path, &full[..len]).unwrap();
+    transcript_ok(&path, index.path(), out.path());
+    let (mut aborted, mut killed) = (0, 0);
+    for round in 0..rounds {
+        let before = std::fs::read(&path).unwrap();
+        // Grow (often to a torn line), or cut back, or rewrite the start.
+        let after = match rng.below(4) {
+            0 => {
+                len = (len / 2).max(1);
+                full[..len].to_vec()
+            }
+            1 => {
+                let mut other = generate::transcript(Format::ClaudeCode, 100 + round, 300);
+                other.truncate(len.min(other.len()));
+                other
+            }
+            _ => {
+                len = (len + 1 + rng.below(full.len() as u64 / 4) as usize).min(full.len());
+                full[..len].to_vec()
+            }
+        };
+        std::fs::write(&path, &after).unwrap();
+        let what = format!("round {round}");
+        if round % 2 == 0 {
+            let probe = tempfile::tempdir().unwrap();
+            copy_dir(out.path(), probe.path());
+            let steps = transcript_ok(&path, index.path(), probe.path());
+            let step = (1 + rng.below(steps)).to_string();
+            let command = &mut transcript_command(
+                &path,
+                index.path(),
+                out.path(),
+                &["--abort-at-step", &step],
+            );
+            aborted += u64::from(!command.status().unwrap().success());
+        } else {
+            let started = Instant::now();
+            let probe = tempfile::tempdir().unwrap();
+            copy_dir(out.path(), probe.path());
+            transcript_ok(&path, index.path(), probe.path());
+            let took = started.elapsed();
+            let mut child = transcript_command(&path, index.path(), out.path(), &[])
+                .spawn()
+                .unwrap();
+            std::thread::sleep(took.mul_f64(rng.below(1000) as f64 / 1000.0));
+            if child.try_wait().unwrap().is_none() {
+                child.kill().unwrap();
+                killed += 1;
+            }
+            child.wait().unwrap();
+        }
+        assert_at_most_once_and_one_version(out.path(), &[&before, &after], &what);
+        transcript_ok(&path, index.path(), out.path());
+        assert_transcript_exact(out.path(), &after, &what);
+    }
+    eprintln!(
+        "transcript: {aborted} aborted at a step, {killed} killed by SIGKILL, each recovered"
+    );
 }

@@ -1,6 +1,8 @@
 //! Arbitrary bytes as a source's export state (`OUT/_agentlog/<host>/<key>.state`).
 //!
-//! Input: the first byte picks a mode; the rest is
+//! Input: the first byte picks the source (below 3: a lingtai agent's log; else a Claude Code
+//! transcript with a compaction, whose state carries a transcript's generations and sessions
+//! row) and a mode (the byte modulo 3); the rest is
 //! * mode 0: the whole state file, raw;
 //! * mode 1: the state's body, behind a header with the right length and checksum, so serde
 //!   and the consistency checks see it;
@@ -11,7 +13,7 @@
 //! Checks: `SourceState::decode` never panics, and what it accepts re-encodes to itself. An
 //! export over a dataset whose state was replaced by the input never panics and succeeds;
 //! afterwards no row is visible twice, and when the state was refused the dataset holds exactly
-//! the log's events (a clean re-export of the source).
+//! the log's events (a clean re-export of the source: for the transcript, one row per line).
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -25,7 +27,10 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 
 struct Fixture {
-    agent: tempfile::TempDir,
+    /// The agent directory or the transcript file exported.
+    source: PathBuf,
+    /// Keeps the source (and the transcript's index) alive.
+    _dirs: Vec<tempfile::TempDir>,
     events: u64,
     /// The dataset of the first export of the log, copied for each input.
     dataset: tempfile::TempDir,
@@ -35,37 +40,61 @@ struct Fixture {
 
 const HOST: &str = "fuzz";
 
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let agent = scratch();
-        std::fs::create_dir_all(agent.path().join("logs")).unwrap();
-        let mut log = Vec::new();
-        let options = SynthOptions {
-            seed: 5,
-            responses: 8,
-            molt_every: (2, 4),
-            ..SynthOptions::default()
-        };
-        write_lingtai_log(&mut log, &options).unwrap();
-        log.extend_from_slice(b"not json\n{\"type\": \"note\"}\n");
-        std::fs::write(agent.path().join("logs/events.jsonl"), &log).unwrap();
-        let dataset = scratch();
-        let report = export(
-            &[agent.path().to_path_buf()],
-            &options_for(dataset.path()),
-            &mut |_| {},
-        )
-        .unwrap();
-        let bytes = std::fs::read(state_path(dataset.path())).unwrap();
-        let body = bytes[bytes.iter().position(|&b| b == b'\n').unwrap() + 1..].to_vec();
-        Fixture {
-            agent,
-            events: report.rows,
-            dataset,
-            body,
-        }
-    })
+fn fixture(transcript: bool) -> &'static Fixture {
+    static AGENT: OnceLock<Fixture> = OnceLock::new();
+    static TRANSCRIPT: OnceLock<Fixture> = OnceLock::new();
+    if transcript {
+        TRANSCRIPT.get_or_init(transcript_fixture)
+    } else {
+        AGENT.get_or_init(agent_fixture)
+    }
+}
+
+fn agent_fixture() -> Fixture {
+    let agent = scratch();
+    std::fs::create_dir_all(agent.path().join("logs")).unwrap();
+    let mut log = Vec::new();
+    let options = SynthOptions {
+        seed: 5,
+        responses: 8,
+        molt_every: (2, 4),
+        ..SynthOptions::default()
+    };
+    write_lingtai_log(&mut log, &options).unwrap();
+    log.extend_from_slice(b"not json\n{\"type\": \"note\"}\n");
+    std::fs::write(agent.path().join("logs/events.jsonl"), &log).unwrap();
+    let source = agent.path().to_path_buf();
+    first_export(source, vec![agent])
+}
+
+fn transcript_fixture() -> Fixture {
+    let dir = scratch();
+    let vendored = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/transcripts/claude-code/agentlogs-compact.jsonl");
+    let source = dir.path().join("session.jsonl");
+    std::fs::copy(vendored, &source).unwrap();
+    first_export(source, vec![dir])
+}
+
+fn first_export(source: PathBuf, mut dirs: Vec<tempfile::TempDir>) -> Fixture {
+    let dataset = scratch();
+    let index = scratch();
+    let report = export(
+        std::slice::from_ref(&source),
+        &options_for(dataset.path(), index.path()),
+        &mut |_| {},
+    )
+    .unwrap();
+    let bytes = std::fs::read(state_path(dataset.path())).unwrap();
+    let body = bytes[bytes.iter().position(|&b| b == b'\n').unwrap() + 1..].to_vec();
+    dirs.push(index);
+    Fixture {
+        source,
+        _dirs: dirs,
+        events: report.rows,
+        dataset,
+        body,
+    }
 }
 
 /// A scratch directory, in memory where the machine has one: an export fsyncs every file and
@@ -92,9 +121,10 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn options_for(out: &Path) -> ExportOptions {
+fn options_for(out: &Path, index: &Path) -> ExportOptions {
     ExportOptions {
         host: HOST.to_owned(),
+        transcript_index_dir: Some(index.to_path_buf()),
         ..ExportOptions::new(out)
     }
 }
@@ -173,17 +203,23 @@ fn visible_offsets(out: &Path) -> Vec<i64> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let fixture = fixture();
+    let fixture = fixture(data.first().is_some_and(|&m| m % 6 >= 3));
     let bytes = state_bytes(data, fixture);
     let decoded = SourceState::decode(&bytes);
     if let Ok(state) = &decoded {
         assert_eq!(SourceState::decode(&state.encode()).as_ref(), Ok(state));
     }
     let out = scratch();
-    let sources = [fixture.agent.path().to_path_buf()];
+    let index = scratch();
+    let sources = [fixture.source.clone()];
     copy_dir(fixture.dataset.path(), out.path());
     std::fs::write(state_path(out.path()), &bytes).unwrap();
-    export(&sources, &options_for(out.path()), &mut |_| {}).unwrap();
+    export(
+        &sources,
+        &options_for(out.path(), index.path()),
+        &mut |_| {},
+    )
+    .unwrap();
     let offsets = visible_offsets(out.path());
     let unique: BTreeSet<i64> = offsets.iter().copied().collect();
     assert_eq!(unique.len(), offsets.len(), "a row is visible twice");

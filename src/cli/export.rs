@@ -28,6 +28,13 @@ pub struct Args {
     /// Leave the events' JSON text out (the json column is null).
     #[arg(long)]
     no_json_text: bool,
+    /// Keep transcripts' index files in DIR instead of the cache directory
+    /// ($AGENTLOG_CACHE_DIR, else $XDG_CACHE_HOME/agentlog, else ~/.cache/agentlog; index
+    /// files go in its transcripts/), as `agentlog transcript` does.
+    // clap prints this comment as the option's help, where backticks would show.
+    #[allow(clippy::doc_markdown)]
+    #[arg(long, value_name = "DIR")]
+    index_dir: Option<PathBuf>,
     /// Then merge each source's small event parts of a date into one file.
     #[arg(long)]
     compact: bool,
@@ -68,6 +75,10 @@ impl From<ExportError> for Failure {
             ExportError::InvalidHost { .. } => Failure::new("bad_host", EXIT_BAD_INPUT, message),
             ExportError::Locked { .. } => Failure::new("locked", EXIT_FAILURE, message),
             ExportError::Changed { .. } => Failure::new("log_changed", EXIT_FAILURE, message),
+            ExportError::Transcript { path, .. } => {
+                Failure::new("transcript_unreadable", EXIT_FAILURE, message)
+                    .with("path", path.display().to_string())
+            }
             ExportError::Log(e) => Failure::from(e),
             _ => Failure::new("io_error", EXIT_FAILURE, message),
         }
@@ -80,6 +91,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         out: args.out.clone(),
         host: args.host.clone().unwrap_or_else(default_host),
         json_text: !args.no_json_text,
+        transcript_index_dir: args.index_dir.clone(),
         #[cfg(feature = "testing")]
         abort_at_step: args.abort_at_step,
         #[cfg(feature = "testing")]

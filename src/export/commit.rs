@@ -105,7 +105,8 @@ pub fn create_dir(dir: &Path) -> Result<(), ExportError> {
     if dir.is_dir() {
         return Ok(());
     }
-    if let Some(parent) = dir.parent() {
+    // A relative path's first component has the empty path as its parent: nothing to make.
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_dir(parent)?;
     }
     match std::fs::create_dir(dir) {
@@ -114,6 +115,7 @@ pub fn create_dir(dir: &Path) -> Result<(), ExportError> {
         Err(e) => return Err(ExportError::io("create directory", dir, e)),
     }
     match dir.parent() {
+        Some(parent) if parent.as_os_str().is_empty() => sync_dir(Path::new(".")),
         Some(parent) => sync_dir(parent),
         None => Ok(()),
     }

@@ -79,6 +79,14 @@ pub enum ExportError {
         /// What went wrong.
         source: crate::query::SourceError,
     },
+    /// A transcript could not be read.
+    #[error("cannot read the transcript {path}: {source}")]
+    Transcript {
+        /// The transcript.
+        path: PathBuf,
+        /// What went wrong.
+        source: crate::transcript::TranscriptError,
+    },
     /// A file operation failed.
     #[error("cannot {action} {path}: {source}")]
     Io {

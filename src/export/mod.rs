@@ -39,6 +39,7 @@ mod scan;
 mod schema;
 mod source;
 mod state;
+mod transcript;
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
@@ -67,6 +68,9 @@ pub struct ExportOptions {
     pub host: String,
     /// Whether event rows carry the line's JSON text (the `json` column; null when off).
     pub json_text: bool,
+    /// Where transcripts' indexes are kept (default: the per-user cache directory, as
+    /// `agentlog transcript` keeps them; never beside the transcript).
+    pub transcript_index_dir: Option<PathBuf>,
     /// Crash tests only: abort the process at this file-system step (1-based), as a kill
     /// there would.
     #[cfg(feature = "testing")]
@@ -83,6 +87,7 @@ impl ExportOptions {
             out: out.into(),
             host: default_host(),
             json_text: true,
+            transcript_index_dir: None,
             #[cfg(feature = "testing")]
             abort_at_step: None,
             #[cfg(feature = "testing")]
@@ -166,6 +171,7 @@ pub fn export(
         host: &options.host,
         state_dir: &states,
         json_text: options.json_text,
+        transcript_index_dir: options.transcript_index_dir.as_ref(),
         found: &found,
     };
     let total = logs.iter().map(|s| pending_bytes(&states, s)).sum();

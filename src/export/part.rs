@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use parquet::column::writer::ColumnWriterImpl;
-use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::writer::SerializedFileWriter;
 
@@ -28,6 +28,7 @@ pub const ROW_GROUP_BYTES: usize = 32 << 20;
 struct ColumnBuffer {
     spec: ColumnSpec,
     ints: Vec<i64>,
+    floats: Vec<f64>,
     /// Text values back to back; `ends[i]` is where value `i` ends.
     text: Vec<u8>,
     ends: Vec<usize>,
@@ -40,6 +41,7 @@ impl ColumnBuffer {
         ColumnBuffer {
             spec,
             ints: Vec::new(),
+            floats: Vec::new(),
             text: Vec::new(),
             ends: Vec::new(),
             defs: Vec::new(),
@@ -48,6 +50,7 @@ impl ColumnBuffer {
 
     fn clear(&mut self) {
         self.ints.clear();
+        self.floats.clear();
         self.text.clear();
         self.ends.clear();
         self.defs.clear();
@@ -74,6 +77,21 @@ impl RowSink<'_> {
                 // A required column never receives None from our row types; 0 keeps the
                 // levels aligned if it ever did.
                 None if !column.spec.nullable => column.ints.push(0),
+                None => column.defs.push(0),
+            }
+        }
+        self.at += 1;
+    }
+
+    /// The next column's value: a float, or null.
+    pub fn float(&mut self, value: Option<f64>) {
+        if let Some(column) = self.columns.get_mut(self.at) {
+            match value {
+                Some(v) => {
+                    column.floats.push(v);
+                    column.defs.push(1);
+                }
+                None if !column.spec.nullable => column.floats.push(0.0),
                 None => column.defs.push(0),
             }
         }
@@ -240,6 +258,12 @@ impl PartWriter {
                     column
                         .typed::<Int64Type>()
                         .write_batch(&buffer.ints, defs, None)
+                        .map_err(wrap)?;
+                }
+                ColumnKind::Double => {
+                    column
+                        .typed::<DoubleType>()
+                        .write_batch(&buffer.floats, defs, None)
                         .map_err(wrap)?;
                 }
                 ColumnKind::Text => {

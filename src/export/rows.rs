@@ -33,8 +33,15 @@ pub struct EventRow<'a> {
     /// The generation's `molt_count` (0 before any boundary; none when its boundary has no
     /// valid one).
     pub molt_count: Option<u64>,
-    /// A token event's input, output, cached and thinking tokens; none for other events.
-    pub tokens: Option<[u64; 4]>,
+    /// Input, output, cached, thinking, cache-write and total tokens: an agent's token event
+    /// fills the first four; a transcript line with usage, those its format has.
+    pub tokens: [Option<u64>; 6],
+    /// A transcript line's cost (pi).
+    pub cost: Option<f64>,
+    /// A transcript line's message key: Claude Code's `message.id`, pi's entry `id`.
+    pub message_id: Option<&'a str>,
+    /// A Claude Code line's `requestId`.
+    pub request_id: Option<&'a str>,
     /// The line's JSON text, unless the export leaves it out.
     pub json: Option<&'a [u8]>,
 }
@@ -52,15 +59,18 @@ impl Row for EventRow<'_> {
         sink.int(self.ts);
         sink.int(Some(int(self.generation)));
         sink.int(self.molt_count.map(int));
-        for k in 0..4 {
-            sink.int(self.tokens.map(|t| int(t[k])));
+        for value in self.tokens {
+            sink.int(value.map(int));
         }
+        sink.float(self.cost);
+        sink.text(self.message_id.map(str::as_bytes));
+        sink.text(self.request_id.map(str::as_bytes));
         sink.text(self.json);
     }
 }
 
 /// One generation's facts, as the export state keeps them between runs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GenerationRow {
     /// 0 before the first boundary, then 1, 2, ... in file order.
@@ -83,8 +93,26 @@ pub struct GenerationRow {
     pub events: u64,
     /// Token events in the generation.
     pub api_calls: u64,
-    /// Input, output, cached and thinking token sums.
+    /// Input, output, cached and thinking token sums (agents).
     pub tokens: [u128; 4],
+    /// A transcript's generation: its boundary's kind and deduplicated usage, which replace
+    /// the agent sums above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<TranscriptUsage>,
+}
+
+/// A transcript generation's boundary kind and deduplicated usage, as `agentlog transcript
+/// --json` reports it, in the events table's column order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranscriptUsage {
+    /// The boundary's kind (`compact_boundary`, `compacted`, ...); none for generation 0.
+    pub boundary_kind: Option<String>,
+    /// Input, output, cached, thinking, cache-write and total tokens; none where the format
+    /// has no such figure.
+    pub tokens: [Option<u64>; 6],
+    /// pi's summed cost.
+    pub cost: Option<f64>,
 }
 
 /// One session's header fields (or a transcript's).
@@ -109,6 +137,18 @@ pub struct SessionRow {
     pub agent_preset: Option<String>,
     /// Header fields this build does not know, as a JSON object.
     pub extra: Option<String>,
+    /// A transcript's format (`claude-code`, `codex`, `pi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// A transcript's project, as `agentlog usage` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// A transcript's path (symbolic links resolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The time of a transcript's last line that has one (microseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_ts: Option<i64>,
 }
 
 /// A generation or session row with the columns every row carries.
@@ -137,10 +177,26 @@ impl Row for Sourced<'_, GenerationRow> {
         sink.int(g.before_tokens.map(int));
         sink.int(g.after_tokens.map(int));
         sink.int(g.first_ts);
+        let usage = g.transcript.as_ref();
+        sink.text(
+            usage
+                .and_then(|u| u.boundary_kind.as_deref())
+                .map(str::as_bytes),
+        );
         sink.int(Some(int(g.events)));
         sink.int(Some(int(g.api_calls)));
-        for total in g.tokens {
-            sink.int(Some(int(total)));
+        if let Some(u) = usage {
+            for value in u.tokens {
+                sink.int(value.map(int));
+            }
+            sink.float(u.cost);
+        } else {
+            for total in g.tokens {
+                sink.int(Some(int(total)));
+            }
+            sink.int(None);
+            sink.int(None);
+            sink.float(None);
         }
     }
 }
@@ -165,5 +221,9 @@ impl Row for Sourced<'_, SessionRow> {
         sink.int(s.delegation_depth.map(int));
         sink.text(text(s.agent_preset.as_deref()));
         sink.text(text(s.extra.as_deref()));
+        sink.text(text(s.format.as_deref()));
+        sink.text(text(s.project.as_deref()));
+        sink.text(text(s.path.as_deref()));
+        sink.int(s.last_ts);
     }
 }

@@ -13,8 +13,9 @@ use super::layout::{Found, Table, source_key, utc_date};
 use super::part::write_all;
 use super::rows::{GenerationRow, SessionRow, Sourced};
 use super::scan::{Resume, ScanOptions, scan};
-use super::source::Source;
+use super::source::{Source, SourceKind};
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
+use super::transcript;
 use crate::log::{CoverageCheck, open_for_read};
 
 /// What an export did with one source.
@@ -79,6 +80,8 @@ pub struct Context<'a> {
     pub state_dir: &'a Path,
     /// Whether event rows carry their JSON text.
     pub json_text: bool,
+    /// Where transcripts' indexes are kept (`None`: the default cache directory).
+    pub transcript_index_dir: Option<&'a PathBuf>,
     /// Files of ours found in the dataset when the run started.
     pub found: &'a [Found],
 }
@@ -185,12 +188,27 @@ pub fn run(
         log,
         previous,
         check,
-        reason,
+        mut reason,
         removed,
         ..
     } = prepared;
     let place = ctx.place(&source, &key);
-    let incremental = check.is_some_and(|c| c.is_intact());
+    let mut incremental = check.is_some_and(|c| c.is_intact());
+    // A transcript's generations come from its own index, caught up now; the event rows
+    // exported before must agree with its boundaries to be continued.
+    let answer = match source.kind {
+        SourceKind::Transcript => transcript::open(&source.log, ctx.transcript_index_dir)?,
+        _ => None,
+    };
+    if source.kind == SourceKind::Transcript
+        && incremental
+        && let Some(state) = &previous
+        && let Some(why) =
+            transcript::resume_mismatch(&state.generations, state.coverage.end, answer.as_ref())
+    {
+        incremental = false;
+        reason = Some(why);
+    }
     let action = match (&previous, incremental) {
         (_, true) => "incremental",
         (None, _) if reason.is_none() => "first",
@@ -222,16 +240,30 @@ pub fn run(
         host: ctx.host,
         json_text: ctx.json_text,
     };
-    let scanned = scan(
-        &source,
-        &log,
-        resume,
-        &place,
-        &options,
-        &mut next_serial,
-        progress,
-        steps,
-    )?;
+    let scanned = if source.kind == SourceKind::Transcript {
+        transcript::scan(
+            &source,
+            &log,
+            resume,
+            answer.as_ref(),
+            &place,
+            &options,
+            &mut next_serial,
+            progress,
+            steps,
+        )?
+    } else {
+        scan(
+            &source,
+            &log,
+            resume,
+            &place,
+            &options,
+            &mut next_serial,
+            progress,
+            steps,
+        )?
+    };
     let mut report = SourceReport {
         kind: source.kind.as_str(),
         source_id: source.id.clone(),

@@ -55,15 +55,26 @@ pub struct Scanned {
 }
 
 /// The event parts of one scan, one open file per recent date.
-struct Batch<'p> {
+pub(super) struct Batch<'p> {
     place: &'p Place<'p>,
     open: Vec<(Option<String>, PartWriter, u64)>,
     done: Vec<Part>,
     next_serial: &'p mut u64,
 }
 
-impl Batch<'_> {
-    fn push(
+impl<'p> Batch<'p> {
+    /// No parts yet; serials are taken from `next_serial`.
+    pub(super) fn new(place: &'p Place<'p>, next_serial: &'p mut u64) -> Batch<'p> {
+        Batch {
+            place,
+            open: Vec::new(),
+            done: Vec::new(),
+            next_serial,
+        }
+    }
+
+    /// Adds a row to the part of its date.
+    pub(super) fn push(
         &mut self,
         date: Option<&String>,
         row: &EventRow<'_>,
@@ -130,7 +141,8 @@ impl Batch<'_> {
         Ok(())
     }
 
-    fn close(mut self, steps: &mut Steps) -> Result<Vec<Part>, ExportError> {
+    /// Finishes every open part; the parts written, by serial.
+    pub(super) fn close(mut self, steps: &mut Steps) -> Result<Vec<Part>, ExportError> {
         for (date, writer, serial) in std::mem::take(&mut self.open) {
             self.finish(date, writer, serial, steps)?;
         }
@@ -165,9 +177,10 @@ pub fn scan(
         SourceKind::Agent => IndexOptions::default(),
         SourceKind::Session => session_index_options(),
         SourceKind::Transcript => {
+            // Transcripts have their own scan (transcript.rs); this one reads our logs.
             return Err(ExportError::Unsupported {
                 path: source.log.clone(),
-                what: "a transcript".to_owned(),
+                what: "a transcript read as a log".to_owned(),
             });
         }
     };
@@ -186,12 +199,7 @@ pub fn scan(
         });
     }
     let mut session = resume.session;
-    let mut batch = Batch {
-        place,
-        open: Vec::new(),
-        done: Vec::new(),
-        next_serial,
-    };
+    let mut batch = Batch::new(place, next_serial);
     let mut day_cache: Option<(i64, Option<String>)> = None;
     let mut reported = start;
     let mut stopped = None;
@@ -288,7 +296,22 @@ pub fn scan(
             ts: micros,
             generation: event.generation,
             molt_count,
-            tokens: (event.kind == EventKind::Token).then_some(event.tokens),
+            tokens: if event.kind == EventKind::Token {
+                let [input, output, cached, thinking] = event.tokens;
+                [
+                    Some(input),
+                    Some(output),
+                    Some(cached),
+                    Some(thinking),
+                    None,
+                    None,
+                ]
+            } else {
+                [None; 6]
+            },
+            cost: None,
+            message_id: None,
+            request_id: None,
             json: options.json_text.then_some(bytes),
         };
         batch.push(date.as_ref(), &row, steps)?;
@@ -347,5 +370,6 @@ fn session_row(line: &[u8]) -> SessionRow {
         agent_preset: header.agent_preset,
         extra: (!header.extra.is_empty())
             .then(|| serde_json::Value::Object(header.extra).to_string()),
+        ..SessionRow::default()
     }
 }

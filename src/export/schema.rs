@@ -21,6 +21,8 @@ pub enum ColumnKind {
     Timestamp,
     /// UTF-8 text.
     Text,
+    /// A 64-bit float (pi's costs).
+    Double,
 }
 
 /// One column of a table.
@@ -57,7 +59,7 @@ const fn dictionary(spec: ColumnSpec) -> ColumnSpec {
     }
 }
 
-use ColumnKind::{Int64, Text, Timestamp};
+use ColumnKind::{Double, Int64, Text, Timestamp};
 
 /// `events/`: one row per event, in log order within a file.
 pub const EVENT_COLUMNS: &[ColumnSpec] = &[
@@ -74,6 +76,11 @@ pub const EVENT_COLUMNS: &[ColumnSpec] = &[
     column("output_tokens", Int64, true),
     column("cached_tokens", Int64, true),
     column("thinking_tokens", Int64, true),
+    column("cache_write_tokens", Int64, true),
+    column("total_tokens", Int64, true),
+    column("cost", Double, true),
+    column("message_id", Text, true),
+    column("request_id", Text, true),
     ColumnSpec {
         statistics: false,
         ..column("json", Text, true)
@@ -92,12 +99,16 @@ pub const GENERATION_COLUMNS: &[ColumnSpec] = &[
     column("before_tokens", Int64, true),
     column("after_tokens", Int64, true),
     column("first_ts", Timestamp, true),
+    column("boundary_kind", Text, true),
     column("events", Int64, false),
     column("api_calls", Int64, false),
-    column("input_tokens", Int64, false),
-    column("output_tokens", Int64, false),
-    column("cached_tokens", Int64, false),
-    column("thinking_tokens", Int64, false),
+    column("input_tokens", Int64, true),
+    column("output_tokens", Int64, true),
+    column("cached_tokens", Int64, true),
+    column("thinking_tokens", Int64, true),
+    column("cache_write_tokens", Int64, true),
+    column("total_tokens", Int64, true),
+    column("cost", Double, true),
 ];
 
 /// `sessions/`: one row per session (its header fields) or transcript.
@@ -113,6 +124,10 @@ pub const SESSION_COLUMNS: &[ColumnSpec] = &[
     column("delegation_depth", Int64, true),
     column("agent_preset", Text, true),
     column("extra", Text, true),
+    column("format", Text, true),
+    column("project", Text, true),
+    column("path", Text, true),
+    column("last_ts", Timestamp, true),
 ];
 
 /// The Parquet schema of a table.
@@ -127,6 +142,7 @@ pub fn message_type(columns: &[ColumnSpec]) -> Result<Arc<Type>, ParquetError> {
                     Some(LogicalType::timestamp(true, TimeUnit::MICROS)),
                 ),
                 Text => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+                Double => (Physical::DOUBLE, None),
             };
             let repetition = if spec.nullable {
                 Repetition::OPTIONAL

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::ExportError;
+use super::transcript::{Probe, probe, transcript_id};
 use crate::query::{JsonlSource, PersistedSource};
+use crate::transcript::discover;
 
 /// The kinds of log an export reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -48,7 +50,8 @@ pub struct Source {
 /// # Errors
 ///
 /// [`ExportError::NoSource`] if `path` does not exist, [`ExportError::NotASource`] if it is none
-/// of the kinds, [`ExportError::Unsupported`] for a transcript (not readable by this build yet).
+/// of the kinds (a `.jsonl` file whose first complete lines are no transcript's, a directory
+/// with no log, session or transcript under it).
 pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
@@ -64,14 +67,16 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
         reason: reason.to_owned(),
     };
     if meta.is_file() {
-        return if path.extension().is_some_and(|e| e == "jsonl") {
-            Err(ExportError::Unsupported {
-                path: path.to_path_buf(),
-                what: "a transcript file".to_owned(),
-            })
-        } else {
-            Err(not_a_source("a file that is not a .jsonl transcript"))
-        };
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            return Err(not_a_source("a file that is not a .jsonl transcript"));
+        }
+        let log = canonical(path)?;
+        if probe(&log)? == Probe::Other {
+            return Err(not_a_source(
+                "its first lines are not those of a Claude Code, Codex or pi transcript",
+            ));
+        }
+        return Ok(vec![transcript_source(log)]);
     }
     if !meta.is_dir() {
         return Err(not_a_source("neither a file nor a directory"));
@@ -88,12 +93,18 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
             log: canonical(&agent_log)?,
         }]);
     }
-    let headers = JsonlSource::new(path)
-        .list_headers()
-        .map_err(|source| ExportError::Store {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    // Only a directory with session directories in it can be a store (listing one without
+    // would warn about every file).
+    let headers = if has_session_dirs(path)? {
+        JsonlSource::new(path)
+            .list_headers()
+            .map_err(|source| ExportError::Store {
+                path: path.to_path_buf(),
+                source,
+            })?
+    } else {
+        Vec::new()
+    };
     if !headers.is_empty() {
         let mut sources = Vec::with_capacity(headers.len());
         for header in headers {
@@ -113,11 +124,9 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
              the session store above a session directory",
         ));
     }
-    if has_jsonl(path)? {
-        return Err(ExportError::Unsupported {
-            path: path.to_path_buf(),
-            what: "a transcript directory".to_owned(),
-        });
+    let transcripts = transcripts_under(path)?;
+    if !transcripts.is_empty() {
+        return Ok(transcripts);
     }
     Err(not_a_source(
         "no logs/events.jsonl, no sessions (<id>/events.jsonl with a session header), no \
@@ -129,21 +138,44 @@ fn canonical(path: &Path) -> Result<PathBuf, ExportError> {
     std::fs::canonicalize(path).map_err(|e| ExportError::io("resolve", path, e))
 }
 
-/// Whether `dir` holds a `.jsonl` file, directly or one level down (transcript layouts).
-fn has_jsonl(dir: &Path) -> Result<bool, ExportError> {
-    let is_jsonl = |p: &Path| p.extension().is_some_and(|e| e == "jsonl") && p.is_file();
+/// Whether `dir` holds a directory with an `events.jsonl`.
+fn has_session_dirs(dir: &Path) -> Result<bool, ExportError> {
     let entries = std::fs::read_dir(dir).map_err(|e| ExportError::io("list", dir, e))?;
     for entry in entries {
         let path = entry.map_err(|e| ExportError::io("list", dir, e))?.path();
-        if is_jsonl(&path) {
-            return Ok(true);
-        }
-        if path.is_dir()
-            && let Ok(inner) = std::fs::read_dir(&path)
-            && inner.flatten().any(|e| is_jsonl(&e.path()))
-        {
+        if path.join("events.jsonl").is_file() {
             return Ok(true);
         }
     }
     Ok(false)
+}
+
+fn transcript_source(log: PathBuf) -> Source {
+    Source {
+        kind: SourceKind::Transcript,
+        id: transcript_id(&log),
+        log,
+    }
+}
+
+/// Every transcript under `dir`, found as `agentlog usage` finds them (every `*.jsonl`, in
+/// path order); files whose first lines are no transcript's are left out, with a warning.
+fn transcripts_under(dir: &Path) -> Result<Vec<Source>, ExportError> {
+    let (files, skipped) = discover(&[dir.to_path_buf()]);
+    if let Some(first) = skipped.into_iter().next() {
+        // A directory we cannot list would silently drop its transcripts from the dataset.
+        return Err(ExportError::Transcript {
+            path: first.path,
+            source: first.error,
+        });
+    }
+    let mut sources = Vec::new();
+    for log in files {
+        if probe(&log)? == Probe::Other {
+            tracing::warn!(file = %log.display(), "not a transcript; left out of the export");
+            continue;
+        }
+        sources.push(transcript_source(log));
+    }
+    Ok(sources)
 }

@@ -19,8 +19,9 @@ use crate::log::Coverage;
 /// The first word of a state file.
 pub const STATE_MAGIC: &str = "agentlog-export-state";
 
-/// The state format this build reads and writes.
-pub const STATE_VERSION: u32 = 1;
+/// The state format this build reads and writes. Version 2 added the transcript columns to
+/// every table: parts listed by a version-1 state lack them, so such a source is exported anew.
+pub const STATE_VERSION: u32 = 2;
 
 /// The largest state file we read (a state lists one entry per part; compaction keeps that
 /// small).
@@ -197,6 +198,8 @@ impl SourceState {
             .all(|g| g.events <= f.events && g.api_calls <= g.events);
         let expected_generations = match self.kind {
             SourceKind::Session => 0,
+            // A transcript's generations start with its first line.
+            SourceKind::Transcript if f.lines == 0 => 0,
             _ => f.boundaries + 1,
         };
         if !generations_ok || self.generations.len() as u64 != expected_generations {

@@ -86,6 +86,14 @@ pub(crate) enum Amount {
 }
 
 impl Amount {
+    /// The value if there is one.
+    pub(crate) fn known(self) -> Option<f64> {
+        match self {
+            Amount::Exact(x) | Amount::Coerced(x) => Some(x),
+            _ => None,
+        }
+    }
+
     // Costs are f64 throughout; an integer above 2^53 rounds, as any JSON reader's would.
     #[allow(clippy::cast_precision_loss)]
     fn integer(v: i128) -> Amount {

@@ -1,0 +1,526 @@
+//! Transcripts (Claude Code, Codex, pi) as export sources: one event row per complete line,
+//! with the line's own usage and message keys; the generations and their deduplicated usage
+//! from the transcript's own index (`docs/EXPORT.md`, "Transcripts").
+//!
+//! The index answers with the boundaries and per-generation tallies of exactly the bytes it
+//! covers, and its running crc: the scan reads the same bytes and must reach the same crc, so
+//! the event rows and the generation figures of one export describe one version of the file.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::commit::{Place, Steps};
+use super::error::ExportError;
+use super::layout::utc_date;
+use super::rows::{EventRow, GenerationRow, SessionRow, TranscriptUsage};
+use super::scan::{Batch, Resume, ScanOptions, Scanned};
+use super::source::Source;
+use crate::event::{FoldState, Timestamp};
+use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
+use crate::transcript::json::{Amount, Count, Obj, Text, parse_line};
+use crate::transcript::{
+    Format, OpenOptions, Tally, Transcript, TranscriptError, detect_format, session_of,
+};
+
+/// Progress is reported about every this many bytes.
+const PROGRESS_EVERY: u64 = 4 << 20;
+
+/// How much of a file's start is read to tell whether it is a transcript.
+const PROBE_BYTES: u64 = 1 << 20;
+
+/// What a `.jsonl` file is, from its first complete lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// A transcript of this format.
+    Transcript,
+    /// No complete line yet: a transcript with nothing to export so far.
+    Empty,
+    /// Complete lines, none of which looks like a transcript.
+    Other,
+}
+
+/// Tells from its first complete lines whether `path` is a transcript.
+pub fn probe(path: &Path) -> Result<Probe, ExportError> {
+    use std::io::Read;
+    let file = File::open(path).map_err(|e| ExportError::io("open", path, e))?;
+    let mut head = Vec::new();
+    file.take(PROBE_BYTES)
+        .read_to_end(&mut head)
+        .map_err(|e| ExportError::io("read", path, e))?;
+    let lines = head
+        .split_inclusive(|&b| b == b'\n')
+        .filter_map(|line| line.strip_suffix(b"\n"));
+    if memchr::memchr(b'\n', &head).is_none() {
+        return Ok(Probe::Empty);
+    }
+    Ok(match detect_format(lines) {
+        Some(_) => Probe::Transcript,
+        None => Probe::Other,
+    })
+}
+
+/// The `source_id` of a transcript: its session id as `agentlog usage` names it (the file's
+/// stem), and for a Claude Code subagent file (`<session>/subagents/<agent>.jsonl`) the parent
+/// session's id and the file's stem, `<session>/<agent>`, so each file is its own source.
+pub fn transcript_id(path: &Path) -> String {
+    let stem = stem(path);
+    match subagent_parent(path) {
+        Some(parent) => format!("{parent}/{stem}"),
+        None => stem,
+    }
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+/// The parent session of a subagent file, by its place in the tree.
+fn subagent_parent(path: &Path) -> Option<String> {
+    let parent = path.parent()?;
+    if parent.file_name()? != "subagents" {
+        return None;
+    }
+    let session_dir = parent.parent()?;
+    Some(session_dir.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Reads a transcript through its index (caught up to its complete lines); `None` when it
+/// holds no complete line yet.
+pub fn open(path: &Path, index_dir: Option<&PathBuf>) -> Result<Option<Transcript>, ExportError> {
+    let options = OpenOptions {
+        index_dir: index_dir.cloned(),
+        ..OpenOptions::default()
+    };
+    match crate::transcript::open(path, &options) {
+        Ok(t) => Ok(Some(t)),
+        Err(TranscriptError::Empty { .. }) => Ok(None),
+        Err(source) => Err(ExportError::Transcript {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Why the event rows already exported cannot be continued from, if they cannot: the index's
+/// boundaries before the exported end differ from the generations recorded then (another
+/// build's reader rules).
+pub fn resume_mismatch(
+    recorded: &[GenerationRow],
+    end: u64,
+    answer: Option<&Transcript>,
+) -> Option<String> {
+    let now: Vec<u64> = answer
+        .map(|t| &t.summary.boundaries[..])
+        .unwrap_or_default()
+        .iter()
+        .map(|b| b.offset)
+        .filter(|&o| o < end)
+        .collect();
+    let before: Vec<u64> = recorded.iter().filter_map(|g| g.boundary_offset).collect();
+    (now != before).then(|| {
+        "the transcript's boundaries before the exported end differ from those exported".to_owned()
+    })
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LineFields<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Text<'a>,
+    #[serde(borrow)]
+    timestamp: Text<'a>,
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow, rename = "requestId")]
+    request_id: Text<'a>,
+    #[serde(borrow)]
+    cwd: Text<'a>,
+    #[serde(borrow)]
+    message: Obj<MessageFields<'a>>,
+    #[serde(borrow)]
+    payload: Obj<PayloadFields<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MessageFields<'a> {
+    #[serde(borrow)]
+    id: Text<'a>,
+    usage: Obj<UsageFields>,
+}
+
+/// Claude Code's and pi's usage keys (they do not overlap).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct UsageFields {
+    input_tokens: Count,
+    output_tokens: Count,
+    cache_creation_input_tokens: Count,
+    cache_read_input_tokens: Count,
+    input: Count,
+    output: Count,
+    #[serde(rename = "cacheRead")]
+    cache_read: Count,
+    #[serde(rename = "cacheWrite")]
+    cache_write: Count,
+    #[serde(rename = "totalTokens")]
+    total_tokens: Count,
+    cost: Obj<CostFields>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CostFields {
+    total: Amount,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PayloadFields<'a> {
+    #[serde(borrow)]
+    cwd: Text<'a>,
+    info: Obj<InfoFields>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct InfoFields {
+    last_token_usage: Obj<CodexUsage>,
+}
+
+// The fields are the format's own key names.
+#[allow(clippy::struct_field_names)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CodexUsage {
+    input_tokens: Count,
+    cached_input_tokens: Count,
+    output_tokens: Count,
+    reasoning_output_tokens: Count,
+    total_tokens: Count,
+}
+
+/// What one line says of itself.
+#[derive(Default)]
+struct Facts<'a> {
+    type_name: Option<Cow<'a, str>>,
+    ts: Option<i64>,
+    message_id: Option<Cow<'a, str>>,
+    request_id: Option<Cow<'a, str>>,
+    cwd: Option<Cow<'a, str>>,
+    tokens: [Option<u64>; 6],
+    cost: Option<f64>,
+}
+
+fn text(t: Text<'_>) -> Option<Cow<'_, str>> {
+    match t {
+        Text::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The line's own facts in `format`: its type, time, message keys and usage (not
+/// deduplicated: a Claude Code message's streaming lines each carry theirs).
+fn facts(format: Format, bytes: &[u8]) -> Facts<'_> {
+    let Some(line) = parse_line::<LineFields<'_>>(bytes) else {
+        return Facts::default();
+    };
+    let ts = line
+        .timestamp
+        .as_str()
+        .and_then(Timestamp::parse)
+        .map(Timestamp::micros);
+    let mut out = Facts {
+        type_name: text(line.kind),
+        ts,
+        ..Facts::default()
+    };
+    let (message, payload) = (line.message, line.payload);
+    out.cwd = text(line.cwd).or_else(|| match payload {
+        Obj::Is(ref p) => p.cwd.as_str().map(|s| Cow::Owned(s.to_owned())),
+        _ => None,
+    });
+    match format {
+        Format::ClaudeCode => {
+            out.request_id = text(line.request_id);
+            if let Obj::Is(m) = message {
+                if let Some(u) = m.usage.get() {
+                    out.tokens = [
+                        u.input_tokens.known(),
+                        u.output_tokens.known(),
+                        u.cache_read_input_tokens.known(),
+                        None,
+                        u.cache_creation_input_tokens.known(),
+                        None,
+                    ];
+                }
+                out.message_id = text(m.id);
+            }
+        }
+        Format::Pi => {
+            out.message_id = text(line.id);
+            if let Some(u) = message.get().and_then(|m| m.usage.get()) {
+                out.tokens = [
+                    u.input.known(),
+                    u.output.known(),
+                    u.cache_read.known(),
+                    None,
+                    u.cache_write.known(),
+                    u.total_tokens.known(),
+                ];
+                out.cost = u.cost.get().and_then(|c| c.total.known());
+            }
+        }
+        Format::Codex => {
+            let usage = payload
+                .get()
+                .and_then(|p| p.info.get())
+                .and_then(|i| i.last_token_usage.get());
+            if let Some(u) = usage {
+                out.tokens = [
+                    u.input_tokens.known(),
+                    u.output_tokens.known(),
+                    u.cached_input_tokens.known(),
+                    u.reasoning_output_tokens.known(),
+                    None,
+                    u.total_tokens.known(),
+                ];
+            }
+        }
+    }
+    out
+}
+
+/// A generation's tally in the columns' order: input, output, cached, thinking, cache-write,
+/// total (docs/TRANSCRIPTS.md names each format's slots).
+fn tally_columns(format: Format, tally: &Tally) -> [Option<u64>; 6] {
+    let [a, b, c, d, total] = tally.tokens.map(Some);
+    match format {
+        Format::ClaudeCode => [a, b, d, None, c, total],
+        Format::Codex => [a, c, b, d, None, total],
+        Format::Pi => [a, b, c, None, d, total],
+    }
+}
+
+/// Writes the complete lines of a transcript after `resume`, up to what `answer` (its index,
+/// just caught up) covers, as event rows; the generations carry the index's figures. Fails
+/// with [`ExportError::Changed`] if the bytes read are not the bytes the index covers.
+#[allow(clippy::too_many_arguments, clippy::too_many_lines)]
+pub fn scan(
+    source: &Source,
+    log: &File,
+    resume: Resume,
+    answer: Option<&Transcript>,
+    place: &Place<'_>,
+    options: &ScanOptions<'_>,
+    next_serial: &mut u64,
+    progress: &mut dyn FnMut(u64),
+    steps: &mut Steps,
+) -> Result<Scanned, ExportError> {
+    let io = |e| ExportError::io("read", &source.log, e);
+    let changed = || ExportError::Changed {
+        path: source.log.clone(),
+    };
+    let start = resume.fold.end;
+    let end = answer.map_or(0, |t| t.coverage.end);
+    if end < start {
+        return Err(changed());
+    }
+    let boundaries = answer.map_or(&[][..], |t| &t.summary.boundaries[..]);
+    let mut next_boundary = boundaries.partition_point(|b| b.offset < start);
+    let mut generations = resume.generations;
+    let mut session = resume.session;
+    let mut lines = resume.fold.lines;
+    let mut scanner = LineScanner::new(log, start, end, DEFAULT_MAX_LINE, resume.crc);
+    let mut batch = Batch::new(place, next_serial);
+    let mut reported = start;
+    while let Some(line) = scanner.next_line().map_err(io)? {
+        let (offset, bytes) = match line {
+            Line::Complete { offset, bytes } => (offset, Some(bytes)),
+            Line::TooLong { offset, .. } => (offset, None),
+        };
+        lines += 1;
+        if generations.is_empty() {
+            generations.push(GenerationRow {
+                boundary_initiator: "boot".to_owned(),
+                ..GenerationRow::default()
+            });
+        }
+        let facts = match (answer, bytes) {
+            (Some(t), Some(bytes)) => facts(t.format, bytes),
+            _ => Facts::default(),
+        };
+        // A boundary line opens its generation.
+        while let Some(b) = boundaries.get(next_boundary).filter(|b| b.offset <= offset) {
+            generations.push(GenerationRow {
+                generation: generations.len() as u64,
+                boundary_offset: Some(b.offset),
+                boundary_initiator: b.trigger.clone().unwrap_or_else(|| "unknown".to_owned()),
+                boundary_ts: (b.offset == offset).then_some(facts.ts).flatten(),
+                before_tokens: b.pre_tokens,
+                transcript: Some(TranscriptUsage {
+                    boundary_kind: Some(b.kind.name().to_owned()),
+                    ..TranscriptUsage::default()
+                }),
+                ..GenerationRow::default()
+            });
+            next_boundary += 1;
+        }
+        let generation = generations.len().saturating_sub(1) as u64;
+        if let Some(g) = generations.last_mut() {
+            g.events = g.events.saturating_add(1);
+            if g.first_ts.is_none() {
+                g.first_ts = facts.ts;
+            }
+        }
+        let row = session.get_or_insert_with(SessionRow::default);
+        if row.created_at.is_none() {
+            row.created_at = facts.ts;
+        }
+        if facts.ts.is_some() {
+            row.last_ts = facts.ts;
+        }
+        if row.cwd.is_none() {
+            row.cwd = facts
+                .cwd
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
+        }
+        let date = facts.ts.and_then(utc_date);
+        let event = EventRow {
+            source_id: &source.id,
+            host: options.host,
+            offset,
+            line: lines,
+            seq: lines - 1,
+            type_name: facts.type_name.as_deref(),
+            ts: facts.ts,
+            generation,
+            molt_count: None,
+            tokens: facts.tokens,
+            cost: facts.cost,
+            message_id: facts.message_id.as_deref(),
+            request_id: facts.request_id.as_deref(),
+            json: options.json_text.then_some(bytes).flatten(),
+        };
+        batch.push(date.as_ref(), &event, steps)?;
+        if offset - reported >= PROGRESS_EVERY {
+            progress(offset - reported);
+            reported = offset;
+        }
+    }
+    progress(end.saturating_sub(reported));
+    let parts = batch.close(steps)?;
+    let crc = scanner.crc();
+    // The rows must be of the bytes the index's figures are of, and still the file's.
+    if scanner.end() != end
+        || answer.is_some_and(|t| t.coverage.crc != crc)
+        || !bytes_unchanged(log, (start, resume.crc), end, crc).map_err(io)?
+    {
+        return Err(changed());
+    }
+    let coverage = Coverage::measure(log, end, crc)
+        .map_err(io)?
+        .ok_or_else(changed)?;
+    if let Some(t) = answer {
+        if generations.len() != t.summary.generations.len() {
+            return Err(changed());
+        }
+        for (row, tally) in generations.iter_mut().zip(&t.summary.generations) {
+            row.api_calls = tally.events;
+            let usage = row.transcript.get_or_insert_with(TranscriptUsage::default);
+            usage.tokens = tally_columns(t.format, tally);
+            usage.cost = (t.format == Format::Pi).then_some(tally.cost);
+        }
+        if let Some(row) = &mut session {
+            let (_, project) = session_of(&t.path, t.format);
+            row.format = Some(t.format.name().to_owned());
+            row.project = Some(project);
+            row.path = Some(t.path.display().to_string());
+            if let Some(parent) = subagent_parent(&t.path) {
+                row.parent_session = Some(parent);
+                row.origin = Some("subagent".to_owned());
+            }
+        }
+    }
+    Ok(Scanned {
+        coverage,
+        fold: FoldState {
+            end,
+            lines,
+            events: lines,
+            boundaries: generations.len().saturating_sub(1) as u64,
+            ..FoldState::default()
+        },
+        generations,
+        session,
+        parts,
+        stopped_at: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_formats_line_usage_lands_in_its_columns() {
+        let claude = br#"{"type":"assistant","timestamp":"2026-03-01T10:00:00Z","requestId":"r","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":2,"cache_creation_input_tokens":3,"cache_read_input_tokens":4}}}"#;
+        let f = facts(Format::ClaudeCode, claude);
+        assert_eq!(f.tokens, [Some(1), Some(2), Some(4), None, Some(3), None]);
+        assert_eq!(f.message_id.as_deref(), Some("m"));
+        assert_eq!(f.request_id.as_deref(), Some("r"));
+        assert_eq!(f.ts, Some(1_772_359_200_000_000));
+        let codex = br#"{"timestamp":"2026-03-01T10:00:00Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":99},"last_token_usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":5,"reasoning_output_tokens":2,"total_tokens":15}}}}"#;
+        let f = facts(Format::Codex, codex);
+        assert_eq!(
+            f.tokens,
+            [Some(10), Some(5), Some(4), Some(2), None, Some(15)]
+        );
+        assert_eq!(f.type_name.as_deref(), Some("event_msg"));
+        let pi = br#"{"type":"message","id":"e1","timestamp":"2026-03-01T10:00:00Z","message":{"role":"assistant","usage":{"input":7,"output":8,"cacheRead":9,"cacheWrite":1,"totalTokens":25,"cost":{"total":0.5}}}}"#;
+        let f = facts(Format::Pi, pi);
+        assert_eq!(
+            f.tokens,
+            [Some(7), Some(8), Some(9), None, Some(1), Some(25)]
+        );
+        assert_eq!(f.cost, Some(0.5));
+        assert_eq!(f.message_id.as_deref(), Some("e1"));
+        let session = br#"{"type":"session_meta","payload":{"cwd":"/w"}}"#;
+        assert_eq!(facts(Format::Codex, session).cwd.as_deref(), Some("/w"));
+        let broken = facts(Format::ClaudeCode, b"not json");
+        assert_eq!(broken.tokens, [None; 6]);
+        assert!(broken.type_name.is_none() && broken.ts.is_none());
+    }
+
+    #[test]
+    fn tallies_land_in_the_same_columns_as_lines() {
+        let t = Tally {
+            tokens: [1, 2, 3, 4, 10],
+            cost: 0.0,
+            events: 1,
+        };
+        assert_eq!(
+            tally_columns(Format::ClaudeCode, &t),
+            [Some(1), Some(2), Some(4), None, Some(3), Some(10)]
+        );
+        assert_eq!(
+            tally_columns(Format::Codex, &t),
+            [Some(1), Some(3), Some(2), Some(4), None, Some(10)]
+        );
+        assert_eq!(
+            tally_columns(Format::Pi, &t),
+            [Some(1), Some(2), Some(3), None, Some(4), Some(10)]
+        );
+        assert_eq!(
+            transcript_id(Path::new("/p/s/subagents/agent-1.jsonl")),
+            "s/agent-1"
+        );
+        assert_eq!(transcript_id(Path::new("/p/proj/abc.jsonl")), "abc");
+    }
+}
