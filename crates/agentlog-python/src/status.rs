@@ -156,6 +156,40 @@ pub fn _status_timed(
     }
 }
 
+/// The Rust call `status(agent_dir, molt_count)` makes, run `calls` times in a loop that never
+/// returns to Python (the GIL released throughout): the seconds of each call, answer dropped
+/// included. The benchmark compares them with `status()` timed from Python in the same
+/// process, so both sides share the process's state and the log's cache.
+#[pyfunction]
+#[pyo3(signature = (agent_dir, molt_count = None, calls = 1))]
+pub fn _status_loop(
+    py: Python<'_>,
+    agent_dir: &Bound<'_, PyAny>,
+    molt_count: Option<&Bound<'_, PyAny>>,
+    calls: usize,
+) -> PyResult<Vec<f64>> {
+    let ask = Ask {
+        agent_dir: path_arg(agent_dir, "agent_dir")?,
+        log: None,
+        molt_count: molt_count.map(|m| count_arg(m, "molt_count")).transpose()?,
+        tier: None,
+        reverse_scan_bytes: DEFAULT_REVERSE_SCAN_BYTES,
+        trust_legacy_boundaries: false,
+        max_memory_tail: agentlog::index::DEFAULT_MAX_MEMORY_TAIL,
+    };
+    let timed = py.detach(|| {
+        let mut seconds = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let started = std::time::Instant::now();
+            let answer = std::hint::black_box(ask.answer())?;
+            drop(answer);
+            seconds.push(started.elapsed().as_secs_f64());
+        }
+        Ok(seconds)
+    });
+    timed.map_err(|e| generation_error(py, e))
+}
+
 /// The answer of `agentlog.status()`: immutable; its attributes are the fields of
 /// `agentlog status --json`, and `to_dict()` returns that document.
 #[pyclass(module = "agentlog", frozen)]

@@ -185,6 +185,10 @@ def status(
 def _status_timed(agent_dir: PathArg, molt_count: Optional[int] = None) -> "tuple[Status, float]":
     """status() and the seconds spent in the Rust call inside it (for the overhead benchmark)."""
 
+def _status_loop(agent_dir: PathArg, molt_count: Optional[int] = None, calls: int = 1) -> List[float]:
+    """The Rust call behind status(), run `calls` times without returning to Python: the
+    seconds of each call (for the overhead benchmark)."""
+
 def generations(agent_dir: PathArg) -> List[Dict[str, Any]]:
     """Every generation, oldest first (`agentlog generations --json`)."""
 
