@@ -8,14 +8,15 @@ Run from the repository root, with the package installed in the active venv:
 For each size a synthetic lingtai-shaped log is generated once (cached under --data), its index
 built, and then, page cache warm, in process:
 - the binding's figures, the sizes interleaved: --rounds rounds, each measuring every size (in
-  turn forwards and backwards) three ways, the order of the three rotating: `agentlog.status(
-  agent_dir, molt_count)` timed call by call from Python; the same Rust call run --calls times
-  in a loop that never returns to Python (`_status_loop`); and the binding's own cost, each
-  call timed from Python less the Rust call inside it, which the binding times itself
-  (`_status_timed`), so the two figures come from one call. Each figure is the median over
-  rounds of each round's median; the spread over rounds goes to stderr. Interleaving matters:
-  on a shared machine the per-call figures move with the load by 2-5x within a minute, and a
-  size measured alone in a slow minute looks slower;
+  turn forwards and backwards) three ways, taking turns in blocks of 50 calls: `agentlog.status(
+  agent_dir, molt_count)` timed call by call from Python; the same Rust call in a loop that
+  never returns to Python (`_status_loop`); and each call timed from Python less the Rust call
+  inside it, which the binding times itself (`_status_timed`), so the two figures come from one
+  call: the binding's own cost. `status()` less the loop's call is the all-in figure: the
+  binding's cost plus the Rust call running colder after Python's work. Each figure is the
+  median over rounds of each round's median; every round's figures go to stderr. Interleaving
+  matters: on a shared machine the per-call figures move with the load by 2-5x within a
+  minute, and a size measured alone in a slow minute looks slower;
 - the kernel's reverse scan (tier 2) and full scan (tier 3): our faithful port (kernel_tiers.py),
   and with --kernel-src CHECKOUT the kernel's own agent_session.py from a local checkout of
   Lingtai-AI/lingtai-kernel, loaded by path (not part of this repository);
@@ -53,45 +54,53 @@ def log_dir(data: Path, size: str) -> Path:
     return d
 
 
-def binding_figures(dirs: dict, counts: dict, rounds: int, calls: int) -> dict:
-    """Per size: `status` (seconds per Python call), `rust` (the Rust call in a loop in this
-    process), `cost` (the binding's own cost per call, paired), each the median over rounds of
-    the round's median, and `rounds` (every round's figures)."""
+def binding_figures(dirs: dict, counts: dict, rounds: int, calls: int, block: int = 50) -> dict:
+    """Per size: `status` (seconds per call of status() from Python), `rust` (the Rust call in
+    a loop in this process), `inner` (the same Rust call timed inside a Python call), `cost`
+    (the binding's own cost per call: the whole call less `inner`), and `all_in` (`status` less
+    `rust`: the binding's cost plus the Rust call running colder between Python calls). Each is
+    the median over rounds of the round's median; within a round the ways take turns in blocks
+    of `block` calls, so they share the machine's state. `rounds` holds every round's figures."""
     from agentlog._agentlog import _status_loop, _status_timed
 
     clock = time.perf_counter
     med = statistics.median
 
-    def python(d, n, empty):
-        status, seconds = agentlog.status, []
-        for _ in range(calls):
+    def python(d, n, empty, out):
+        status = agentlog.status
+        for _ in range(block):
             started = clock()
             status(d, n)
-            seconds.append(clock() - started - empty)
-        return med(seconds)
+            out["status"].append(clock() - started - empty)
 
-    def paired(d, n, empty):
-        seconds = []
-        for _ in range(calls):
+    def paired(d, n, empty, out):
+        for _ in range(block):
             started = clock()
             _, inner = _status_timed(d, n)
-            seconds.append(clock() - started - inner - empty)
-        return med(seconds)
+            out["cost"].append(clock() - started - inner - empty)
+            out["inner"].append(inner)
 
-    def rust(d, n, empty):
-        return med(_status_loop(d, n, calls))
+    def rust(d, n, empty, out):
+        out["rust"].extend(_status_loop(d, n, block))
 
-    ways = [("status", python), ("cost", paired), ("rust", rust)]
-    per = {size: {way: [] for way, _ in ways} for size in dirs}
+    ways = [python, paired, rust]
+    names = ["status", "cost", "inner", "rust", "all_in"]
+    per = {size: {name: [] for name in names} for size in dirs}
     sizes = list(dirs)
     for r in range(rounds):
         for size in sizes if r % 2 == 0 else sizes[::-1]:
             d, n = dirs[size], counts[size]
             # Reading the clock twice, subtracted from every sample.
-            empty = med(-(clock() - clock()) for _ in range(calls))
-            for way, fn in ways[r % 3:] + ways[:r % 3]:
-                per[size][way].append(fn(d, n, empty))
-    return {size: {**{way: med(v) for way, v in per[size].items()}, "rounds": per[size]}
+            empty = med(-(clock() - clock()) for _ in range(1000))
+            out = {name: [] for name in names}
+            for b in range(max(1, calls // block)):
+                for way in ways[b % 3:] + ways[:b % 3]:
+                    way(d, n, empty, out)
+            got = {name: med(v) for name, v in out.items() if v}
+            got["all_in"] = got["status"] - got["rust"]
+            for name in names:
+                per[size][name].append(got[name])
+    return {size: {**{name: med(v) for name, v in per[size].items()}, "rounds": per[size]}
             for size in sizes}
 
 
@@ -172,7 +181,7 @@ def main() -> None:
         assert (r3["api_calls"], r3["input_tokens"]) == want, (size, r3, want)
         b = binding[size]
         row = {"size": size, "bytes": os.path.getsize(log), "status": b["status"],
-               "rust_in_process": b["rust"], "overhead": b["cost"],
+               "rust_in_process": b["rust"], "overhead": b["cost"], "all_in": b["all_in"],
                "port_t2": t2 if r2 is not None else None, "port_t3": t3,
                "rust_criterion": rust.get(size)}
         if kernel is not None:
@@ -184,7 +193,8 @@ def main() -> None:
         print(json.dumps(row), file=sys.stderr)
 
     head = ["log", "agentlog.status()", "the Rust call, same process",
-            "binding's cost per call", "kernel tier 2 (port)", "kernel tier 3 (port)"]
+            "binding's cost per call", "all in: status() less the Rust call",
+            "kernel tier 2 (port)", "kernel tier 3 (port)"]
     if kernel is not None:
         head += ["kernel tier 2 (its code)", "kernel tier 3 (its code)"]
     head += ["tier 2 / status", "tier 3 / status"]
@@ -196,8 +206,8 @@ def main() -> None:
         t2 = r.get("kernel_t2", r["port_t2"]) if kernel is not None else r["port_t2"]
         t3 = r.get("kernel_t3", r["port_t3"]) if kernel is not None else r["port_t3"]
         cells = [f"{r['size']} ({r['bytes'] / 1e6:,.0f} MB)", fmt(r["status"]),
-                 fmt(r["rust_in_process"]), fmt(r["overhead"], 2), fmt(r["port_t2"]),
-                 fmt(r["port_t3"])]
+                 fmt(r["rust_in_process"]), fmt(r["overhead"], 2), fmt(r["all_in"], 2),
+                 fmt(r["port_t2"]), fmt(r["port_t3"])]
         if kernel is not None:
             cells += [fmt(r.get("kernel_t2")), fmt(r.get("kernel_t3"))]
         cells += [f"{t2 / r['status']:,.0f}x" if t2 else "- (defers to tier 3)",
