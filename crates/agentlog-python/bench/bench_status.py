@@ -31,6 +31,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,7 +59,8 @@ def binding_figures(dirs: dict, counts: dict, rounds: int, calls: int, block: in
     """Per size: `status` (seconds per call of status() from Python), `rust` (the Rust call in
     a loop in this process), `inner` (the same Rust call timed inside a Python call), `cost`
     (the binding's own cost per call: the whole call less `inner`), and `all_in` (`status` less
-    `rust`: the binding's cost plus the Rust call running colder between Python calls). Each is
+    `rust`: the binding's cost plus the Rust call running colder between Python calls), and
+    `switches` (the round's involuntary context switches: how shared the core was). Each is
     the median over rounds of the round's median; within a round the ways take turns in blocks
     of `block` calls, so they share the machine's state. `rounds` holds every round's figures."""
     from agentlog._agentlog import _status_loop, _status_timed
@@ -84,7 +86,7 @@ def binding_figures(dirs: dict, counts: dict, rounds: int, calls: int, block: in
         out["rust"].extend(_status_loop(d, n, block))
 
     ways = [python, paired, rust]
-    names = ["status", "cost", "inner", "rust", "all_in"]
+    names = ["status", "cost", "inner", "rust", "all_in", "switches"]
     per = {size: {name: [] for name in names} for size in dirs}
     sizes = list(dirs)
     for r in range(rounds):
@@ -93,11 +95,14 @@ def binding_figures(dirs: dict, counts: dict, rounds: int, calls: int, block: in
             # Reading the clock twice, subtracted from every sample.
             empty = med(-(clock() - clock()) for _ in range(1000))
             out = {name: [] for name in names}
+            switched = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
             for b in range(max(1, calls // block)):
                 for way in ways[b % 3:] + ways[:b % 3]:
                     way(d, n, empty, out)
             got = {name: med(v) for name, v in out.items() if v}
             got["all_in"] = got["status"] - got["rust"]
+            # Times another process took the core from this one.
+            got["switches"] = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - switched
             for name in names:
                 per[size][name].append(got[name])
     return {size: {**{name: med(v) for name, v in per[size].items()}, "rounds": per[size]}
@@ -145,6 +150,35 @@ def fmt(seconds, digits: int = 1) -> str:
     return f"{seconds * 1e6:.{digits}f} µs"
 
 
+def spearman(a: list, b: list) -> float:
+    """Rank correlation (no ties expected among float timings)."""
+    def ranks(x):
+        order = sorted(range(len(x)), key=x.__getitem__)
+        r = [0.0] * len(x)
+        for k, i in enumerate(order):
+            r[i] = float(k)
+        return r
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    var = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return cov / var if var else 0.0
+
+
+def spread(load: list, binding: dict) -> str:
+    """The footnote: the load; per size, the binding's cost in its fastest and slowest round;
+    and how closely, over every round of every size, the binding's cost follows the speed of
+    the whole call (the machine's state at that moment)."""
+    cost = [c for b in binding.values() for c in b["rounds"]["cost"]]
+    whole = [t for b in binding.values() for t in b["rounds"]["status"]]
+    return (f"\nload average (1 min) before and after the binding's rounds: {load[0]:.2f}, "
+            f"{load[1]:.2f}; the binding's cost in the fastest and the slowest round: "
+            + "; ".join(f"{size} {min(b['rounds']['cost']) * 1e6:.2f}-"
+                        f"{max(b['rounds']['cost']) * 1e6:.2f} µs" for size, b in binding.items())
+            + f"; rank correlation of the round's binding cost with its status() time, "
+            f"{len(cost)} rounds: {spearman(cost, whole):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10mb,100mb,1gb")
@@ -154,6 +188,8 @@ def main() -> None:
     ap.add_argument("--full-scan-runs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=15, help="rounds of the binding's figures")
     ap.add_argument("--calls", type=int, default=1000, help="calls per size, way and round")
+    ap.add_argument("--binding-only", action="store_true",
+                    help="the binding's figures alone, without the kernel's tiers")
     args = ap.parse_args()
     sizes = args.sizes.split(",")
     kernel = load_kernel(args.kernel_src) if args.kernel_src else None
@@ -168,6 +204,15 @@ def main() -> None:
     binding = binding_figures(dirs, counts, args.rounds, args.calls)
     load.append(os.getloadavg()[0])
     print(json.dumps({"load_1min": load, "binding": binding}), file=sys.stderr)
+
+    if args.binding_only:
+        print("| log | agentlog.status() | the Rust call, same process | binding's cost per call "
+              "| all in: status() less the Rust call |\n|---|---|---|---|---|")
+        for size, b in binding.items():
+            print(f"| {size} | {fmt(b['status'])} | {fmt(b['rust'])} | {fmt(b['cost'], 2)} | "
+                  f"{fmt(b['all_in'], 2)} |")
+        print(spread(load, binding))
+        return
 
     rows = []
     for size in sizes:
@@ -215,8 +260,7 @@ def main() -> None:
         if rust:
             cells += [fmt(r["rust_criterion"])]
         print("| " + " | ".join(cells) + " |")
-    print(f"\nload average (1 min) before and after the binding's rounds: "
-          f"{load[0]:.2f}, {load[1]:.2f}")
+    print(spread(load, binding))
 
 
 if __name__ == "__main__":
