@@ -188,6 +188,9 @@ def test_the_benchmark_helpers_answer_as_status_and_time_each_call(agent):
     s, inner = _status_timed(agent, 1)
     assert s == agentlog.status(agent, 1) and s.index_outcome == "fresh"
     assert 0 < inner < 60
+    # The same parameters as status(), so the benchmark times the same argument parsing.
+    scanned, _ = _status_timed(agent, 1, "reverse_scan", reverse_scan_bytes=1 << 20)
+    assert scanned.tier == "reverse_scan" and scanned.api_calls == s.api_calls
     seconds = _status_loop(agent, 1, 5)
     assert len(seconds) == 5 and all(0 < t < 60 for t in seconds)
     assert _status_loop(agent, 1, 0) == []
