@@ -1,7 +1,9 @@
 //! The Rust call behind `agentlog.status(agent_dir, molt_count)`, timed by criterion on the
-//! logs `bench/bench_status.py` generates, so that the Python figure minus this one is the
-//! binding's own cost per call (argument conversion, releasing and taking back the GIL, the
-//! result object). Run it through the script (docs/PERFORMANCE.md, "Python binding"), or:
+//! logs `bench/bench_status.py` generates: a cross-check from another process. The binding's
+//! own cost per call is measured inside one Python process instead (`_status_timed`,
+//! `_status_loop`), because figures from two processes minutes apart differ by more than that
+//! cost on a shared machine. Run it through the script's `--rust` (docs/PERFORMANCE.md,
+//! "Python binding"), or:
 //!
 //! `AGENTLOG_PY_BENCH_DATA=target/py-bench-data cargo bench -p agentlog-python --bench status`
 

@@ -25,6 +25,7 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(status::status, m)?)?;
     m.add_function(wrap_pyfunction!(status::generations, m)?)?;
     m.add_function(wrap_pyfunction!(status::_status_timed, m)?)?;
+    m.add_function(wrap_pyfunction!(status::_status_loop, m)?)?;
     m.add_function(wrap_pyfunction!(synth::write_synthetic_log, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::transcript, m)?)?;
     m.add_class::<status::Status>()?;

@@ -126,24 +126,40 @@ pub fn status(
     }
 }
 
-/// `status(agent_dir, molt_count)` that also returns the seconds spent in the Rust call it
-/// wraps, measured inside the binding: the benchmark subtracts them from the whole call to
-/// get the binding's own cost per call without comparing two separate, noisy runs.
+/// `status()`, with the very same parameters, that also returns the seconds spent in the Rust
+/// call it wraps, measured inside the binding: the benchmark subtracts them from the whole
+/// call to get the binding's own cost per call without comparing two separate, noisy runs.
+// The same parameters as `status`, so that PyO3 parses the same argument list.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (agent_dir, molt_count = None))]
+#[pyo3(signature = (
+    agent_dir,
+    molt_count = None,
+    tier = None,
+    *,
+    log = None,
+    reverse_scan_bytes = DEFAULT_REVERSE_SCAN_BYTES,
+    trust_legacy_boundaries = false,
+    max_memory_tail = agentlog::index::DEFAULT_MAX_MEMORY_TAIL,
+))]
 pub fn _status_timed(
     py: Python<'_>,
     agent_dir: &Bound<'_, PyAny>,
     molt_count: Option<&Bound<'_, PyAny>>,
+    tier: Option<&str>,
+    log: Option<&Bound<'_, PyAny>>,
+    reverse_scan_bytes: u64,
+    trust_legacy_boundaries: bool,
+    max_memory_tail: u64,
 ) -> PyResult<(Status, f64)> {
     let ask = Ask {
         agent_dir: path_arg(agent_dir, "agent_dir")?,
-        log: None,
+        log: log.map(|l| path_arg(l, "log")).transpose()?,
         molt_count: molt_count.map(|m| count_arg(m, "molt_count")).transpose()?,
-        tier: None,
-        reverse_scan_bytes: DEFAULT_REVERSE_SCAN_BYTES,
-        trust_legacy_boundaries: false,
-        max_memory_tail: agentlog::index::DEFAULT_MAX_MEMORY_TAIL,
+        tier: tier_arg(tier)?,
+        reverse_scan_bytes,
+        trust_legacy_boundaries,
+        max_memory_tail,
     };
     let (answer, inner) = py.detach(|| {
         let started = std::time::Instant::now();
@@ -154,6 +170,40 @@ pub fn _status_timed(
         Ok(report) => Ok((Status { report }, inner)),
         Err(e) => Err(generation_error(py, e)),
     }
+}
+
+/// The Rust call `status(agent_dir, molt_count)` makes, run `calls` times in a loop that never
+/// returns to Python (the GIL released throughout): the seconds of each call, answer dropped
+/// included. The benchmark compares them with `status()` timed from Python in the same
+/// process, so both sides share the process's state and the log's cache.
+#[pyfunction]
+#[pyo3(signature = (agent_dir, molt_count = None, calls = 1))]
+pub fn _status_loop(
+    py: Python<'_>,
+    agent_dir: &Bound<'_, PyAny>,
+    molt_count: Option<&Bound<'_, PyAny>>,
+    calls: usize,
+) -> PyResult<Vec<f64>> {
+    let ask = Ask {
+        agent_dir: path_arg(agent_dir, "agent_dir")?,
+        log: None,
+        molt_count: molt_count.map(|m| count_arg(m, "molt_count")).transpose()?,
+        tier: None,
+        reverse_scan_bytes: DEFAULT_REVERSE_SCAN_BYTES,
+        trust_legacy_boundaries: false,
+        max_memory_tail: agentlog::index::DEFAULT_MAX_MEMORY_TAIL,
+    };
+    let timed = py.detach(|| {
+        let mut seconds = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let started = std::time::Instant::now();
+            let answer = std::hint::black_box(ask.answer())?;
+            drop(answer);
+            seconds.push(started.elapsed().as_secs_f64());
+        }
+        Ok(seconds)
+    });
+    timed.map_err(|e| generation_error(py, e))
 }
 
 /// The answer of `agentlog.status()`: immutable; its attributes are the fields of

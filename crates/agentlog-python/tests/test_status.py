@@ -176,3 +176,25 @@ def test_a_rewritten_log_is_never_answered_from_the_stale_index(agent):
     data = path.read_bytes().replace(b'"input_tokens": 1234', b'"input_tokens": 4321')
     path.write_bytes(data)  # same length, rewritten in place
     assert agentlog.status(agent).input_tokens == 1000 + 4321
+
+
+def test_the_benchmark_helpers_answer_as_status_and_time_each_call(agent):
+    # _status_timed and _status_loop feed the overhead figure (bench/bench_status.py): the
+    # call they time must be status()'s, and every call must be timed.
+    from agentlog._agentlog import _status_loop, _status_timed
+
+    two_generations(agent)
+    assert agentlog.status(agent, 1).index_outcome == "created"
+    s, inner = _status_timed(agent, 1)
+    assert s == agentlog.status(agent, 1) and s.index_outcome == "fresh"
+    assert 0 < inner < 60
+    # The same parameters as status(), so the benchmark times the same argument parsing.
+    scanned, _ = _status_timed(agent, 1, "reverse_scan", reverse_scan_bytes=1 << 20)
+    assert scanned.tier == "reverse_scan" and scanned.api_calls == s.api_calls
+    seconds = _status_loop(agent, 1, 5)
+    assert len(seconds) == 5 and all(0 < t < 60 for t in seconds)
+    assert _status_loop(agent, 1, 0) == []
+    with pytest.raises(agentlog.MoltMismatch):
+        _status_loop(agent, 7, 3)
+    with pytest.raises(agentlog.NoLog):
+        _status_loop(agent / "nowhere", None, 3)

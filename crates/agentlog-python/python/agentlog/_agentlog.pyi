@@ -182,8 +182,21 @@ def status(
     Raises MoltMismatch, NoLog, ManifestError (all GenerationError), or another AgentlogError.
     """
 
-def _status_timed(agent_dir: PathArg, molt_count: Optional[int] = None) -> "tuple[Status, float]":
+def _status_timed(
+    agent_dir: PathArg,
+    molt_count: Optional[int] = None,
+    tier: Optional[str] = None,
+    *,
+    log: Optional[PathArg] = None,
+    reverse_scan_bytes: int = 8388608,
+    trust_legacy_boundaries: bool = False,
+    max_memory_tail: int = 262144,
+) -> "tuple[Status, float]":
     """status() and the seconds spent in the Rust call inside it (for the overhead benchmark)."""
+
+def _status_loop(agent_dir: PathArg, molt_count: Optional[int] = None, calls: int = 1) -> List[float]:
+    """The Rust call behind status(), run `calls` times without returning to Python: the
+    seconds of each call (for the overhead benchmark)."""
 
 def generations(agent_dir: PathArg) -> List[Dict[str, Any]]:
     """Every generation, oldest first (`agentlog generations --json`)."""
