@@ -62,6 +62,7 @@ mod reconcile;
 mod request;
 mod snippet;
 mod stamp;
+mod transcripts;
 
 pub use cursor::{base64url_decode, base64url_encode};
 pub use db::{INDEX_DIR, INDEX_FILE};
@@ -73,5 +74,9 @@ pub use index::{
 pub use reconcile::Caught;
 pub use request::{
     DEFAULT_LIMIT, EventSearchRequest, MAX_LIMIT, MatchMode, SessionSearchRequest, normalize_query,
+};
+pub use transcripts::{
+    TRANSCRIPT_SEARCH_DIR, TranscriptLineText, TranscriptSearch, TranscriptSearchHit,
+    TranscriptSearchPage, TranscriptSearchRequest, UnreadableTranscript, transcript_line_text,
 };
 pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet, make_snippet};

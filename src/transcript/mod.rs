@@ -31,6 +31,7 @@ mod tally;
 mod usage;
 
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
+pub(crate) use cache::ensure_private_dir;
 pub use error::TranscriptError;
 pub use fold::{
     Boundary, BoundaryKind, BucketKey, Diagnostics, Fold, Summary, UNKNOWN_MODEL, UNKNOWN_QUARTER,
