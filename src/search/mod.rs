@@ -1,4 +1,5 @@
-//! Full-text search over a store's sessions, from a derived index that is never stale.
+//! Full-text search over a store's sessions, from a derived index that is never stale; and the
+//! same search over agent transcripts ([`TranscriptSearch`]).
 //!
 //! The semantics are the reference's search (docs/SEARCH.md): the whole query is one phrase
 //! under the `unicode61` tokenizer (case and diacritics folded; `OR`, `*` and quotes are plain
