@@ -51,10 +51,7 @@ fn scan(root: &Path, query: &str, mode: MatchMode) -> Vec<Hit> {
     let mut found: Vec<(usize, usize, Hit)> = Vec::new();
     for file in files {
         let bytes = fs::read(&file).unwrap();
-        let complete = bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let bytes = &bytes[..complete];
         let Some(format) = detect_format(bytes.split(|b| *b == b'\n')) else {
             continue;
@@ -63,11 +60,9 @@ fn scan(root: &Path, query: &str, mode: MatchMode) -> Vec<Hit> {
         let boundaries: Vec<u64> = fold.summary().boundaries.iter().map(|b| b.offset).collect();
         let session = session_of(&file, format).0;
         let mut offset = 0u64;
-        for (i, line) in bytes
-            .split(|b| *b == b'\n')
-            .take(bytes.iter().filter(|b| **b == b'\n').count())
-            .enumerate()
-        {
+        // `bytes` ends with a newline, so every piece is a complete line.
+        for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+            let line = &line[..line.len() - 1];
             let at = offset;
             offset += line.len() as u64 + 1;
             let Some(doc) = transcript_line_text(format, line) else {
@@ -349,7 +344,7 @@ fn line(format: Format, kind: usize, text: &str, n: usize) -> String {
         (Format::Codex, 3) => {
             json!({"timestamp":ts,"type":"compacted","payload":{"message":text}})
         }
-        (Format::Pi, 0 | 1 | 2) => {
+        (Format::Pi, 0..=2) => {
             let role = ["user", "assistant", "toolResult"][kind];
             json!({"type":"message","id":format!("e{n}"),"parentId":null,"timestamp":ts,"message":{"role":role,"content":[{"type":"text","text":text}]}})
         }
@@ -397,7 +392,14 @@ fn generated_transcripts_answer_as_a_scan() {
     }
     let mut search =
         TranscriptSearch::new(Some(dir.path().join("cache")), SearchConfig::default()).unwrap();
-    for query in ["needle", "cafe", "ete x1", "alpha beta", "42 hay", "stack needle"] {
+    for query in [
+        "needle",
+        "cafe",
+        "ete x1",
+        "alpha beta",
+        "42 hay",
+        "stack needle",
+    ] {
         for mode in [MatchMode::Phrase, MatchMode::All] {
             let want = scan(&root, query, mode);
             assert!(!want.is_empty(), "{query}");

@@ -178,7 +178,11 @@ pub fn run(args: &SearchArgs) -> Result<u8, Failure> {
     Ok(EXIT_OK)
 }
 
-fn run_transcripts(args: &SearchArgs, mode: MatchMode, highlight: Highlight) -> Result<u8, Failure> {
+fn run_transcripts(
+    args: &SearchArgs,
+    mode: MatchMode,
+    highlight: Highlight,
+) -> Result<u8, Failure> {
     let query = text_arg(&args.root)?;
     let mut search = TranscriptSearch::new(args.index_dir.clone(), SearchConfig::default())?;
     let page = search.search(&TranscriptSearchRequest {

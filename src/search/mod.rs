@@ -76,8 +76,8 @@ pub use reconcile::Caught;
 pub use request::{
     DEFAULT_LIMIT, EventSearchRequest, MAX_LIMIT, MatchMode, SessionSearchRequest, normalize_query,
 };
+pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet, make_snippet};
 pub use transcripts::{
     TRANSCRIPT_SEARCH_DIR, TranscriptLineText, TranscriptSearch, TranscriptSearchHit,
     TranscriptSearchPage, TranscriptSearchRequest, UnreadableTranscript, transcript_line_text,
 };
-pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet, make_snippet};

@@ -30,8 +30,8 @@ mod subagents;
 mod tally;
 mod usage;
 
-pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub(crate) use cache::ensure_private_dir;
+pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub use error::TranscriptError;
 pub use fold::{
     Boundary, BoundaryKind, BucketKey, Diagnostics, Fold, Summary, UNKNOWN_MODEL, UNKNOWN_QUARTER,

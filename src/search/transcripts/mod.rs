@@ -182,13 +182,15 @@ impl TranscriptSearch {
     /// A search keeping its index under `index_dir` (default: the transcript index directory
     /// of the per-user cache). Nothing is read or written before the first search.
     pub fn new(index_dir: Option<PathBuf>, config: SearchConfig) -> Result<Self, SearchError> {
-        let index_dir = index_dir
-            .or_else(default_index_dir)
-            .ok_or_else(|| SearchError::IndexFailed {
-                operation: "finding the cache directory".into(),
-                cause: "set AGENTLOG_CACHE_DIR, XDG_CACHE_HOME or HOME, or pass an index directory"
-                    .into(),
-            })?;
+        let index_dir =
+            index_dir
+                .or_else(default_index_dir)
+                .ok_or_else(|| SearchError::IndexFailed {
+                    operation: "finding the cache directory".into(),
+                    cause:
+                        "set AGENTLOG_CACHE_DIR, XDG_CACHE_HOME or HOME, or pass an index directory"
+                            .into(),
+                })?;
         Ok(Self {
             dir: index_dir.join(TRANSCRIPT_SEARCH_DIR),
             index_dir,
@@ -238,7 +240,14 @@ impl TranscriptSearch {
                 )?,
                 None => 0,
             };
-            let mut hits = rank(&db.conn, searched, &expression, limit, offset, snippet_chars)?;
+            let mut hits = rank(
+                &db.conn,
+                searched,
+                &expression,
+                limit,
+                offset,
+                snippet_chars,
+            )?;
             let more = hits.len() as u64 > limit;
             hits.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
             Ok(TranscriptSearchPage {
@@ -386,13 +395,15 @@ fn rank(
             let marked: String = r.get(9)?;
             let snippet = make_snippet(&marked, snippet_chars);
             // Only files read as a format have documents.
-            let format = format.and_then(|f| f.parse::<Format>().ok()).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    1,
-                    rusqlite::types::Type::Text,
-                    "a file with documents but no format".into(),
-                )
-            })?;
+            let format = format
+                .and_then(|f| f.parse::<Format>().ok())
+                .ok_or_else(|| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        "a file with documents but no format".into(),
+                    )
+                })?;
             Ok(TranscriptSearchHit {
                 file: stored_path(r.get(0)?),
                 format,

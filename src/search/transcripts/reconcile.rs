@@ -21,8 +21,8 @@ use crate::search::error::SearchError;
 use crate::search::reconcile::{Caught, covered, doc_id, read_range};
 use crate::search::request::sanitize;
 use crate::search::stamp::Stamp;
-use crate::search::transcripts::text::transcript_line_text;
 use crate::search::transcripts::UnreadableTranscript;
+use crate::search::transcripts::text::transcript_line_text;
 use crate::transcript::{Format, OpenOptions, TranscriptError, session_of};
 
 /// What the check of an unchanged file needs of its row (read for every file).

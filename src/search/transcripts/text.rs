@@ -230,7 +230,8 @@ mod tests {
         assert_eq!(text(Format::Codex, &dev), None);
         let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{\"cmd\":\"ls\"}"}}"#;
         assert_eq!(text(Format::Codex, call).unwrap(), "exec\n{\"cmd\":\"ls\"}");
-        let out = r#"{"type":"response_item","payload":{"type":"function_call_output","output":"done"}}"#;
+        let out =
+            r#"{"type":"response_item","payload":{"type":"function_call_output","output":"done"}}"#;
         assert_eq!(text(Format::Codex, out).unwrap(), "done");
         let reasoning = r#"{"type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"x"}]}}"#;
         assert_eq!(text(Format::Codex, reasoning), None);
