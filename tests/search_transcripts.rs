@@ -418,6 +418,8 @@ enum Op {
     Append(usize, Vec<(usize, Vec<usize>)>),
     /// Part of a line, without its newline.
     Tear(usize, usize),
+    /// The rest of the torn line, with its newline.
+    Complete(usize),
     /// Cut the file to a fraction of its length (per mille).
     Truncate(usize, u16),
     /// New content from scratch.
@@ -433,7 +435,8 @@ fn lines() -> impl Strategy<Value = Vec<(usize, Vec<usize>)>> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..3usize, lines()).prop_map(|(f, l)| Op::Append(f, l)),
-        1 => (0..3usize, 1..40usize).prop_map(|(f, n)| Op::Tear(f, n)),
+        2 => (0..3usize, 1..40usize).prop_map(|(f, n)| Op::Tear(f, n)),
+        2 => (0..3usize).prop_map(Op::Complete),
         1 => (0..3usize, 0..1000u16).prop_map(|(f, p)| Op::Truncate(f, p)),
         1 => (0..3usize, lines()).prop_map(|(f, l)| Op::Rewrite(f, l)),
         1 => (0..3usize).prop_map(Op::Delete),
@@ -441,7 +444,10 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn apply(root: &Path, op: &Op, counter: &mut usize) {
+/// The rest of each file's torn line, if its last write tore one.
+type Pending = [Option<Vec<u8>>; 3];
+
+fn apply(root: &Path, op: &Op, counter: &mut usize, pending: &mut Pending) {
     let path_of = |f: usize| root.join(file_name(Format::ALL[f]));
     let body = |f: usize, lines: &[(usize, Vec<usize>)], counter: &mut usize| {
         let mut text = String::new();
@@ -451,6 +457,12 @@ fn apply(root: &Path, op: &Op, counter: &mut usize) {
         }
         text
     };
+    match op {
+        Op::Append(f, _) | Op::Truncate(f, _) | Op::Rewrite(f, _) | Op::Delete(f) => {
+            pending[*f] = None;
+        }
+        _ => {}
+    }
     match op {
         Op::Append(f, lines) => {
             let path = path_of(*f);
@@ -473,9 +485,19 @@ fn apply(root: &Path, op: &Op, counter: &mut usize) {
             if path.exists() {
                 *counter += 1;
                 let whole = line(Format::ALL[*f], 0, "needle torn", *counter);
-                let part = &whole.as_bytes()[..(*n).min(whole.len() - 1)];
+                let cut = (*n).min(whole.len() - 1);
                 let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
-                file.write_all(part).unwrap();
+                file.write_all(&whole.as_bytes()[..cut]).unwrap();
+                pending[*f] = Some(whole.as_bytes()[cut..].to_vec());
+            }
+        }
+        Op::Complete(f) => {
+            if let Some(rest) = pending[*f].take() {
+                let mut file = fs::OpenOptions::new()
+                    .append(true)
+                    .open(path_of(*f))
+                    .unwrap();
+                file.write_all(&rest).unwrap();
             }
         }
         Op::Truncate(f, per_mille) => {
@@ -513,8 +535,9 @@ proptest! {
         let mut search =
             TranscriptSearch::new(Some(dir.path().join("cache")), SearchConfig::default()).unwrap();
         let mut counter = 0;
+        let mut pending: Pending = [None, None, None];
         for op in &ops {
-            apply(&root, op, &mut counter);
+            apply(&root, op, &mut counter, &mut pending);
             let (query, all) = match op {
                 Op::Search(words, all) => (sentence(words), *all),
                 _ => ("needle".to_owned(), false),
