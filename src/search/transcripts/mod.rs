@@ -116,6 +116,7 @@ pub struct TranscriptSearchRequest {
 #[serde(rename_all = "camelCase")]
 pub struct TranscriptSearchHit {
     /// The transcript file (canonical path).
+    #[serde(serialize_with = "lossy_path")]
     pub file: PathBuf,
     /// Its format.
     pub format: Format,
@@ -146,11 +147,17 @@ pub struct TranscriptSearchHit {
 #[serde(rename_all = "camelCase")]
 pub struct UnreadableTranscript {
     /// The file or directory.
+    #[serde(serialize_with = "lossy_path")]
     pub file: PathBuf,
     /// A stable code: `not_found`, `not_a_file`, `unknown_format`, `io_failed`.
     pub error: String,
     /// What is wrong.
     pub message: String,
+}
+
+/// A path as JSON text; bytes that are not UTF-8 become U+FFFD (serde refuses such a path).
+fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 /// A page of a transcript search.
