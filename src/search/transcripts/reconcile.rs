@@ -25,6 +25,9 @@ use crate::search::transcripts::UnreadableTranscript;
 use crate::search::transcripts::text::transcript_line_text;
 use crate::transcript::{Format, OpenOptions, TranscriptError, session_of};
 
+/// New transcript bytes up to this many are folded in memory by the transcript reader.
+const MEMORY_TAIL: u64 = 256 << 10;
+
 /// What the check of an unchanged file needs of its row (read for every file).
 struct Seen {
     key: i64,
@@ -423,8 +426,11 @@ impl Writer<'_> {
         let mut boundaries = Vec::new();
         if complete > 0 {
             // The transcript's own reader: its format and boundaries (through its index).
+            // A small new tail is folded in memory rather than committed: a search after a
+            // turn then costs no index commit (the transcript index catches up once it is big).
             let options = OpenOptions {
                 index_dir: Some(self.index_dir.to_path_buf()),
+                max_memory_tail: MEMORY_TAIL,
                 ..OpenOptions::default()
             };
             match crate::transcript::open(path, &options) {
