@@ -77,10 +77,6 @@ fn failed(what: &str, e: rusqlite::Error) -> SearchError {
     SearchError::index(what.to_string(), e)
 }
 
-fn path_of(bytes: Vec<u8>) -> PathBuf {
-    PathBuf::from(std::ffi::OsString::from_vec(bytes))
-}
-
 /// Brings the index in `conn` up to the files of `scope`; transcript indexes are kept in
 /// `index_dir`.
 pub(super) fn reconcile(
@@ -699,7 +695,7 @@ impl Writer<'_> {
     }
 }
 
-/// The path stored for a key, as a `PathBuf`.
+/// A stored path (its bytes) as a `PathBuf`.
 pub(super) fn stored_path(bytes: Vec<u8>) -> PathBuf {
-    path_of(bytes)
+    PathBuf::from(std::ffi::OsString::from_vec(bytes))
 }
