@@ -17,8 +17,8 @@
 //! * [`transcript`]: Claude Code, Codex and pi transcripts read in place, with a derived index
 //!   per transcript in a per-user cache directory.
 //! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
-//! * [`search`]: full-text search over a store's sessions, from a derived SQLite FTS5 index
-//!   caught up with the logs before every search.
+//! * [`search`]: full-text search over a store's sessions and over agent transcripts, from
+//!   derived SQLite FTS5 indexes caught up with the files before every search.
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! ```

@@ -336,3 +336,71 @@ fn a_linked_log_is_named_not_followed() {
         .collect();
     assert_eq!(named, ["s6", "s7"]);
 }
+
+/// `search --transcripts` on a copy of the vendored pi transcripts, with its own index folder.
+#[test]
+fn transcript_search_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("pi");
+    std::fs::create_dir_all(&root).unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/transcripts/pi");
+    for name in ["agentlogs-branched.jsonl", "agentlogs-crud.jsonl"] {
+        std::fs::copy(data.join(name), root.join(name)).unwrap();
+    }
+    let cache = dir.path().join("cache");
+    let (root_s, cache_s) = (root.to_str().unwrap(), cache.to_str().unwrap());
+    let base = ["search", "--transcripts", "--index-dir", cache_s];
+    let mut args = base.to_vec();
+    args.extend(["haiku", root_s, "--json", "--limit", "2"]);
+    let (code, json, _) = agentlog(&args);
+    assert_eq!(code, 0, "{json}");
+    let hits = json["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2);
+    for field in [
+        "file",
+        "format",
+        "session",
+        "offset",
+        "line",
+        "generation",
+        "type",
+        "role",
+        "time",
+        "snippet",
+    ] {
+        assert!(hits[0].get(field).is_some(), "{field} in {}", hits[0]);
+    }
+    assert_eq!(hits[0]["format"], "pi");
+    let cursor = json["nextCursor"].as_str().unwrap().to_owned();
+    let mut next = args.clone();
+    next.extend(["--cursor", &cursor]);
+    let (code, page2, _) = agentlog(&next);
+    assert_eq!(code, 0);
+    assert_ne!(
+        page2["hits"][0], hits[0],
+        "the next page, in another process"
+    );
+
+    let mut table = base.to_vec();
+    table.extend(["HAIKU about", root_s]);
+    let (code, _, stdout) = agentlog(&table);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("[haiku about]"), "{stdout}");
+    let header = stdout.lines().next().unwrap();
+    assert!(
+        header.contains("session") && header.contains("gen"),
+        "{header}"
+    );
+
+    let mut refused = base.to_vec();
+    refused.extend(["haiku", root_s, "--session", "x"]);
+    assert_eq!(agentlog(&refused).0, 2, "store-only flags are refused");
+    let (code, json, _) = agentlog(&["search", root_s, "--json"]);
+    assert_eq!(
+        (code, json["error"].as_str()),
+        (2, Some("invalid_arguments"))
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&cache.join("search")), 0o700);
+    assert_eq!(mode(&cache.join("search/index.sqlite")), 0o600);
+}

@@ -1,10 +1,12 @@
-//! `search`: full-text search over a store's sessions (docs/SEARCH.md).
+//! `search`: full-text search over a store's sessions, or with `--transcripts` over agent
+//! transcripts (docs/SEARCH.md).
 //!
 //! Without `--session`, each matching session once with its best event; with it, that
-//! session's matching events. The index in `ROOT/.agentlog-search/` is built or caught up
-//! first. In the table the matches are bold and underlined when stdout is a terminal, and in
+//! session's matching events. The index in `ROOT/.agentlog-search/` (transcripts: in the cache
+//! directory) is built or caught up first. In the table the matches are bold and underlined when stdout is a terminal, and in
 //! `[brackets]` otherwise, so piped output stays plain text.
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -13,12 +15,12 @@ use clap::ValueEnum;
 use agentlog::query::{EventFilter, SurfaceClass};
 use agentlog::search::{
     EventSearchHit, EventSearchRequest, MatchMode, SearchConfig, SearchError, SearchIndex,
-    SessionSearchRequest,
+    SessionSearchRequest, TranscriptSearch, TranscriptSearchHit, TranscriptSearchRequest,
 };
 
 use super::sessions::{Surface, open};
 use super::table::render;
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, print_json};
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, display, print_json};
 
 /// `--match` values.
 #[derive(Clone, Copy, Default, ValueEnum)]
@@ -31,11 +33,23 @@ pub enum Match {
 }
 
 #[derive(clap::Args)]
+#[command(
+    override_usage = "agentlog search [OPTIONS] ROOT QUERY\n       agentlog search --transcripts [OPTIONS] QUERY [PATH]..."
+)]
 pub struct SearchArgs {
-    /// The store directory.
-    root: PathBuf,
-    /// The text to find: one phrase, case and accents ignored.
-    query: String,
+    /// The store directory (with --transcripts: the query).
+    #[arg(value_name = "ROOT")]
+    root: OsString,
+    /// The text to find: one phrase, case and accents ignored (with --transcripts: transcript
+    /// files or directories; default: the places Claude Code, Codex and pi keep theirs).
+    #[arg(value_name = "QUERY")]
+    rest: Vec<OsString>,
+    /// Search agent transcripts (Claude Code, Codex, pi) instead of a store.
+    #[arg(long, conflicts_with_all = ["session", "types", "surface"])]
+    transcripts: bool,
+    /// With --transcripts: keep index files in DIR instead of the cache directory.
+    #[arg(long, value_name = "DIR", requires = "transcripts")]
+    index_dir: Option<PathBuf>,
     /// Search the events of this session instead of ranking sessions.
     #[arg(long)]
     session: Option<String>,
@@ -89,18 +103,40 @@ fn event_filters(args: &SearchArgs) -> Vec<EventFilter> {
     filters
 }
 
+/// A command-line argument as text (a query must be valid Unicode).
+fn text_arg(arg: &OsString) -> Result<String, Failure> {
+    arg.to_str().map(str::to_owned).ok_or_else(|| {
+        Failure::new(
+            "invalid_query",
+            EXIT_BAD_INPUT,
+            "invalid query: the query is not valid UTF-8",
+        )
+    })
+}
+
 pub fn run(args: &SearchArgs) -> Result<u8, Failure> {
-    let store = open(&args.root)?;
-    let mut index = SearchIndex::new(&store, SearchConfig::default());
     let mode = match args.match_mode {
         Match::Phrase => MatchMode::Phrase,
         Match::All => MatchMode::All,
     };
     let highlight = Highlight::for_stdout();
+    if args.transcripts {
+        return run_transcripts(args, mode, highlight);
+    }
+    let [query] = args.rest.as_slice() else {
+        return Err(Failure::new(
+            "invalid_arguments",
+            EXIT_BAD_INPUT,
+            "a store search takes ROOT and QUERY (transcripts: --transcripts QUERY [PATH]...)",
+        ));
+    };
+    let query = text_arg(query)?;
+    let store = open(&PathBuf::from(&args.root))?;
+    let mut index = SearchIndex::new(&store, SearchConfig::default());
     match &args.session {
         None => {
             let page = index.search_sessions(&SessionSearchRequest {
-                query: args.query.clone(),
+                query: query.clone(),
                 session_filters: Vec::new(),
                 event_filters: event_filters(args),
                 limit: args.limit,
@@ -124,7 +160,7 @@ pub fn run(args: &SearchArgs) -> Result<u8, Failure> {
         Some(session) => {
             let page = index.search_events(&EventSearchRequest {
                 session_id: session.clone(),
-                query: args.query.clone(),
+                query,
                 filters: event_filters(args),
                 limit: args.limit,
                 cursor: args.cursor.clone(),
@@ -140,6 +176,68 @@ pub fn run(args: &SearchArgs) -> Result<u8, Failure> {
         }
     }
     Ok(EXIT_OK)
+}
+
+fn run_transcripts(
+    args: &SearchArgs,
+    mode: MatchMode,
+    highlight: Highlight,
+) -> Result<u8, Failure> {
+    let query = text_arg(&args.root)?;
+    let mut search = TranscriptSearch::new(args.index_dir.clone(), SearchConfig::default())?;
+    let page = search.search(&TranscriptSearchRequest {
+        query,
+        paths: args.rest.iter().map(PathBuf::from).collect(),
+        limit: args.limit,
+        cursor: args.cursor.clone(),
+        mode,
+    })?;
+    if args.json {
+        print_json(&page)?;
+        return Ok(EXIT_OK);
+    }
+    for u in &page.unreadable {
+        eprintln!(
+            "agentlog: {} left out of the search: {}",
+            display(&u.file),
+            u.message
+        );
+    }
+    print_transcript_table(&page.hits, highlight);
+    print_next(page.next_cursor.as_deref());
+    Ok(EXIT_OK)
+}
+
+fn print_transcript_table(hits: &[TranscriptSearchHit], highlight: Highlight) {
+    if hits.is_empty() {
+        println!("no match");
+        return;
+    }
+    let mut rows = vec![
+        ["session", "format", "line", "gen", "type"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for hit in hits {
+        let kind = match &hit.role {
+            Some(role) if *role != hit.kind => format!("{}/{role}", hit.kind),
+            _ => hit.kind.clone(),
+        };
+        rows.push(vec![
+            hit.session.clone(),
+            hit.format.name().to_owned(),
+            hit.line.to_string(),
+            hit.generation.to_string(),
+            kind,
+        ]);
+    }
+    let table = render(&rows);
+    let width = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let snippets = std::iter::once("match".to_owned())
+        .chain(hits.iter().map(|h| highlight.mark(&h.snippet, &h.marks)));
+    for (line, snippet) in table.lines().zip(snippets) {
+        println!("{line:<width$}  {snippet}");
+    }
 }
 
 /// How matches are shown in the table.
@@ -159,13 +257,17 @@ impl Highlight {
     }
 
     fn apply(self, hit: &EventSearchHit) -> String {
+        self.mark(&hit.snippet, &hit.marks)
+    }
+
+    fn mark(self, snippet: &str, marks: &[(usize, usize)]) -> String {
         let (open, close) = match self {
             Highlight::Ansi => ("\x1b[1;4m", "\x1b[0m"),
             Highlight::Brackets => ("[", "]"),
         };
-        let mut out = String::with_capacity(hit.snippet.len() + 16);
-        let mut marks = hit.marks.iter().peekable();
-        for (i, c) in hit.snippet.chars().enumerate() {
+        let mut out = String::with_capacity(snippet.len() + 16);
+        let mut marks = marks.iter().peekable();
+        for (i, c) in snippet.chars().enumerate() {
             if marks.peek().is_some_and(|(start, _)| *start == i) {
                 out.push_str(open);
             }

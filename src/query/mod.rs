@@ -79,6 +79,7 @@ pub use source::{
 pub use store::{AppendReceipt, CheckpointPolicy, LiveView, Store, StoreConfig};
 pub use surface::{EventLookup, SurfaceFold, SurfaceState, fold_surface};
 pub use text::event_text;
+pub(crate) use text::{join_parts, push_value};
 pub use types::{
     LineageResolution, Replacement, SESSION_FORMAT_VERSION, SURFACE_EVENT_TYPES, SessionEvent,
     SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow, SessionHeader,

@@ -50,6 +50,11 @@ pub fn event_text(event: &SessionEvent) -> String {
         }
         _ => {}
     }
+    join_parts(&parts)
+}
+
+/// The parts of a text, each trimmed, empty parts dropped, joined with `\n`.
+pub(crate) fn join_parts(parts: &[String]) -> String {
     parts
         .iter()
         .map(|p| p.trim())
@@ -59,7 +64,7 @@ pub fn event_text(event: &SessionEvent) -> String {
 }
 
 /// Pushes a string value as is, any other non-null value as JSON.
-fn push_value(value: Option<&Value>, parts: &mut Vec<String>) {
+pub(crate) fn push_value(value: Option<&Value>, parts: &mut Vec<String>) {
     match value {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => parts.push(s.clone()),

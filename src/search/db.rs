@@ -26,8 +26,25 @@ const LOCK_FILE: &str = "lock";
 
 /// `PRAGMA application_id` of our index files: "AGLS".
 pub const APPLICATION_ID: i32 = 0x4147_4C53;
-/// `PRAGMA user_version`: the schema version. Another value is rebuilt.
-pub const SCHEMA_VERSION: i32 = 3;
+/// An index's schema: its version (`PRAGMA user_version`; another value is rebuilt), its SQL,
+/// and the tables it makes (FTS5 shadow tables included, sorted): anything else means the file
+/// is not ours.
+#[derive(Debug)]
+pub struct Schema {
+    /// The schema version.
+    pub version: i32,
+    /// The statements that create it.
+    pub sql: &'static str,
+    /// Its tables, sorted by name.
+    pub tables: &'static [&'static str],
+}
+
+/// The schema of a store's index.
+pub const STORE_SCHEMA: Schema = Schema {
+    version: 3,
+    sql: SCHEMA,
+    tables: &TABLES,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE state(
@@ -76,7 +93,7 @@ CREATE TABLE docs(
 CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
 ";
 
-/// The tables (and FTS5 shadow tables) of [`SCHEMA`]; anything else means the file is not ours.
+/// The tables (and FTS5 shadow tables) of [`SCHEMA`].
 /// (Folds have a table of their own: inline, their blobs spread the session rows, which every
 /// search reads, over a page each.)
 const TABLES: [&str; 9] = [
@@ -123,22 +140,22 @@ pub fn lock(dir: &Path) -> Result<File, SearchError> {
 
 impl Db {
     /// Opens the index in `dir` (the lock held), building it when it is missing or not ours.
-    pub fn open(dir: &Path) -> Result<Db, SearchError> {
+    pub fn open(dir: &Path, schema: &Schema) -> Result<Db, SearchError> {
         let path = dir.join(INDEX_FILE);
         if path.exists() {
-            match Db::open_existing(&path) {
+            match Db::open_existing(&path, schema) {
                 Ok(db) => return Ok(db),
                 Err(reason) => {
                     tracing::warn!(index = %path.display(), %reason, "search index not usable; rebuilding it");
                 }
             }
         }
-        Db::create(&path)
+        Db::create(&path, schema)
     }
 
     /// Deletes the index files and builds an empty index (the lock held).
-    pub fn rebuild(dir: &Path) -> Result<Db, SearchError> {
-        Db::create(&dir.join(INDEX_FILE))
+    pub fn rebuild(dir: &Path, schema: &Schema) -> Result<Db, SearchError> {
+        Db::create(&dir.join(INDEX_FILE), schema)
     }
 
     /// Whether the file at the path is still the one this connection has open.
@@ -146,7 +163,7 @@ impl Db {
         fs::metadata(&self.path).is_ok_and(|m| identity(&m) == self.identity)
     }
 
-    fn open_existing(path: &Path) -> Result<Db, String> {
+    fn open_existing(path: &Path, schema: &Schema) -> Result<Db, String> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -160,15 +177,15 @@ impl Db {
             return Err("another application's database".into());
         }
         let version = pragma("user_version")?;
-        if version != SCHEMA_VERSION {
-            return Err(format!("schema version {version}, not {SCHEMA_VERSION}"));
+        if version != schema.version {
+            return Err(format!("schema version {version}, not {}", schema.version));
         }
         let mut tables: Vec<String> = conn
             .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| e.to_string())?;
         tables.sort();
-        if tables != TABLES {
+        if tables != schema.tables {
             return Err(format!("unexpected tables {tables:?}"));
         }
         let instance: String = conn
@@ -186,7 +203,7 @@ impl Db {
         })
     }
 
-    fn create(path: &Path) -> Result<Db, SearchError> {
+    fn create(path: &Path, schema: &Schema) -> Result<Db, SearchError> {
         let fail = |what: &str, e: rusqlite::Error| {
             SearchError::index(format!("{what} {}", path.display()), e)
         };
@@ -201,7 +218,8 @@ impl Db {
         configure(&conn).map_err(|e| fail("configuring", e))?;
         let instance = new_instance_id();
         conn.execute_batch(&format!(
-            "BEGIN; PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; {SCHEMA} COMMIT;"
+            "BEGIN; PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {}; {} COMMIT;",
+            schema.version, schema.sql
         ))
         .map_err(|e| fail("creating the schema of", e))?;
         conn.execute(
@@ -336,7 +354,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = index_dir(root.path());
         let _lock = lock(&dir).unwrap();
-        let db = Db::open(&dir).unwrap();
+        let db = Db::open(&dir, &STORE_SCHEMA).unwrap();
         let first = db.instance.clone();
         drop(db);
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -344,12 +362,12 @@ mod tests {
         assert_eq!(mode(&dir.join(INDEX_FILE)), 0o600);
         assert_eq!(mode(&dir.join(LOCK_FILE)), 0o600);
         assert_eq!(
-            Db::open(&dir).unwrap().instance,
+            Db::open(&dir, &STORE_SCHEMA).unwrap().instance,
             first,
             "reopened, not rebuilt"
         );
         fs::write(dir.join(INDEX_FILE), b"not a database at all, just bytes").unwrap();
-        let rebuilt = Db::open(&dir).unwrap();
+        let rebuilt = Db::open(&dir, &STORE_SCHEMA).unwrap();
         assert_ne!(rebuilt.instance, first);
         assert_eq!(mode(&dir.join(INDEX_FILE)), 0o600);
     }

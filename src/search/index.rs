@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::query::{SessionFilter, SessionHeader, SurfaceClass, validate_session_id};
 use crate::query::{Store, compile_session_filters};
 use crate::search::cursor::Cursor;
-use crate::search::db::{Db, index_dir, is_damage, lock};
+use crate::search::db::{Db, STORE_SCHEMA, index_dir, is_damage, lock};
 use crate::search::error::SearchError;
 use crate::search::live::LiveOverlay;
 use crate::search::predicate::{EVENT_PREDICATE_BUDGET, Predicates, SESSION_PREDICATE_BUDGET};
@@ -323,9 +323,9 @@ impl<'s> SearchIndex<'s> {
             self.db = None;
             self.live.reset();
             self.db = Some(if rebuild {
-                Db::rebuild(&self.dir)?
+                Db::rebuild(&self.dir, &STORE_SCHEMA)?
             } else {
-                Db::open(&self.dir)?
+                Db::open(&self.dir, &STORE_SCHEMA)?
             });
         }
         let Some(db) = self.db.as_mut() else {

@@ -1,4 +1,5 @@
-//! Full-text search over a store's sessions, from a derived index that is never stale.
+//! Full-text search over a store's sessions, from a derived index that is never stale; and the
+//! same search over agent transcripts ([`TranscriptSearch`]).
 //!
 //! The semantics are the reference's search (docs/SEARCH.md): the whole query is one phrase
 //! under the `unicode61` tokenizer (case and diacritics folded; `OR`, `*` and quotes are plain
@@ -62,6 +63,7 @@ mod reconcile;
 mod request;
 mod snippet;
 mod stamp;
+mod transcripts;
 
 pub use cursor::{base64url_decode, base64url_encode};
 pub use db::{INDEX_DIR, INDEX_FILE};
@@ -75,3 +77,7 @@ pub use request::{
     DEFAULT_LIMIT, EventSearchRequest, MAX_LIMIT, MatchMode, SessionSearchRequest, normalize_query,
 };
 pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet, make_snippet};
+pub use transcripts::{
+    TRANSCRIPT_SEARCH_DIR, TranscriptLineText, TranscriptSearch, TranscriptSearchHit,
+    TranscriptSearchPage, TranscriptSearchRequest, UnreadableTranscript, transcript_line_text,
+};

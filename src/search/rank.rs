@@ -55,7 +55,7 @@ const LIVE: &str = "
        JOIN temp.live_sessions s ON s.key = d.session
   WHERE live_fts MATCH ?1";
 
-const MATCH_COUNT: &str =
+pub(crate) const MATCH_COUNT: &str =
     "(length(CAST(marked AS BLOB)) - length(CAST(replace(marked, char(64976), '') AS BLOB))) / 3";
 
 fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String {

@@ -317,7 +317,7 @@ fn list_store(root: &Path) -> Result<Vec<Found>, SearchError> {
 /// The coverage of `[0, end)` from the bytes read: `bytes` hold the log from `previous`'s end
 /// (or from 0), so the coverage describes what was indexed, not the file a moment later.
 /// `None` if the file no longer holds `previous`'s last bytes (rewritten meanwhile).
-fn covered(
+pub(crate) fn covered(
     file: &File,
     previous: Option<&Coverage>,
     bytes: &[u8],
@@ -346,7 +346,7 @@ fn covered(
     }
 }
 
-fn read_range(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_range(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; usize::try_from(to.saturating_sub(from)).unwrap_or(0)];
     let mut filled = 0;
     while filled < buf.len() {
@@ -717,7 +717,7 @@ impl Writer<'_> {
 
 /// A document's id: its session's key and its seq in one integer, so a session's documents are
 /// one range of the table (no second index to keep up) and FTS5 rowids follow them.
-fn doc_id(key: i64, seq: u64) -> Result<i64, SearchError> {
+pub(crate) fn doc_id(key: i64, seq: u64) -> Result<i64, SearchError> {
     match (u32::try_from(seq), key) {
         (Ok(seq), 0..=0x7FFF_FFFF) => Ok((key << 32) | i64::from(seq)),
         _ => Err(SearchError::IndexFailed {

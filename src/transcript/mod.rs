@@ -31,6 +31,7 @@ mod subagents;
 mod tally;
 mod usage;
 
+pub(crate) use cache::ensure_private_dir;
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub use error::TranscriptError;
 pub use fold::{

@@ -1,0 +1,431 @@
+//! [`TranscriptSearch`]: the same search over the Claude Code, Codex and pi transcripts
+//! agentlog reads (docs/SEARCH.md, "Transcript search").
+//!
+//! A document is one line with message text ([`transcript_line_text`]); a hit names its file,
+//! the line's offset and number, and its generation (0-based, counted by the transcript
+//! readers' own compaction boundaries). Queries, match modes, ranking, snippets and cursors are
+//! the store search's own. The index is SQLite FTS5 in `<index dir>/search/`, beside the
+//! transcripts' own indexes in the per-user cache directory (never beside a transcript), and
+//! is caught up before every search exactly as a store's is.
+
+mod reconcile;
+mod text;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::Value as SqlValue;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::search::cursor::Cursor;
+use crate::search::db::{Db, Schema, is_damage, lock};
+use crate::search::error::SearchError;
+use crate::search::index::SearchConfig;
+use crate::search::rank::MATCH_COUNT;
+use crate::search::reconcile::Caught;
+use crate::search::request::{MatchMode, check_limit, fts_expression, normalize_query};
+use crate::search::snippet::make_snippet;
+use crate::transcript::{Format, default_index_dir, default_roots, discover};
+use reconcile::{Scope, Searched, reconcile, skipped_code, stored_path};
+
+pub use text::{TranscriptLineText, transcript_line_text};
+
+/// The folder of the transcript search index inside the transcript index directory.
+pub const TRANSCRIPT_SEARCH_DIR: &str = "search";
+
+const SCHEMA: &str = "
+CREATE TABLE state(
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  instance TEXT NOT NULL,
+  generation INTEGER NOT NULL
+) STRICT;
+CREATE TABLE files(
+  key INTEGER PRIMARY KEY,
+  path BLOB NOT NULL UNIQUE,
+  format TEXT,
+  session TEXT,
+  generation INTEGER NOT NULL,
+  error_code TEXT,
+  error TEXT,
+  dev INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  mtime INTEGER NOT NULL,
+  ctime INTEGER NOT NULL,
+  settled INTEGER NOT NULL,
+  covered INTEGER NOT NULL,
+  head_len INTEGER NOT NULL,
+  head_crc INTEGER NOT NULL,
+  tail_start INTEGER NOT NULL,
+  tail_len INTEGER NOT NULL,
+  tail_crc INTEGER NOT NULL,
+  crc INTEGER NOT NULL,
+  lines INTEGER NOT NULL
+) STRICT;
+CREATE TABLE docs(
+  id INTEGER PRIMARY KEY, -- file key << 32 | line number
+  file INTEGER NOT NULL,
+  offset INTEGER NOT NULL,
+  line INTEGER NOT NULL,
+  generation INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  role TEXT,
+  time INTEGER,
+  length INTEGER NOT NULL
+) STRICT;
+CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
+";
+
+const TABLES: [&str; 8] = [
+    "docs",
+    "files",
+    "fts",
+    "fts_config",
+    "fts_content",
+    "fts_data",
+    "fts_idx",
+    "state",
+];
+
+/// The schema of the transcript search index.
+const TRANSCRIPT_SCHEMA: Schema = Schema {
+    version: 1,
+    sql: SCHEMA,
+    tables: &TABLES,
+};
+
+/// A search over transcripts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TranscriptSearchRequest {
+    /// The text to find.
+    pub query: String,
+    /// Transcript files, or directories searched for `*.jsonl` (default: the places the agents
+    /// keep theirs, as `usage` finds them).
+    pub paths: Vec<PathBuf>,
+    /// Page size (default [`DEFAULT_LIMIT`](crate::search::DEFAULT_LIMIT), at most
+    /// [`MAX_LIMIT`](crate::search::MAX_LIMIT)).
+    pub limit: Option<u64>,
+    /// The `next_cursor` of the previous page of this very request.
+    pub cursor: Option<String>,
+    /// Phrase (default) or every term.
+    pub mode: MatchMode,
+}
+
+/// One matching transcript line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptSearchHit {
+    /// The transcript file (canonical path).
+    #[serde(serialize_with = "lossy_path")]
+    pub file: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// The session it belongs to, as `usage` names it.
+    pub session: String,
+    /// The byte offset of the line.
+    pub offset: u64,
+    /// The 1-based line number.
+    pub line: u64,
+    /// The generation of the line: how many compaction boundaries precede it or are it.
+    pub generation: u32,
+    /// The line's type, as its format names it.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The message's role, when the line is a message.
+    pub role: Option<String>,
+    /// The line's time, epoch ms, when it has one.
+    pub time: Option<i64>,
+    /// An excerpt around its first match.
+    pub snippet: String,
+    /// The matches within `snippet`, as code point ranges `[start, end)`.
+    #[serde(skip)]
+    pub marks: Vec<(usize, usize)>,
+}
+
+/// A transcript left out of a search: it cannot be read, or is not a transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableTranscript {
+    /// The file or directory.
+    #[serde(serialize_with = "lossy_path")]
+    pub file: PathBuf,
+    /// A stable code: `not_found`, `not_a_file`, `unknown_format`, `io_failed`.
+    pub error: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A path as JSON text; bytes that are not UTF-8 become U+FFFD (serde refuses such a path).
+fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
+
+/// A page of a transcript search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptSearchPage {
+    /// The hits, best first.
+    pub hits: Vec<TranscriptSearchHit>,
+    /// The cursor of the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Files and paths that could not be searched.
+    pub unreadable: Vec<UnreadableTranscript>,
+}
+
+/// Full-text search over transcript files, from a derived index in the cache directory.
+///
+/// Searches of one index are serialized, across processes too. The transcripts' own indexes
+/// (which give each line's generation) are kept in the same directory.
+#[derive(Debug)]
+pub struct TranscriptSearch {
+    index_dir: PathBuf,
+    dir: PathBuf,
+    config: SearchConfig,
+    db: Option<Db>,
+}
+
+impl TranscriptSearch {
+    /// A search keeping its index under `index_dir` (default: the transcript index directory
+    /// of the per-user cache). Nothing is read or written before the first search.
+    pub fn new(index_dir: Option<PathBuf>, config: SearchConfig) -> Result<Self, SearchError> {
+        let index_dir =
+            index_dir
+                .or_else(default_index_dir)
+                .ok_or_else(|| SearchError::IndexFailed {
+                    operation: "finding the cache directory".into(),
+                    cause:
+                        "set AGENTLOG_CACHE_DIR, XDG_CACHE_HOME or HOME, or pass an index directory"
+                            .into(),
+                })?;
+        Ok(Self {
+            dir: index_dir.join(TRANSCRIPT_SEARCH_DIR),
+            index_dir,
+            config,
+            db: None,
+        })
+    }
+
+    /// The directory holding the search index files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Catches the index up with the transcripts under `paths` without searching.
+    pub fn catch_up(&mut self, paths: &[PathBuf]) -> Result<Caught, SearchError> {
+        let scope = scope(paths);
+        let (caught, ()) = self.with_ready(&scope, |_, _| Ok(()))?;
+        Ok(caught)
+    }
+
+    /// Searches every transcript line under the request's paths.
+    pub fn search(
+        &mut self,
+        request: &TranscriptSearchRequest,
+    ) -> Result<TranscriptSearchPage, SearchError> {
+        let query = normalize_query(&request.query)?;
+        let limit = check_limit(request.limit)?;
+        let scope = scope(&request.paths);
+        let fingerprint = json!({
+            "scope": "transcripts",
+            "query": query,
+            "match": request.mode,
+            "paths": scope.paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+            "limit": limit,
+        })
+        .to_string();
+        let expression = fts_expression(&query, request.mode);
+        let snippet_chars = self.config.snippet_chars;
+        let (_, page) = self.with_ready(&scope, |db, searched| {
+            let offset = match &request.cursor {
+                Some(c) => Cursor::check(
+                    c,
+                    &db.instance,
+                    "transcripts",
+                    &fingerprint,
+                    &searched.state,
+                )?,
+                None => 0,
+            };
+            let mut hits = rank(
+                &db.conn,
+                searched,
+                &expression,
+                limit,
+                offset,
+                snippet_chars,
+            )?;
+            let more = hits.len() as u64 > limit;
+            hits.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            Ok(TranscriptSearchPage {
+                hits,
+                next_cursor: more.then(|| {
+                    Cursor::new(
+                        &db.instance,
+                        "transcripts",
+                        &fingerprint,
+                        &searched.state,
+                        offset + limit,
+                    )
+                    .encode()
+                }),
+                unreadable: searched.unreadable.clone(),
+            })
+        })?;
+        Ok(page)
+    }
+
+    /// Takes the lock, opens and catches up the index, and runs `f`; a damaged index found on
+    /// the way is rebuilt and the whole attempt made once more.
+    fn with_ready<T>(
+        &mut self,
+        scope: &Scope,
+        f: impl Fn(&Db, &Searched) -> Result<T, SearchError>,
+    ) -> Result<(Caught, T), SearchError> {
+        crate::transcript::ensure_private_dir(&self.index_dir).map_err(|e| {
+            SearchError::index_io(format!("creating {}", self.index_dir.display()), e)
+        })?;
+        let _lock = lock(&self.dir)?;
+        match self.attempt(scope, &f, false) {
+            Err(e) if is_damage(&e) => {
+                tracing::warn!(error = %e, "transcript search index damaged; rebuilding it");
+                self.attempt(scope, &f, true)
+            }
+            other => other,
+        }
+    }
+
+    fn attempt<T>(
+        &mut self,
+        scope: &Scope,
+        f: &impl Fn(&Db, &Searched) -> Result<T, SearchError>,
+        rebuild: bool,
+    ) -> Result<(Caught, T), SearchError> {
+        if rebuild || self.db.as_ref().is_none_or(|db| !db.is_current()) {
+            self.db = None;
+            self.db = Some(if rebuild {
+                Db::rebuild(&self.dir, &TRANSCRIPT_SCHEMA)?
+            } else {
+                Db::open(&self.dir, &TRANSCRIPT_SCHEMA)?
+            });
+        }
+        let Some(db) = self.db.as_mut() else {
+            return Err(SearchError::IndexFailed {
+                operation: "opening the index".into(),
+                cause: "no connection".into(),
+            });
+        };
+        let (caught, searched) =
+            reconcile(&mut db.conn, scope, &self.index_dir, self.config.settled)?;
+        let answer = f(db, &searched)?;
+        Ok((caught, answer))
+    }
+}
+
+/// The files under `paths` (or the agents' default places), and the directories searched.
+fn scope(paths: &[PathBuf]) -> Scope {
+    let paths = if paths.is_empty() {
+        default_roots()
+    } else {
+        paths.to_vec()
+    };
+    let (files, skipped) = discover(&paths);
+    let canonical: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let roots = canonical.iter().filter(|p| p.is_dir()).cloned().collect();
+    Scope {
+        paths: canonical,
+        files,
+        roots,
+        skipped: skipped
+            .into_iter()
+            .map(|s| UnreadableTranscript {
+                error: skipped_code(&s.error).into(),
+                message: s.error.to_string(),
+                file: s.path,
+            })
+            .collect(),
+    }
+}
+
+/// The page of hits: match count descending, length ascending, time descending (unknown
+/// last), then file ascending and offset descending. Fetches `limit + 1` hits.
+fn rank(
+    conn: &rusqlite::Connection,
+    searched: &Searched,
+    expression: &str,
+    limit: u64,
+    offset: u64,
+    snippet_chars: usize,
+) -> Result<Vec<TranscriptSearchHit>, SearchError> {
+    let failed = |e| SearchError::index("searching", e);
+    let restrict = if searched.all {
+        ""
+    } else {
+        conn.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS searched(key INTEGER PRIMARY KEY);
+             DELETE FROM temp.searched;",
+        )
+        .map_err(failed)?;
+        let mut insert = conn
+            .prepare("INSERT OR IGNORE INTO temp.searched(key) VALUES (?1)")
+            .map_err(failed)?;
+        for key in &searched.keys {
+            insert.execute([key]).map_err(failed)?;
+        }
+        " AND d.file IN (SELECT key FROM temp.searched)"
+    };
+    let sql = format!(
+        "WITH cand AS (
+           SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
+                  d.type AS type, d.role AS role, d.time AS time, d.length AS length,
+                  highlight(fts, 0, char(64976), char(64977)) AS marked
+           FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict}),
+         counted AS (SELECT *, {MATCH_COUNT} AS mc FROM cand)
+         SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
+                c.marked
+         FROM counted c JOIN files f ON f.key = c.file
+         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
+         LIMIT ?2 OFFSET ?3"
+    );
+    let mut stmt = conn.prepare(&sql).map_err(failed)?;
+    let params = [
+        SqlValue::Text(expression.into()),
+        SqlValue::Integer(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)),
+        SqlValue::Integer(i64::try_from(offset).unwrap_or(i64::MAX)),
+    ];
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(params), |r| {
+            let format: Option<String> = r.get(1)?;
+            let marked: String = r.get(9)?;
+            let snippet = make_snippet(&marked, snippet_chars);
+            // Only files read as a format have documents.
+            let format = format
+                .and_then(|f| f.parse::<Format>().ok())
+                .ok_or_else(|| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        "a file with documents but no format".into(),
+                    )
+                })?;
+            Ok(TranscriptSearchHit {
+                file: stored_path(r.get(0)?),
+                format,
+                session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                offset: r.get::<_, i64>(3)?.cast_unsigned(),
+                line: r.get::<_, i64>(4)?.cast_unsigned(),
+                generation: r.get(5)?,
+                kind: r.get(6)?,
+                role: r.get(7)?,
+                time: r.get(8)?,
+                snippet: snippet.text,
+                marks: snippet.marks,
+            })
+        })
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(failed)?;
+    Ok(rows)
+}
