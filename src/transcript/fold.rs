@@ -7,7 +7,7 @@
 //! tallies by quarter-hour and model live in [`Dedup`], whose entries a catch-up loads from the
 //! index only when a new line touches them ([`Recall`]), so catching up costs O(new lines).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -239,14 +239,29 @@ impl Recall for Nothing {
     }
 }
 
+/// What a pi entry id stands for: what a merge of several files needs to count the entry
+/// once (docs/TRANSCRIPTS.md, "Usage over many transcripts").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Entry {
+    /// A `compaction` entry: it counts nothing.
+    Compaction,
+    /// An assistant message with usage: what it counted, and in which bucket.
+    Message {
+        /// Its tally (one event).
+        tally: Tally,
+        /// Its quarter-hour and model.
+        bucket: BucketKey,
+    },
+}
+
 /// The dedup state a fold touched: everything for a fold from the first line, only what new
 /// lines touched for a catch-up (each entry loaded from the index first).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Dedup {
     /// Claude Code messages by `message.id`.
     pub(crate) messages: HashMap<String, Vec<Message>>,
-    /// pi entry ids first seen by this fold.
-    pub(crate) ids: HashSet<String>,
+    /// pi entries by id: for a fold, those it saw first.
+    pub(crate) entries: HashMap<String, Entry>,
     /// Bucket tallies.
     pub(crate) buckets: HashMap<BucketKey, Tally>,
 }

@@ -77,8 +77,8 @@ pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pi
         for (id, messages) in &fold.dedup.messages {
             rows.keys.insert(id.clone(), encode_messages(messages));
         }
-        for id in &fold.dedup.ids {
-            rows.keys.insert(id.clone(), encode(&()));
+        for (id, entry) in &fold.dedup.entries {
+            rows.keys.insert(id.clone(), encode(entry));
         }
         for (key, tally) in &fold.dedup.buckets {
             rows.buckets.insert(*key, encode_tally(tally));
@@ -110,7 +110,7 @@ pub fn fold_at_once(format: Format, bytes: &[u8]) -> Pieces {
     let fold = super::read::fold_bytes(format, bytes);
     let mut buckets: Vec<(BucketKey, Tally)> = fold.buckets().map(|(k, t)| (k, *t)).collect();
     buckets.sort_by_key(|(k, _)| *k);
-    let keys = fold.dedup.messages.len() + fold.dedup.ids.len();
+    let keys = fold.dedup.messages.len() + fold.dedup.entries.len();
     Pieces {
         summary: fold.summary,
         buckets,

@@ -37,7 +37,7 @@ pub(super) fn fresh(source: &Source, index: &Path, meta: Meta, rows: Option<Dedu
 /// Every row of the index with a fold's touched entries laid over them.
 pub(super) fn overlay(mut rows: Dedup, touched: Dedup) -> Dedup {
     rows.messages.extend(touched.messages);
-    rows.ids.extend(touched.ids);
+    rows.entries.extend(touched.entries);
     rows.buckets.extend(touched.buckets);
     rows
 }

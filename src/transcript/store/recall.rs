@@ -4,7 +4,7 @@ use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::db::Leak;
 use super::schema::{BUCKETS, KEYS, decode};
-use crate::transcript::fold::{BucketKey, Dedup, Message, Recall, RecallError};
+use crate::transcript::fold::{BucketKey, Dedup, Entry, Message, Recall, RecallError};
 use crate::transcript::tally::Tally;
 
 /// The index's key and bucket tables, read through any transaction.
@@ -85,7 +85,8 @@ pub(crate) fn load_all(
     load_rows(db, claude, expected, false)
 }
 
-/// [`load_all`], or with `ids_only` every Claude Code message id without its messages.
+/// [`load_all`], or with `ids_only` every Claude Code message id without its messages (pi
+/// entries are loaded whole either way).
 pub(crate) fn load_rows(
     db: &impl ReadableDatabase,
     claude: bool,
@@ -115,7 +116,9 @@ pub(crate) fn load_rows(
                     // The id alone (a merge looks up the few ids other files hold too).
                     dedup.messages.insert(id.clone(), Vec::new());
                 } else {
-                    dedup.ids.insert(id.clone());
+                    // A pi entry is small: loaded whole either way.
+                    let entry = decode::<Entry>(value.value()).ok_or_else(|| damaged("entry"))?;
+                    dedup.entries.insert(id.clone(), entry);
                 }
                 last = Some(id);
             }

@@ -12,7 +12,7 @@ use crate::transcript::format::Format;
 use crate::transcript::tally::Tally;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// Bumped whenever a reader could give a different answer for the same bytes.
 pub(crate) const PARSER_VERSION: u32 = 1;
@@ -20,7 +20,7 @@ pub(crate) const PARSER_VERSION: u32 = 1;
 /// `"format"` → u32 LE; `"meta"` → [`Meta`].
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Dedup keys: a Claude Code `message.id` → its messages (`Vec<Message>`); a pi entry id →
-/// an empty value.
+/// its [`Entry`](crate::transcript::fold::Entry).
 pub(crate) const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("keys");
 /// (quarter-hours since the epoch, model number) → [`Tally`].
 pub(crate) const BUCKETS: TableDefinition<(i64, u32), &[u8]> = TableDefinition::new("buckets");

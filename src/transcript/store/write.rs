@@ -275,9 +275,9 @@ fn write_rows(
         keys.get_mut()?
             .insert(id.as_str(), encode_messages(messages).as_slice())?;
     }
-    let seen = encode(&());
-    for id in &fold.dedup.ids {
-        keys.get_mut()?.insert(id.as_str(), seen.as_slice())?;
+    for (id, entry) in &fold.dedup.entries {
+        keys.get_mut()?
+            .insert(id.as_str(), encode(entry).as_slice())?;
     }
     let mut buckets = Leak::new(txn.open_table(BUCKETS)?);
     for (key, tally) in &fold.dedup.buckets {
