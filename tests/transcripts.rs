@@ -134,11 +134,12 @@ fn generated_transcripts_hold_every_hazard() {
 
 /// `write_report` writes exactly the bytes of the `report` value, keys in the same order.
 fn same_document(t: &Transcript, subagents: Option<&agentlog::transcript::WithSubagents>) {
-    let value = serde_json::to_string(&agentlog::transcript::report(t, subagents)).unwrap();
+    let value = serde_json::to_string(&agentlog::transcript::report(t, subagents))
+        .expect("the report value serializes");
     let mut written = Vec::new();
-    agentlog::transcript::write_report(t, subagents, &mut written).unwrap();
+    agentlog::transcript::write_report(t, subagents, &mut written).expect("the report is written");
     assert_eq!(
-        String::from_utf8(written).unwrap(),
+        String::from_utf8(written).expect("JSON is UTF-8"),
         value,
         "{}",
         t.path.display()

@@ -357,8 +357,10 @@ fn pi(bytes: &[u8]) -> Expected {
 /// with the same id, quarter-hour, model and usage (a copy). Only the buckets and lifetime
 /// mean something across files (generations and boundaries follow one another).
 pub fn pi_files(files: &[&[u8]]) -> Expected {
+    /// (id, quarter-hour, model, tokens, cost bits): what makes an entry a copy of another.
+    type Same = (String, i64, Option<String>, [u64; 5], u64);
     let mut acc = Acc::new();
-    let mut copies: HashSet<(String, i64, Option<String>, [u64; 5], u64)> = HashSet::new();
+    let mut copies: HashSet<Same> = HashSet::new();
     for bytes in files {
         let mut seen: HashSet<String> = HashSet::new();
         for (offset, line, v) in lines(bytes) {
