@@ -7,7 +7,7 @@
 //! tallies by quarter-hour and model live in [`Dedup`], whose entries a catch-up loads from the
 //! index only when a new line touches them ([`Recall`]), so catching up costs O(new lines).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -103,8 +103,6 @@ pub(crate) struct Carry {
     /// The latest boundary may still absorb its companion line (Claude Code: the summary
     /// after a `compact_boundary`; Codex: the `context_compacted` after a `compacted`).
     pub(crate) pairable: bool,
-    /// Claude Code: the uuids of the boundary and summary lines seen.
-    pub(crate) boundary_uuids: Vec<String>,
     /// Codex: the last cumulative totals.
     pub(crate) totals: Option<[u64; 5]>,
     /// Codex: the model of the latest `turn_context`.
@@ -135,6 +133,9 @@ pub struct Summary {
     pub(crate) keys: u64,
     /// How many (quarter-hour, model) buckets hold a tally.
     pub(crate) buckets: u64,
+    /// How many Claude Code boundary and summary line uuids dedup remembers (rows of the
+    /// index's mark table).
+    pub(crate) marks: u64,
     pub(crate) carry: Carry,
 }
 
@@ -152,6 +153,7 @@ impl Summary {
             models: Vec::new(),
             keys: 0,
             buckets: 0,
+            marks: 0,
             carry: Carry::default(),
         }
     }
@@ -222,6 +224,8 @@ pub(crate) trait Recall {
     fn seen(&mut self, id: &str) -> Result<bool, RecallError>;
     /// A bucket's tally.
     fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError>;
+    /// Whether a Claude Code boundary or summary line's uuid was seen.
+    fn marked(&mut self, uuid: &str) -> Result<bool, RecallError>;
 }
 
 /// Recalls nothing: a fold from the first line.
@@ -236,6 +240,9 @@ impl Recall for Nothing {
     }
     fn bucket(&mut self, _: BucketKey) -> Result<Option<Tally>, RecallError> {
         Ok(None)
+    }
+    fn marked(&mut self, _: &str) -> Result<bool, RecallError> {
+        Ok(false)
     }
 }
 
@@ -264,6 +271,8 @@ pub(crate) struct Dedup {
     pub(crate) entries: HashMap<String, Entry>,
     /// Bucket tallies.
     pub(crate) buckets: HashMap<BucketKey, Tally>,
+    /// Claude Code boundary and summary line uuids: for a fold, those it saw first.
+    pub(crate) marks: HashSet<String>,
 }
 
 /// Where a line is.

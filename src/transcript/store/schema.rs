@@ -24,6 +24,9 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 pub(crate) const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("keys");
 /// (quarter-hours since the epoch, model number) → [`Tally`].
 pub(crate) const BUCKETS: TableDefinition<(i64, u32), &[u8]> = TableDefinition::new("buckets");
+/// Claude Code boundary and summary line uuids seen → an empty value: a replayed boundary is
+/// recognized by its uuid. Kept out of the meta record, which every open reads.
+pub(crate) const MARKS: TableDefinition<&str, &[u8]> = TableDefinition::new("marks");
 
 /// The key of the format version in [`META`].
 pub(crate) const FORMAT_KEY: &str = "format";
