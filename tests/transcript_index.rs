@@ -161,6 +161,37 @@ fn another_format_or_line_limit_rebuilds_the_index() {
 }
 
 #[test]
+fn an_index_of_an_earlier_format_is_rebuilt() {
+    let (path, _) = fixtures::all()
+        .into_iter()
+        .find(|(_, f)| *f == Format::Pi)
+        .unwrap();
+    let case = Case::new(&std::fs::read(path).unwrap());
+    assert!(matches!(case.open().outcome, IndexOutcome::Created { .. }));
+    // Format 1 kept no usage under a pi entry id: its rows cannot serve a merge of files.
+    {
+        let meta: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+        let db = redb::Database::open(case.index()).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(meta)
+            .unwrap()
+            .insert("format", 1u32.to_le_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let t = case.open();
+    match &t.outcome {
+        IndexOutcome::Rebuilt {
+            reason: StaleReason::FormatChanged { found, expected },
+            ..
+        } => assert!(*found == 1 && *expected > 1, "{}", t.outcome),
+        other => panic!("{other}"),
+    }
+    agrees(&t, &case.bytes());
+    assert!(matches!(case.open().outcome, IndexOutcome::Fresh));
+}
+
+#[test]
 fn a_torn_last_line_is_counted_once_complete() {
     let whole = claude(3, 40);
     let last_start = whole[..whole.len() - 1]

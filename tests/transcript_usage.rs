@@ -1,6 +1,6 @@
 //! `usage` over many transcripts against a naive oracle: every file parsed whole, Claude Code
-//! files read as one stream in path order (so a message in several files counts once), and
-//! the `usage` and `statusline` commands as processes.
+//! files read as one stream in path order and pi files one after the other (so a message in
+//! several files counts once), and the `usage` and `statusline` commands as processes.
 // Test helpers: a failed step fails the test; the oracle reads integral floats as counts.
 #![allow(
     clippy::unwrap_used,
@@ -27,9 +27,9 @@ use agentlog::transcript::{
 };
 use serde_json::Value;
 
-/// A tree of transcripts: every fixture, generated Claude Code and Codex files, a Claude Code
-/// file copied whole into another project, and a resumed session (a file's first half, then
-/// lines of its own).
+/// A tree of transcripts: every fixture, generated Claude Code, Codex and pi files, a Claude
+/// Code and a pi file copied whole into another project, and a resumed session of each (a
+/// file's first half, then lines of its own).
 fn tree(root: &Path) -> Vec<(PathBuf, Format)> {
     let mut out = Vec::new();
     let mut put = |rel: &str, bytes: &[u8], format: Format| {
@@ -73,11 +73,43 @@ fn tree(root: &Path) -> Vec<(PathBuf, Format)> {
             Format::Codex,
         );
     }
+    for (rel, bytes) in pi_tree() {
+        put(&rel, &bytes, Format::Pi);
+    }
     out
 }
 
-/// The oracle's tokens by (day, model): Claude Code files as one stream in path order, the
-/// others one by one.
+/// pi files: a fixture copied whole, generated sessions (their entry ids are the same from one
+/// seed to the next, their usage is not: the same id in two files is not a copy by itself),
+/// and a resumed session (a generated file's first half, then entries of its own).
+fn pi_tree() -> Vec<(String, Vec<u8>)> {
+    let fixture = fixtures::all()
+        .into_iter()
+        .find(|(_, f)| *f == Format::Pi)
+        .unwrap()
+        .0;
+    let mut out = vec![(
+        "pi-copies/pi-copy.jsonl".to_owned(),
+        std::fs::read(fixture).unwrap(),
+    )];
+    for seed in 0..3 {
+        let bytes = generate::transcript(Format::Pi, 400 + seed, 90);
+        if seed == 0 {
+            let half = &bytes[..bytes.len() / 2];
+            let cut = half.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            let mut resumed = bytes[..cut].to_vec();
+            let own = String::from_utf8(generate::transcript(Format::Pi, 901, 40)).unwrap();
+            // Its own entries get ids of their own.
+            resumed.extend(own.replace("\"id\":\"0000", "\"id\":\"ffff").into_bytes());
+            out.push(("pi-gen/p9/resumed.jsonl".to_owned(), resumed));
+        }
+        out.push((format!("pi-gen/p{seed}/s.jsonl"), bytes));
+    }
+    out
+}
+
+/// The oracle's tokens by (day, model): Claude Code files as one stream in path order, pi
+/// files one after the other in path order, Codex files one by one.
 fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Tokens> {
     let mut sorted: Vec<(PathBuf, Format)> = files
         .iter()
@@ -85,18 +117,22 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Tokens> {
         .collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut claude = Vec::new();
+    let mut pi = Vec::new();
     let mut parts = Vec::new();
     for (path, format) in &sorted {
         let bytes = std::fs::read(path).unwrap();
         match format {
             Format::ClaudeCode => claude.extend_from_slice(&bytes),
-            _ => parts.push((*format, oracle::expected(*format, &bytes))),
+            Format::Pi => pi.push(bytes),
+            Format::Codex => parts.push((*format, oracle::expected(*format, &bytes))),
         }
     }
     parts.push((
         Format::ClaudeCode,
         oracle::expected(Format::ClaudeCode, &claude),
     ));
+    let pi: Vec<&[u8]> = pi.iter().map(Vec::as_slice).collect();
+    parts.push((Format::Pi, oracle::pi_files(&pi)));
     let mut out: BTreeMap<(String, String), Tokens> = BTreeMap::new();
     for (format, e) in parts {
         for ((quarter, model), tally) in e.buckets {
@@ -196,6 +232,71 @@ fn usage_by_day_and_model_matches_the_oracle_with_copies_counted_once() {
     assert!(grown(&by_day) >= grown(&without));
     let claude_only = |r: &Report| r.files.get("claude-code").copied();
     assert_eq!(claude_only(&by_day), claude_only(&without).map(|n| n + 2));
+}
+
+/// How many pi entries of later files the oracle takes for copies of earlier files' entries.
+fn pi_copies(files: &[Vec<u8>]) -> u64 {
+    let alone: u64 = files
+        .iter()
+        .map(|f| oracle::expected(Format::Pi, f).lifetime.events)
+        .sum();
+    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+    alone - oracle::pi_files(&slices).lifetime.events
+}
+
+#[test]
+fn pi_entries_copied_into_other_files_count_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let cache = dir.path().join("cache");
+    let mut files = Vec::new();
+    for (path, format) in fixtures::all() {
+        if format == Format::Pi {
+            let rel = format!(
+                "pi-fixtures/{}",
+                path.file_name().unwrap().to_string_lossy()
+            );
+            files.push((rel, std::fs::read(&path).unwrap()));
+        }
+    }
+    files.extend(pi_tree());
+    let mut written = Vec::new();
+    for (rel, bytes) in &files {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        written.push((path, Format::Pi));
+    }
+    let (found, _) = discover(std::slice::from_ref(&root));
+    assert_eq!(found.len(), files.len());
+    let in_order: Vec<Vec<u8>> = found.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let copies = pi_copies(&in_order);
+    assert!(copies > 0, "the tree holds no copied pi entry");
+    let want = expected(&written);
+    // Once building the indexes, once answered from them (the entries read back from rows).
+    for outcome in ["created", "fresh"] {
+        let by_day = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+        assert_eq!(by_day.outcomes.get(outcome), Some(&(files.len() as u64)));
+        assert_eq!(by_day.cross_file_duplicates, copies, "{outcome}");
+        close(&observed(&by_day), &rows_by(&want, true));
+        let by_model = usage(&found, &options(&cache, GroupBy::Model), &|_| {});
+        close(&observed(&by_model), &rows_by(&want, false));
+    }
+    // Read alone, every file counts its copies too.
+    let alone: u64 = found
+        .iter()
+        .map(|p| {
+            usage(
+                std::slice::from_ref(p),
+                &options(&cache, GroupBy::Day),
+                &|_| {},
+            )
+            .totals
+            .messages
+        })
+        .sum();
+    let together = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    assert_eq!(alone, together.totals.messages + copies);
 }
 
 #[test]
@@ -443,5 +544,86 @@ fn the_statusline_counts_today_from_the_first_call_on() {
         assert_eq!(v["today_total_tokens"], 101 + 1001, "{v}");
         assert_eq!(v["session_total_tokens"], 101);
         assert_eq!(v["context_tokens"], 100);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// pi entries spread at random over files, some copied into another file (or twice into
+    /// one), some files starting with a copy of another's first lines (a resumed session):
+    /// `usage` equals the oracle, building the indexes and then answered from them.
+    #[test]
+    fn pi_entries_spread_over_files_with_copies_count_as_the_oracle_says(
+        seed in proptest::prelude::any::<u64>(),
+        steps in 5usize..80,
+        files in 1usize..5,
+        placement in proptest::collection::vec((0usize..5, 0usize..5, 0u8..100), 200),
+        resumes in proptest::collection::vec((0usize..5, 0usize..5, 0u16..1000), 0..3),
+    ) {
+        let bytes = generate::transcript(Format::Pi, seed, steps);
+        let text = String::from_utf8(bytes).unwrap();
+        let mut lines = text.lines();
+        let header = lines.next().unwrap().to_owned();
+        let mut spread: Vec<Vec<String>> = vec![Vec::new(); files];
+        for (i, line) in lines.enumerate() {
+            let (home, other, p) = placement[i % placement.len()];
+            spread[home % files].push(line.to_owned());
+            if p < 20 {
+                spread[other % files].push(line.to_owned());
+            }
+        }
+        for (from, to, fraction) in resumes {
+            let (from, to) = (from % files, to % files);
+            let k = spread[from].len() * usize::from(fraction) / 1000;
+            let mut resumed = spread[from][..k].to_vec();
+            resumed.append(&mut spread[to]);
+            spread[to] = resumed;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        let mut contents = Vec::new();
+        for (k, body) in spread.iter().enumerate() {
+            let mut file = header.clone() + "\n";
+            for line in body {
+                file.push_str(line);
+                file.push('\n');
+            }
+            let path = dir.path().join(format!("f{k}.jsonl"));
+            std::fs::write(&path, &file).unwrap();
+            paths.push(std::fs::canonicalize(&path).unwrap());
+            contents.push(file.into_bytes());
+        }
+        let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let oracle = oracle::pi_files(&slices);
+        let copies = pi_copies(&contents);
+        let mut opts = options(&dir.path().join("cache"), GroupBy::Model);
+        opts.open.format = Some(Format::Pi);
+        for _ in 0..2 {
+            let report = usage(&paths, &opts, &|_| {});
+            proptest::prop_assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+            proptest::prop_assert_eq!(report.cross_file_duplicates, copies);
+            proptest::prop_assert_eq!(report.totals.messages, oracle.lifetime.events);
+            let tokens = report.totals;
+            let [input, output, cache_read, cache_write, total] = oracle.lifetime.tokens;
+            proptest::prop_assert_eq!(
+                (tokens.input_tokens, tokens.output_tokens, tokens.cache_read_tokens),
+                (input, output, cache_read)
+            );
+            proptest::prop_assert_eq!((tokens.cache_creation_tokens, tokens.total_tokens), (cache_write, total));
+            proptest::prop_assert!((tokens.cost_total - oracle.lifetime.cost).abs() < 1e-9);
+            let mut by_model: BTreeMap<String, u64> = BTreeMap::new();
+            for ((_, model), t) in &oracle.buckets {
+                *by_model.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() += t.tokens[4];
+            }
+            by_model.retain(|_, v| *v > 0);
+            let got: BTreeMap<String, u64> = report
+                .rows
+                .iter()
+                .filter(|r| r.tokens.total_tokens > 0)
+                .map(|r| (r.key.clone(), r.tokens.total_tokens))
+                .collect();
+            proptest::prop_assert_eq!(got, by_model);
+        }
     }
 }

@@ -131,3 +131,50 @@ fn generated_transcripts_hold_every_hazard() {
         assert!(n > 0, "no {name} in the generated transcripts");
     }
 }
+
+/// `write_report` writes exactly the bytes of the `report` value, keys in the same order.
+fn same_document(t: &Transcript, subagents: Option<&agentlog::transcript::WithSubagents>) {
+    let value = serde_json::to_string(&agentlog::transcript::report(t, subagents))
+        .expect("the report value serializes");
+    let mut written = Vec::new();
+    agentlog::transcript::write_report(t, subagents, &mut written).expect("the report is written");
+    assert_eq!(
+        String::from_utf8(written).expect("JSON is UTF-8"),
+        value,
+        "{}",
+        t.path.display()
+    );
+}
+
+#[test]
+fn the_written_document_is_the_report_value_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut boundaries = 0;
+    for (path, _) in fixtures::all() {
+        let (_copy_dir, copy) = fixtures::copy_to_temp(&path);
+        let t = open(&copy, &options(&cache)).unwrap();
+        boundaries += t.summary.boundaries.len();
+        same_document(&t, None);
+    }
+    for (path, format) in fixtures::all() {
+        let with = agentlog::transcript::with_subagents(&path, &options(&cache)).unwrap();
+        if format == Format::ClaudeCode && !with.subagents.is_empty() {
+            same_document(&with.main, Some(&with));
+        }
+    }
+    for format in [Format::ClaudeCode, Format::Codex, Format::Pi] {
+        for seed in 0..4u64 {
+            let bytes = generate::transcript(format, 700 + seed, 300);
+            let path = dir.path().join(format!("{format}-{seed}.jsonl"));
+            std::fs::write(&path, &bytes).unwrap();
+            let t = open(&path, &options(&cache)).unwrap();
+            boundaries += t.summary.boundaries.len();
+            same_document(&t, None);
+        }
+    }
+    assert!(
+        boundaries > 20,
+        "too few boundaries to compare: {boundaries}"
+    );
+}

@@ -3,18 +3,19 @@
 //! its index in the cache directory.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
 use serde_json::Value;
 
 use agentlog::transcript::{
-    Format, OpenOptions, Summary, Tally, Transcript, TranscriptError, WithSubagents, open, report,
-    with_subagents,
+    Format, OpenOptions, Summary, Tally, Transcript, TranscriptError, WithSubagents, open,
+    with_subagents, write_report,
 };
 
 use super::table::{render, thousands};
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, print_json};
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -113,7 +114,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         (open(&args.file, &options)?, None)
     };
     if args.json {
-        print_json(&report(&transcript, subagents.as_ref()))?;
+        // Straight out: the document grows with the number of boundaries.
+        let stdout = std::io::stdout().lock();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+        write_report(&transcript, subagents.as_ref(), &mut out)
+            .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
+        writeln!(out)
+            .and_then(|()| out.flush())
+            .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
     } else {
         print!("{}", human(&transcript, subagents.as_ref()));
         let odd = odd_diagnostics(&transcript.summary);

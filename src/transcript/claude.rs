@@ -92,13 +92,9 @@ pub(crate) fn fold_line(
     };
     match line.kind.as_str() {
         Some("system") if line.subtype.is("compact_boundary") => {
-            compact_boundary(fold, at, &line);
-            Ok(())
+            compact_boundary(fold, at, &line, recall)
         }
-        Some("user") if line.is_compact_summary.0 => {
-            compact_summary(fold, at, &line);
-            Ok(())
-        }
+        Some("user") if line.is_compact_summary.0 => compact_summary(fold, at, &line, recall),
         Some("assistant") => assistant(fold, &line, recall),
         _ => Ok(()),
     }
@@ -106,22 +102,31 @@ pub(crate) fn fold_line(
 
 /// Whether a boundary line was seen before (a replay re-appends it with its uuid): it starts
 /// no new generation. Remembers the uuid otherwise.
-fn replayed(fold: &mut Fold, line: &Line<'_>) -> bool {
+fn replayed(
+    fold: &mut Fold,
+    line: &Line<'_>,
+    recall: &mut dyn Recall,
+) -> Result<bool, RecallError> {
     let Some(uuid) = line.uuid.non_empty() else {
-        return false;
+        return Ok(false);
     };
-    let uuids = &mut fold.summary.carry.boundary_uuids;
-    if uuids.iter().any(|u| u == uuid) {
+    if fold.dedup.marks.contains(uuid) || recall.marked(uuid)? {
         fold.summary.diagnostics.replayed_boundaries += 1;
-        return true;
+        return Ok(true);
     }
-    uuids.push(uuid.to_owned());
-    false
+    fold.dedup.marks.insert(uuid.to_owned());
+    fold.summary.marks += 1;
+    Ok(false)
 }
 
-fn compact_boundary(fold: &mut Fold, at: At, line: &Line<'_>) {
-    if replayed(fold, line) {
-        return;
+fn compact_boundary(
+    fold: &mut Fold,
+    at: At,
+    line: &Line<'_>,
+    recall: &mut dyn Recall,
+) -> Result<(), RecallError> {
+    if replayed(fold, line, recall)? {
+        return Ok(());
     }
     let meta = line.compact_metadata.get();
     fold.boundary(Boundary {
@@ -132,17 +137,23 @@ fn compact_boundary(fold: &mut Fold, at: At, line: &Line<'_>) {
         pre_tokens: meta.and_then(|m| m.pre_tokens.known()),
     });
     fold.summary.carry.pairable = true;
+    Ok(())
 }
 
 /// A compact summary belongs to the boundary line before it when no message was counted
 /// since that line; otherwise (older versions wrote no boundary line) it marks one itself.
-fn compact_summary(fold: &mut Fold, at: At, line: &Line<'_>) {
-    if replayed(fold, line) {
-        return;
+fn compact_summary(
+    fold: &mut Fold,
+    at: At,
+    line: &Line<'_>,
+    recall: &mut dyn Recall,
+) -> Result<(), RecallError> {
+    if replayed(fold, line, recall)? {
+        return Ok(());
     }
     if fold.summary.carry.pairable {
         fold.summary.carry.pairable = false;
-        return;
+        return Ok(());
     }
     fold.boundary(Boundary {
         offset: at.offset,
@@ -151,6 +162,7 @@ fn compact_summary(fold: &mut Fold, at: At, line: &Line<'_>) {
         trigger: None,
         pre_tokens: None,
     });
+    Ok(())
 }
 
 /// Whether line `new` wins over the message's current winner `old`: a main-chain line over

@@ -103,8 +103,6 @@ pub(crate) struct Carry {
     /// The latest boundary may still absorb its companion line (Claude Code: the summary
     /// after a `compact_boundary`; Codex: the `context_compacted` after a `compacted`).
     pub(crate) pairable: bool,
-    /// Claude Code: the uuids of the boundary and summary lines seen.
-    pub(crate) boundary_uuids: Vec<String>,
     /// Codex: the last cumulative totals.
     pub(crate) totals: Option<[u64; 5]>,
     /// Codex: the model of the latest `turn_context`.
@@ -135,6 +133,9 @@ pub struct Summary {
     pub(crate) keys: u64,
     /// How many (quarter-hour, model) buckets hold a tally.
     pub(crate) buckets: u64,
+    /// How many Claude Code boundary and summary line uuids dedup remembers (rows of the
+    /// index's mark table).
+    pub(crate) marks: u64,
     pub(crate) carry: Carry,
 }
 
@@ -152,6 +153,7 @@ impl Summary {
             models: Vec::new(),
             keys: 0,
             buckets: 0,
+            marks: 0,
             carry: Carry::default(),
         }
     }
@@ -222,6 +224,8 @@ pub(crate) trait Recall {
     fn seen(&mut self, id: &str) -> Result<bool, RecallError>;
     /// A bucket's tally.
     fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError>;
+    /// Whether a Claude Code boundary or summary line's uuid was seen.
+    fn marked(&mut self, uuid: &str) -> Result<bool, RecallError>;
 }
 
 /// Recalls nothing: a fold from the first line.
@@ -237,6 +241,24 @@ impl Recall for Nothing {
     fn bucket(&mut self, _: BucketKey) -> Result<Option<Tally>, RecallError> {
         Ok(None)
     }
+    fn marked(&mut self, _: &str) -> Result<bool, RecallError> {
+        Ok(false)
+    }
+}
+
+/// What a pi entry id stands for: what a merge of several files needs to count the entry
+/// once (docs/TRANSCRIPTS.md, "Usage over many transcripts").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Entry {
+    /// A `compaction` entry: it counts nothing.
+    Compaction,
+    /// An assistant message with usage: what it counted, and in which bucket.
+    Message {
+        /// Its tally (one event).
+        tally: Tally,
+        /// Its quarter-hour and model.
+        bucket: BucketKey,
+    },
 }
 
 /// The dedup state a fold touched: everything for a fold from the first line, only what new
@@ -245,10 +267,12 @@ impl Recall for Nothing {
 pub(crate) struct Dedup {
     /// Claude Code messages by `message.id`.
     pub(crate) messages: HashMap<String, Vec<Message>>,
-    /// pi entry ids first seen by this fold.
-    pub(crate) ids: HashSet<String>,
+    /// pi entries by id: for a fold, those it saw first.
+    pub(crate) entries: HashMap<String, Entry>,
     /// Bucket tallies.
     pub(crate) buckets: HashMap<BucketKey, Tally>,
+    /// Claude Code boundary and summary line uuids: for a fold, those it saw first.
+    pub(crate) marks: HashSet<String>,
 }
 
 /// Where a line is.

@@ -41,7 +41,7 @@ pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use read::fold_bytes;
-pub use report::report;
+pub use report::{report, write_report};
 pub use statusline::{
     MAX_STATUS_INPUT, StatusInput, StatusInputError, context_tokens, context_window,
     parse_status_input,

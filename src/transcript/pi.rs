@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{At, Boundary, BoundaryKind, Fold, Recall, RecallError};
+use super::fold::{At, Boundary, BoundaryKind, Entry, Fold, Recall, RecallError};
 use super::json::{Amount, Count, Obj, Text, parse_line};
 use super::tally::Tally;
 
@@ -83,6 +83,7 @@ pub(crate) fn fold_line(
             if seen_before(fold, &line, recall)? {
                 return Ok(());
             }
+            remember(fold, &line, Entry::Compaction);
             fold.boundary(Boundary {
                 offset: at.offset,
                 line: at.line,
@@ -100,8 +101,8 @@ pub(crate) fn fold_line(
     }
 }
 
-/// Whether the entry's id was seen before (a cloned entry): it counts once. Remembers it
-/// otherwise. Entries without an id are never taken for one another.
+/// Whether the entry's id was seen before (a cloned entry): it counts once. Entries without an
+/// id are never taken for one another.
 fn seen_before(
     fold: &mut Fold,
     line: &Line<'_>,
@@ -110,16 +111,22 @@ fn seen_before(
     let Some(id) = line.id.non_empty() else {
         return Ok(false);
     };
-    if fold.dedup.ids.contains(id) || recall.seen(id)? {
+    if fold.dedup.entries.contains_key(id) || recall.seen(id)? {
         fold.summary.diagnostics.duplicate_lines += 1;
         if line.kind.is("compaction") {
             fold.summary.diagnostics.replayed_boundaries += 1;
         }
         return Ok(true);
     }
-    fold.dedup.ids.insert(id.to_owned());
-    fold.summary.keys += 1;
     Ok(false)
+}
+
+/// Remembers a new entry under its id (an entry without one is not remembered).
+fn remember(fold: &mut Fold, line: &Line<'_>, entry: Entry) {
+    if let Some(id) = line.id.non_empty() {
+        fold.dedup.entries.insert(id.to_owned(), entry);
+        fold.summary.keys += 1;
+    }
 }
 
 fn assistant(
@@ -167,5 +174,6 @@ fn assistant(
         cost,
         events: 1,
     };
+    remember(fold, line, Entry::Message { tally, bucket });
     fold.count(generation, bucket, &tally, recall)
 }

@@ -15,6 +15,7 @@ use super::tally::Tally;
 struct Rows {
     keys: HashMap<String, Vec<u8>>,
     buckets: HashMap<BucketKey, Vec<u8>>,
+    marks: HashMap<String, Vec<u8>>,
 }
 
 impl Recall for Rows {
@@ -38,6 +39,10 @@ impl Recall for Rows {
                 .map(Some)
                 .ok_or_else(|| RecallError("a damaged bucket row".to_owned())),
         }
+    }
+
+    fn marked(&mut self, uuid: &str) -> Result<bool, RecallError> {
+        Ok(self.marks.contains_key(uuid))
     }
 }
 
@@ -77,14 +82,20 @@ pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pi
         for (id, messages) in &fold.dedup.messages {
             rows.keys.insert(id.clone(), encode_messages(messages));
         }
-        for id in &fold.dedup.ids {
-            rows.keys.insert(id.clone(), encode(&()));
+        for (id, entry) in &fold.dedup.entries {
+            rows.keys.insert(id.clone(), encode(entry));
         }
         for (key, tally) in &fold.dedup.buckets {
             rows.buckets.insert(*key, encode_tally(tally));
         }
+        for uuid in &fold.dedup.marks {
+            rows.marks.insert(uuid.clone(), encode(&()));
+        }
         summary = fold.summary;
-        if rows.keys.len() as u64 != summary.keys || rows.buckets.len() as u64 != summary.buckets {
+        if rows.keys.len() as u64 != summary.keys
+            || rows.buckets.len() as u64 != summary.buckets
+            || rows.marks.len() as u64 != summary.marks
+        {
             return Err("the row counts disagree with the summary".to_owned());
         }
     }
@@ -110,7 +121,7 @@ pub fn fold_at_once(format: Format, bytes: &[u8]) -> Pieces {
     let fold = super::read::fold_bytes(format, bytes);
     let mut buckets: Vec<(BucketKey, Tally)> = fold.buckets().map(|(k, t)| (k, *t)).collect();
     buckets.sort_by_key(|(k, _)| *k);
-    let keys = fold.dedup.messages.len() + fold.dedup.ids.len();
+    let keys = fold.dedup.messages.len() + fold.dedup.entries.len();
     Pieces {
         summary: fold.summary,
         buckets,

@@ -11,7 +11,7 @@ use jiff::civil::Date;
 
 use super::claude::{merge_message, tally_of};
 use super::error::TranscriptError;
-use super::fold::{BucketKey, Message, UNKNOWN_QUARTER};
+use super::fold::{BucketKey, Entry, Message, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::Tally;
@@ -291,8 +291,13 @@ pub fn session_of(path: &Path, format: Format) -> (String, String) {
 fn minus(a: &Tally, b: &Tally) -> Tally {
     let mut out = *a;
     out.sub_tokens(b);
-    out.cost -= b.cost;
     out.events = out.events.saturating_sub(b.events);
+    // A float difference can leave a crumb where nothing is counted any more.
+    out.cost = if out.events == 0 {
+        0.0
+    } else {
+        (out.cost - b.cost).max(0.0)
+    };
     out
 }
 
@@ -469,7 +474,16 @@ fn ids_of(read: &[Transcript], i: usize) -> Option<&HashMap<String, Vec<Message>
         .map(|d| &d.messages)
 }
 
-/// The numbers of the files holding a Claude Code message id another file holds too.
+/// The pi entries of each file, by file number.
+fn entries_of(read: &[Transcript], i: usize) -> Option<&HashMap<String, Entry>> {
+    read.get(i)
+        .filter(|t| t.format == Format::Pi)
+        .and_then(|t| t.dedup.as_ref())
+        .map(|d| &d.entries)
+}
+
+/// The numbers of the files holding a Claude Code message id another file holds too (only
+/// these are read again, for their messages: pi entries are loaded whole the first time).
 fn sharing_files(read: &[Transcript]) -> Vec<usize> {
     let total: usize = (0..read.len())
         .filter_map(|i| ids_of(read, i))
@@ -496,8 +510,9 @@ fn sharing_files(read: &[Transcript]) -> Vec<usize> {
 
 /// Merges the Claude Code messages whose id is in more than one file: each file's own
 /// messages under the id are taken out of its buckets, and the merged messages are put in
-/// the buckets of the file that holds them first (their bucket is that file's). Returns how
-/// many messages of later files were merged into earlier ones.
+/// the buckets of the file that holds them first (their bucket is that file's). Then the pi
+/// entries ([`merge_entries`]). Returns how many messages of later files were merged into
+/// earlier ones.
 fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) -> u64 {
     let messages = |i: usize| ids_of(read, i);
     let total: usize = (0..read.len()).filter_map(messages).map(HashMap::len).sum();
@@ -548,7 +563,45 @@ fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) 
             }
         }
     }
-    duplicates
+    duplicates + merge_entries(read, buckets)
+}
+
+/// Counts each pi entry once across files. pi's entry ids are 8 hex digits, unique within a
+/// session file but not across files, so a later file's entry is a copy of an earlier file's
+/// (a resumed or copied session) when both have the same id, the same usage and the same
+/// quarter-hour and model name: it is taken out of the later file's bucket. Compaction entries
+/// count nothing and are left alone. Returns how many copies were taken out.
+fn merge_entries(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) -> u64 {
+    type Same<'a> = (&'a str, i64, Option<&'a str>, [u64; 5], u64);
+    let total: usize = (0..read.len())
+        .filter_map(|i| entries_of(read, i))
+        .map(HashMap::len)
+        .sum();
+    let mut first: HashMap<Same<'_>, usize> = HashMap::with_capacity(total);
+    let mut copies = 0;
+    for (i, t) in read.iter().enumerate() {
+        for (id, entry) in entries_of(read, i).into_iter().flatten() {
+            let Entry::Message { tally, bucket } = entry else {
+                continue;
+            };
+            let model = t.summary.models.get(bucket.1 as usize).map(String::as_str);
+            let same = (
+                id.as_str(),
+                bucket.0,
+                model,
+                tally.tokens,
+                tally.cost.to_bits(),
+            );
+            if *first.entry(same).or_insert(i) == i {
+                continue;
+            }
+            if let Some(b) = buckets.get_mut(i).and_then(|b| b.get_mut(bucket)) {
+                *b = minus(b, tally);
+                copies += 1;
+            }
+        }
+    }
+    copies
 }
 
 /// The `snake_case` name of an index outcome.

@@ -349,61 +349,77 @@ fn codex(bytes: &[u8]) -> Expected {
 }
 
 fn pi(bytes: &[u8]) -> Expected {
+    pi_files(&[bytes])
+}
+
+/// pi files read one after the other, as `usage` reads them in path order: in a file, an entry
+/// id counts once; across files, an assistant entry counts once when an earlier file holds one
+/// with the same id, quarter-hour, model and usage (a copy). Only the buckets and lifetime
+/// mean something across files (generations and boundaries follow one another).
+pub fn pi_files(files: &[&[u8]]) -> Expected {
+    /// (id, quarter-hour, model, tokens, cost bits): what makes an entry a copy of another.
+    type Same = (String, i64, Option<String>, [u64; 5], u64);
     let mut acc = Acc::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    for (offset, line, v) in lines(bytes) {
-        let Some(v) = v else { continue };
-        let id = text(v.get("id"));
-        match v.get("type").and_then(Value::as_str) {
-            Some("compaction") => {
-                if id.is_some_and(|id| !seen.insert(id)) {
-                    continue;
+    let mut copies: HashSet<Same> = HashSet::new();
+    for bytes in files {
+        let mut seen: HashSet<String> = HashSet::new();
+        for (offset, line, v) in lines(bytes) {
+            let Some(v) = v else { continue };
+            let id = text(v.get("id"));
+            match v.get("type").and_then(Value::as_str) {
+                Some("compaction") => {
+                    if id.is_some_and(|id| !seen.insert(id)) {
+                        continue;
+                    }
+                    acc.boundary(
+                        offset,
+                        line,
+                        "compaction",
+                        None,
+                        count(v.get("tokensBefore")),
+                    );
                 }
-                acc.boundary(
-                    offset,
-                    line,
-                    "compaction",
-                    None,
-                    count(v.get("tokensBefore")),
-                );
+                Some("message") => {
+                    let Some(m) = v.get("message").filter(|m| m.is_object()) else {
+                        continue;
+                    };
+                    if m.get("role").and_then(Value::as_str) != Some("assistant") {
+                        continue;
+                    }
+                    let Some(u) = m.get("usage").filter(|u| u.is_object()) else {
+                        continue;
+                    };
+                    if id.as_ref().is_some_and(|id| !seen.insert(id.clone())) {
+                        continue;
+                    }
+                    let cost = amount(
+                        u.get("cost")
+                            .filter(|c| c.is_object())
+                            .and_then(|c| c.get("total")),
+                    );
+                    let t = Tally {
+                        tokens: [
+                            n(u.get("input")),
+                            n(u.get("output")),
+                            n(u.get("cacheRead")),
+                            n(u.get("cacheWrite")),
+                            n(u.get("totalTokens")),
+                        ],
+                        cost,
+                        events: 1,
+                    };
+                    let bucket = (quarter(v.get("timestamp")), text(m.get("model")));
+                    if let Some(id) = id {
+                        let key = (id, bucket.0, bucket.1.clone(), t.tokens, cost.to_bits());
+                        if !copies.insert(key) {
+                            continue;
+                        }
+                    }
+                    let generation = acc.boundaries.len();
+                    acc.add(generation, bucket, t);
+                }
+                _ => {}
             }
-            Some("message") => {
-                let Some(m) = v.get("message").filter(|m| m.is_object()) else {
-                    continue;
-                };
-                if m.get("role").and_then(Value::as_str) != Some("assistant") {
-                    continue;
-                }
-                let Some(u) = m.get("usage").filter(|u| u.is_object()) else {
-                    continue;
-                };
-                if id.is_some_and(|id| !seen.insert(id)) {
-                    continue;
-                }
-                let cost = amount(
-                    u.get("cost")
-                        .filter(|c| c.is_object())
-                        .and_then(|c| c.get("total")),
-                );
-                let t = Tally {
-                    tokens: [
-                        n(u.get("input")),
-                        n(u.get("output")),
-                        n(u.get("cacheRead")),
-                        n(u.get("cacheWrite")),
-                        n(u.get("totalTokens")),
-                    ],
-                    cost,
-                    events: 1,
-                };
-                let generation = acc.boundaries.len();
-                acc.add(
-                    generation,
-                    (quarter(v.get("timestamp")), text(m.get("model"))),
-                    t,
-                );
-            }
-            _ => {}
         }
     }
     acc.done()

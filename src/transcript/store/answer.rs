@@ -9,7 +9,7 @@ use redb::ReadableDatabase;
 use super::db::{self, Close, Held, Leak};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
-use super::schema::{BUCKETS, KEYS, Meta};
+use super::schema::{BUCKETS, KEYS, MARKS, Meta};
 use super::source::Source;
 use super::validate::{Validity, validate};
 use super::{OpenOptions, Transcript};
@@ -37,8 +37,9 @@ pub(super) fn fresh(source: &Source, index: &Path, meta: Meta, rows: Option<Dedu
 /// Every row of the index with a fold's touched entries laid over them.
 pub(super) fn overlay(mut rows: Dedup, touched: Dedup) -> Dedup {
     rows.messages.extend(touched.messages);
-    rows.ids.extend(touched.ids);
+    rows.entries.extend(touched.entries);
     rows.buckets.extend(touched.buckets);
+    rows.marks.extend(touched.marks);
     rows
 }
 
@@ -63,6 +64,7 @@ pub(super) fn memory_tail<D: ReadableDatabase + Close>(
         let mut tables = Leak::new(Tables {
             keys: txn.get()?.open_table(KEYS)?,
             buckets: txn.get()?.open_table(BUCKETS)?,
+            marks: txn.get()?.open_table(MARKS)?,
         });
         Ok(fold_rest(
             source,

@@ -45,8 +45,8 @@ pub struct OpenOptions {
     pub repair_budget: Duration,
     /// Also load every dedup key and bucket (for merging transcripts, or comparing).
     pub load_dedup: bool,
-    /// Also load every bucket and every Claude Code message id, without the messages (a
-    /// merge of many transcripts finds the ids they share, then loads only those).
+    /// Also load every bucket, every Claude Code message id without the messages (a merge of
+    /// many transcripts finds the ids they share, then loads only those) and every pi entry.
     pub load_ids: bool,
     /// Also load the buckets from this quarter-hour on (a day's total without reading every
     /// key); [`Transcript::buckets`] then holds at least those.

@@ -3,14 +3,15 @@
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::db::Leak;
-use super::schema::{BUCKETS, KEYS, decode};
-use crate::transcript::fold::{BucketKey, Dedup, Message, Recall, RecallError};
+use super::schema::{BUCKETS, KEYS, MARKS, decode};
+use crate::transcript::fold::{BucketKey, Dedup, Entry, Message, Recall, RecallError};
 use crate::transcript::tally::Tally;
 
-/// The index's key and bucket tables, read through any transaction.
-pub(crate) struct Tables<K, B> {
+/// The index's key, bucket and mark tables, read through any transaction.
+pub(crate) struct Tables<K, B, M> {
     pub(crate) keys: K,
     pub(crate) buckets: B,
+    pub(crate) marks: M,
 }
 
 fn damaged(what: &str) -> RecallError {
@@ -21,10 +22,11 @@ fn storage(e: impl std::fmt::Display) -> RecallError {
     RecallError(e.to_string())
 }
 
-impl<K, B> Recall for Tables<K, B>
+impl<K, B, M> Recall for Tables<K, B, M>
 where
     K: ReadableTable<&'static str, &'static [u8]>,
     B: ReadableTable<(i64, u32), &'static [u8]>,
+    M: ReadableTable<&'static str, &'static [u8]>,
 {
     fn messages(&mut self, id: &str) -> Result<Option<Vec<Message>>, RecallError> {
         match self.keys.get(id).map_err(storage)? {
@@ -47,10 +49,14 @@ where
                 .ok_or_else(|| damaged("bucket")),
         }
     }
+
+    fn marked(&mut self, uuid: &str) -> Result<bool, RecallError> {
+        Ok(self.marks.get(uuid).map_err(storage)?.is_some())
+    }
 }
 
-/// The number of rows of the key and bucket tables (0 for a table that does not exist).
-pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), RecallError> {
+/// The number of rows of the key, bucket and mark tables (0 for a table that does not exist).
+pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64, u64), RecallError> {
     let txn = Leak::new(db.begin_read().map_err(storage)?);
     let txn = txn.get().map_err(storage)?;
     let keys = match txn.open_table(KEYS) {
@@ -71,21 +77,54 @@ pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64), Recal
         Err(redb::TableError::TableDoesNotExist(_)) => 0,
         Err(e) => return Err(storage(e)),
     };
-    Ok((keys, buckets))
+    let marks = match txn.open_table(MARKS) {
+        Ok(t) => Leak::new(t)
+            .get()
+            .map_err(storage)?
+            .len()
+            .map_err(storage)?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(storage(e)),
+    };
+    Ok((keys, buckets, marks))
 }
 
-/// Every key and bucket the index holds, for a merge with other transcripts or a comparison.
-/// `expected` is the (keys, buckets) row counts of the meta record: a damaged tree can make an
+/// Every key, bucket and mark the index holds, for a comparison with a fold. `expected` is
+/// the (keys, buckets, marks) row counts of the meta record: a damaged tree can make an
 /// iteration go round in circles, so rows out of order or beyond the count are damage.
 pub(crate) fn load_all(
     db: &impl ReadableDatabase,
     claude: bool,
-    expected: (u64, u64),
+    expected: (u64, u64, u64),
 ) -> Result<Dedup, RecallError> {
-    load_rows(db, claude, expected, false)
+    let mut dedup = load_rows(db, claude, (expected.0, expected.1), false)?;
+    let txn = Leak::new(db.begin_read().map_err(storage)?);
+    let txn = txn.get().map_err(storage)?;
+    match txn.open_table(MARKS) {
+        Ok(marks) => {
+            let marks = Leak::new(marks);
+            let mut last: Option<String> = None;
+            for row in marks.get().map_err(storage)?.iter().map_err(storage)? {
+                let (uuid, value) = row.map_err(storage)?;
+                let uuid = uuid.value().to_owned();
+                if dedup.marks.len() as u64 >= expected.2
+                    || last.as_ref().is_some_and(|l| *l >= uuid)
+                {
+                    return Err(damaged("mark (out of order)"));
+                }
+                decode::<()>(value.value()).ok_or_else(|| damaged("mark"))?;
+                dedup.marks.insert(uuid.clone());
+                last = Some(uuid);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(storage(e)),
+    }
+    Ok(dedup)
 }
 
-/// [`load_all`], or with `ids_only` every Claude Code message id without its messages.
+/// [`load_all`], or with `ids_only` every Claude Code message id without its messages (pi
+/// entries are loaded whole either way).
 pub(crate) fn load_rows(
     db: &impl ReadableDatabase,
     claude: bool,
@@ -115,7 +154,9 @@ pub(crate) fn load_rows(
                     // The id alone (a merge looks up the few ids other files hold too).
                     dedup.messages.insert(id.clone(), Vec::new());
                 } else {
-                    dedup.ids.insert(id.clone());
+                    // A pi entry is small: loaded whole either way.
+                    let entry = decode::<Entry>(value.value()).ok_or_else(|| damaged("entry"))?;
+                    dedup.entries.insert(id.clone(), entry);
                 }
                 last = Some(id);
             }

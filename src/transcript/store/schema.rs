@@ -12,7 +12,7 @@ use crate::transcript::format::Format;
 use crate::transcript::tally::Tally;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// Bumped whenever a reader could give a different answer for the same bytes.
 pub(crate) const PARSER_VERSION: u32 = 1;
@@ -20,10 +20,13 @@ pub(crate) const PARSER_VERSION: u32 = 1;
 /// `"format"` → u32 LE; `"meta"` → [`Meta`].
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Dedup keys: a Claude Code `message.id` → its messages (`Vec<Message>`); a pi entry id →
-/// an empty value.
+/// its [`Entry`](crate::transcript::fold::Entry).
 pub(crate) const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("keys");
 /// (quarter-hours since the epoch, model number) → [`Tally`].
 pub(crate) const BUCKETS: TableDefinition<(i64, u32), &[u8]> = TableDefinition::new("buckets");
+/// Claude Code boundary and summary line uuids seen → an empty value: a replayed boundary is
+/// recognized by its uuid. Kept out of the meta record, which every open reads.
+pub(crate) const MARKS: TableDefinition<&str, &[u8]> = TableDefinition::new("marks");
 
 /// The key of the format version in [`META`].
 pub(crate) const FORMAT_KEY: &str = "format";

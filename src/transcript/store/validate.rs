@@ -64,12 +64,13 @@ pub(super) fn validate<D: ReadableDatabase + Close>(
     {
         return inconsistent("the meta record does not hold together".to_owned());
     }
+    let s = &meta.summary;
     match db.run("counting the index's rows", row_counts) {
-        Ok(Ok(counts)) if counts == (meta.summary.keys, meta.summary.buckets) => {}
-        Ok(Ok((keys, buckets))) => {
+        Ok(Ok(counts)) if counts == (s.keys, s.buckets, s.marks) => {}
+        Ok(Ok((keys, buckets, marks))) => {
             return inconsistent(format!(
-                "{keys} key rows and {buckets} bucket rows, the meta record says {} and {}",
-                meta.summary.keys, meta.summary.buckets
+                "{keys} key, {buckets} bucket and {marks} mark rows, the meta record says {}, {} and {}",
+                s.keys, s.buckets, s.marks
             ));
         }
         Ok(Err(e)) => return Ok(Validity::Stale(unreadable(e.0))),

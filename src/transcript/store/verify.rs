@@ -89,7 +89,7 @@ pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, Transc
         Err(FoldFailure::Recall(_)) => return Ok(found),
     }
     let claude = source.format == Format::ClaudeCode;
-    let counts = (meta.summary.keys, meta.summary.buckets);
+    let counts = (meta.summary.keys, meta.summary.buckets, meta.summary.marks);
     let rows = db.run("reading the index", |db| load_all(db, claude, counts));
     found.agrees = builder.coverage() == meta.coverage
         && fold.summary == meta.summary

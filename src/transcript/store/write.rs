@@ -10,7 +10,7 @@ use super::db::{self, Held, Leak, Unsynced};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
 use super::schema::{
-    BUCKETS, FORMAT_KEY, FORMAT_VERSION, KEYS, META, META_KEY, Meta, PARSER_VERSION, encode,
+    BUCKETS, FORMAT_KEY, FORMAT_VERSION, KEYS, MARKS, META, META_KEY, Meta, PARSER_VERSION, encode,
     encode_messages, encode_tally,
 };
 use super::source::Source;
@@ -157,6 +157,7 @@ pub(super) fn catch_up(
         let mut tables = Leak::new(Tables {
             keys: txn.get()?.open_table(KEYS)?,
             buckets: txn.get()?.open_table(BUCKETS)?,
+            marks: txn.get()?.open_table(MARKS)?,
         });
         let folded = fold_rest(source, &mut builder, &mut fold, tables.get_mut()?, options);
         drop(tables);
@@ -268,6 +269,7 @@ fn write_rows(
     if from_scratch {
         txn.delete_table(KEYS)?;
         txn.delete_table(BUCKETS)?;
+        txn.delete_table(MARKS)?;
         txn.delete_table(META)?;
     }
     let mut keys = Leak::new(txn.open_table(KEYS)?);
@@ -275,9 +277,9 @@ fn write_rows(
         keys.get_mut()?
             .insert(id.as_str(), encode_messages(messages).as_slice())?;
     }
-    let seen = encode(&());
-    for id in &fold.dedup.ids {
-        keys.get_mut()?.insert(id.as_str(), seen.as_slice())?;
+    for (id, entry) in &fold.dedup.entries {
+        keys.get_mut()?
+            .insert(id.as_str(), encode(entry).as_slice())?;
     }
     let mut buckets = Leak::new(txn.open_table(BUCKETS)?);
     for (key, tally) in &fold.dedup.buckets {
@@ -285,9 +287,19 @@ fn write_rows(
             .get_mut()?
             .insert(*key, encode_tally(tally).as_slice())?;
     }
+    let mut marks = Leak::new(txn.open_table(MARKS)?);
+    let empty = encode(&());
+    for uuid in &fold.dedup.marks {
+        marks.get_mut()?.insert(uuid.as_str(), empty.as_slice())?;
+    }
     // The row counts the next open checks against the meta record.
-    let counts = (keys.get()?.len()?, buckets.get()?.len()?);
-    if counts != (fold.summary.keys, fold.summary.buckets) {
+    let counts = (
+        keys.get()?.len()?,
+        buckets.get()?.len()?,
+        marks.get()?.len()?,
+    );
+    let s = &fold.summary;
+    if counts != (s.keys, s.buckets, s.marks) {
         return Err(redb::Error::Corrupted(
             "the row counts disagree with the fold".to_owned(),
         ));
