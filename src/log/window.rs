@@ -5,6 +5,7 @@
 //! rewritten. Growth alone proves nothing: a log truncated and rewritten longer is caught by
 //! the tail window.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 
@@ -44,19 +45,23 @@ impl WindowSum {
         let Some(end) = start.checked_add(len) else {
             return Ok(None);
         };
-        let mut buf = vec![0; usize::try_from(len.min(WINDOW_BYTES)).unwrap_or(0)];
         let mut hasher = crc32fast::Hasher::new();
-        let mut at = start;
-        while at < end {
-            let n = usize::try_from((end - at).min(WINDOW_BYTES)).unwrap_or(0);
-            let chunk = &mut buf[..n];
-            if !read_exact_at(file, chunk, at)? {
-                return Ok(None);
+        let whole = with_buffer(|buf| -> io::Result<bool> {
+            let mut at = start;
+            while at < end {
+                let n = usize::try_from((end - at).min(WINDOW_BYTES)).unwrap_or(0);
+                let Some(chunk) = buf.get_mut(..n) else {
+                    return Ok(false);
+                };
+                if !read_exact_at(file, chunk, at)? {
+                    return Ok(false);
+                }
+                hasher.update(chunk);
+                at += n as u64;
             }
-            hasher.update(chunk);
-            at += n as u64;
-        }
-        Ok(Some(WindowSum {
+            Ok(true)
+        })?;
+        Ok(whole.then(|| WindowSum {
             start,
             len,
             crc: hasher.finalize(),
@@ -67,6 +72,27 @@ impl WindowSum {
     pub fn matches(&self, file: &File) -> io::Result<bool> {
         Ok(WindowSum::of(file, self.start, self.len)?.as_ref() == Some(self))
     }
+}
+
+thread_local! {
+    /// One window-sized read buffer per thread: zeroing a fresh 64 KiB buffer for each window
+    /// was most of the instructions of a warm status call.
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on a zeroed-once buffer of [`WINDOW_BYTES`] bytes (a fresh one if this thread's
+/// is in use).
+fn with_buffer<T>(f: impl FnOnce(&mut [u8]) -> T) -> T {
+    let size = usize::try_from(WINDOW_BYTES).unwrap_or(usize::MAX);
+    BUFFER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < size {
+                buf.resize(size, 0);
+            }
+            f(&mut buf)
+        }
+        Err(_) => f(&mut vec![0; size]),
+    })
 }
 
 #[cfg(test)]
