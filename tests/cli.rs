@@ -316,3 +316,25 @@ fn demo_runs_on_a_given_directory() {
     let v = json(&agentlog(&["status", target.to_str().unwrap(), "--json"]));
     assert_eq!(v["verified"], true);
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    // `agentlog ... | head`: the pipe's reader closes before the command writes.
+    let agent = sample();
+    for args in [
+        vec!["status", dir(&agent), "--json"],
+        vec!["generations", dir(&agent)],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

@@ -87,7 +87,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         ),
     )
     .map_err(io("cannot write .agent.json"))?;
-    println!(
+    outln!(
         "wrote {} events ({} MB) in {} generations through the writer, index kept current: {:.2} s\n",
         thousands(summary.lines),
         thousands(summary.bytes / 1_000_000),
@@ -97,13 +97,13 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
 
     let request = GenerationRequest::expecting(summary.molt_count);
     let current = current_generation_at(&paths, &request)?;
-    println!(
+    outln!(
         "agentlog status {} (generation {} from .agent.json)",
         dir.display(),
         summary.molt_count
     );
     let t = &current.totals;
-    print!(
+    out!(
         "{}",
         render(&[
             vec![
@@ -131,7 +131,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         ])
     );
 
-    println!("\nagentlog generations (first 5 and last)");
+    outln!("\nagentlog generations (first 5 and last)");
     let generations = generations_at(&paths, &request)?;
     let mut rows = vec![
         ["gen", "molt_count", "initiator", "api_calls", "input"]
@@ -148,9 +148,9 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             thousands(g.totals.input_tokens),
         ]);
     }
-    print!("{}", render(&rows));
+    out!("{}", render(&rows));
 
-    println!("\nthe same question, answered by each tier (fresh open each time, median of 5):");
+    outln!("\nthe same question, answered by each tier (fresh open each time, median of 5):");
     let mut rows = vec![vec![
         "tier".to_owned(),
         "time".to_owned(),
@@ -181,7 +181,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             },
         ]);
     }
-    print!("{}", render(&rows));
+    out!("{}", render(&rows));
     // The tiers share one extractor and one fold: any disagreement is a bug, so the demo (which
     // CI runs) fails loudly rather than printing a table someone has to read.
     if !disagreeing.is_empty() {
@@ -195,11 +195,11 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             ),
         ));
     }
-    println!(
+    outln!(
         "\n(the index answers from two stored values after checking 128 KiB of the log; \
          the reverse scan reads up to 8 MiB; the full scan reads every line)"
     );
-    println!(
+    outln!(
         "\ntry: agentlog status {d} --json | agentlog generations {d} | agentlog verify {d} --deep",
         d = dir.display()
     );

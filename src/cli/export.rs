@@ -143,7 +143,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             .reason
             .as_deref()
             .map_or_else(String::new, |r| format!(" ({r})"));
-        println!(
+        outln!(
             "{} {}: {}{}, {} rows, {} files",
             source.kind,
             source.source_id,
@@ -153,7 +153,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             source.files.len()
         );
     }
-    println!(
+    outln!(
         "exported {} rows ({} bytes of log) into {} files, {} bytes of Parquet, in {:.3} s",
         thousands(report.rows),
         thousands(report.log_bytes),
@@ -162,7 +162,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         seconds
     );
     if let Some(c) = &compacted {
-        println!("compacted {} small parts into {} files", c.merged, c.files);
+        outln!("compacted {} small parts into {} files", c.merged, c.files);
     }
     Ok(EXIT_OK)
 }

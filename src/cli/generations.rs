@@ -66,7 +66,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         thousands(t.output_tokens),
         thousands(t.thinking_tokens),
     ]);
-    print!("{}", render(&rows));
+    out!("{}", render(&rows));
     for step in &found.stepped_aside {
         eprintln!("agentlog: {} stepped aside: {}", step.tier, step.reason);
     }

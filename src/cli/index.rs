@@ -79,7 +79,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             seconds,
         })?;
     } else {
-        println!(
+        outln!(
             "index {}: {} events in {} generations, {} bytes of log covered ({:.3} s)",
             index.outcome(),
             thousands(index.state().events),

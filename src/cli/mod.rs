@@ -4,6 +4,22 @@
 //! objects included (`{"error":"<code>","message":...}`); human messages go to stderr. Exit
 //! codes: 0 success, 1 failure, 2 bad input, 3 `molt_count` mismatch, 4 no log.
 
+// `println!` and `print!` panic when stdout is a pipe whose reader went away (`| head`); these
+// end the process quietly instead, as other Unix tools do. Defined before the modules use them.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod append;
 mod demo;
 mod export;
@@ -185,11 +201,24 @@ impl From<IndexError> for Failure {
     }
 }
 
+/// Writes to stdout for the `outln!` and `out!` macros: a closed pipe ends the process with exit 0
+/// (the reader has what it wanted), any other write error with exit 1 and a message.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(i32::from(EXIT_OK));
+        }
+        eprintln!("agentlog: writing to stdout failed: {e}");
+        std::process::exit(i32::from(EXIT_FAILURE));
+    }
+}
+
 /// Prints a JSON document on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string(value)
         .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 
@@ -199,7 +228,7 @@ fn report(failure: &Failure, json: bool) {
         object.insert("error".to_owned(), failure.code.into());
         object.insert("message".to_owned(), failure.message.clone().into());
         object.extend(failure.extra.clone());
-        println!("{}", serde_json::Value::Object(object));
+        outln!("{}", serde_json::Value::Object(object));
     }
     eprintln!("agentlog: {}", failure.message);
 }

@@ -210,7 +210,7 @@ fn run_transcripts(
 
 fn print_transcript_table(hits: &[TranscriptSearchHit], highlight: Highlight) {
     if hits.is_empty() {
-        println!("no match");
+        outln!("no match");
         return;
     }
     let mut rows = vec![
@@ -236,7 +236,7 @@ fn print_transcript_table(hits: &[TranscriptSearchHit], highlight: Highlight) {
     let snippets = std::iter::once("match".to_owned())
         .chain(hits.iter().map(|h| highlight.mark(&h.snippet, &h.marks)));
     for (line, snippet) in table.lines().zip(snippets) {
-        println!("{line:<width$}  {snippet}");
+        outln!("{line:<width$}  {snippet}");
     }
 }
 
@@ -283,7 +283,7 @@ impl Highlight {
 
 fn print_table(hits: &[&EventSearchHit], with_session: bool, highlight: Highlight) {
     if hits.is_empty() {
-        println!("no match");
+        outln!("no match");
         return;
     }
     let mut rows = vec![Vec::new()];
@@ -308,12 +308,12 @@ fn print_table(hits: &[&EventSearchHit], with_session: bool, highlight: Highligh
     let snippets =
         std::iter::once("match".to_owned()).chain(hits.iter().map(|h| highlight.apply(h)));
     for (line, snippet) in table.lines().zip(snippets) {
-        println!("{line:<width$}  {snippet}");
+        outln!("{line:<width$}  {snippet}");
     }
 }
 
 fn print_next(cursor: Option<&str>) {
     if let Some(cursor) = cursor {
-        println!("next page: --cursor {cursor}");
+        outln!("next page: --cursor {cursor}");
     }
 }

@@ -155,7 +155,7 @@ pub fn sessions(args: &SessionsArgs) -> Result<u8, Failure> {
             r.persisted.to_string(),
         ]);
     }
-    print!("{}", render(&rows));
+    out!("{}", render(&rows));
     Ok(EXIT_OK)
 }
 
@@ -190,7 +190,7 @@ pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
             surface,
         ]);
     }
-    print!("{}", render(&rows));
+    out!("{}", render(&rows));
     Ok(EXIT_OK)
 }
 
@@ -210,7 +210,7 @@ pub fn read(args: &ReadArgs) -> Result<u8, Failure> {
             " "
         };
         let line = serde_json::to_string(event).unwrap_or_default();
-        println!("{marker} {line}");
+        outln!("{marker} {line}");
     }
     Ok(EXIT_OK)
 }
@@ -239,8 +239,8 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
         .rev()
         .map(|a| a.header.id.as_str())
         .collect();
-    println!("session   {}", trace.target.header.id);
-    println!(
+    outln!("session   {}", trace.target.header.id);
+    outln!(
         "ancestors {}",
         if chain.is_empty() {
             "-".to_owned()
@@ -249,10 +249,10 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
         }
     );
     match &trace.resolution {
-        LineageResolution::Complete { root } => println!("root      {}", root.header.id),
+        LineageResolution::Complete { root } => outln!("root      {}", root.header.id),
         LineageResolution::Unresolved {
             unresolved_parent_id,
-        } => println!("root      unresolved: parent {unresolved_parent_id} is not in the store"),
+        } => outln!("root      unresolved: parent {unresolved_parent_id} is not in the store"),
     }
     // Depth first, children in order, with a stack of sibling iterators (no recursion).
     let mut lines = Vec::new();
@@ -272,7 +272,7 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
         });
         stack.push(node.descendants.iter());
     }
-    println!("descendants {}", lines.len());
+    outln!("descendants {}", lines.len());
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for line in &lines {
@@ -303,17 +303,18 @@ pub fn trace_event(args: &TraceEventArgs) -> Result<u8, Failure> {
                 .join(", ")
         }
     };
-    println!(
+    outln!(
         "event              {} {}",
-        trace.target.seq, trace.target.event_type
+        trace.target.seq,
+        trace.target.event_type
     );
-    println!(
+    outln!(
         "replaced by        {}",
         trace.replaced_by.map_or("-".to_owned(), |s| s.to_string())
     );
-    println!("replacement chain  {}", list(&trace.replacement_chain));
-    println!("replaces           {}", list(&trace.replaced_event_seqs));
-    println!("cites              {}", list(&trace.source_event_seqs));
-    println!("cited by           {}", list(&trace.derived_event_seqs));
+    outln!("replacement chain  {}", list(&trace.replacement_chain));
+    outln!("replaces           {}", list(&trace.replaced_event_seqs));
+    outln!("cites              {}", list(&trace.source_event_seqs));
+    outln!("cited by           {}", list(&trace.derived_event_seqs));
     Ok(EXIT_OK)
 }

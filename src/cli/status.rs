@@ -53,7 +53,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     if args.json {
         print_json(&StatusReport::new(&args.agent_dir, &current, expected))?;
     } else {
-        print!("{}", human(&current, expected));
+        out!("{}", human(&current, expected));
     }
     Ok(EXIT_OK)
 }

@@ -85,7 +85,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             Some(c) => format!("{} ({:.0}%)", short(c), percent(c, window)),
             None => "-".to_owned(),
         };
-        println!(
+        outln!(
             "{model} | ctx {context} | since compact {} | session {} | today {}",
             short(figures.since.tokens[4]),
             short(figures.session),

@@ -123,7 +123,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             .and_then(|()| out.flush())
             .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
     } else {
-        print!("{}", human(&transcript, subagents.as_ref()));
+        out!("{}", human(&transcript, subagents.as_ref()));
         let odd = odd_diagnostics(&transcript.summary);
         if !odd.is_empty() {
             eprintln!("agentlog: diagnostics: {odd}");

@@ -136,7 +136,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     if args.json {
         print_json(&to_json(&report, args.by, &options))?;
     } else {
-        print!("{}", human(&report, args.by));
+        out!("{}", human(&report, args.by));
         for s in &report.skipped {
             eprintln!("agentlog: skipped {}: {}", display(&s.path), s.error);
         }

@@ -87,14 +87,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         print_json(&report)?;
     } else {
         for check in &report.checks {
-            println!(
+            outln!(
                 "{:<8} {:<5} {}",
                 check.name,
                 if check.ok { "ok" } else { "FAIL" },
                 check.detail
             );
         }
-        println!(
+        outln!(
             "index is {}",
             if valid {
                 "valid"
