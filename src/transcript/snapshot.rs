@@ -205,7 +205,9 @@ fn key_hash(format: Format, id: &str) -> u64 {
     fnv(&[format.name().as_bytes(), b"\0", id.as_bytes()])
 }
 
-/// The merge keys a transcript read with its ids holds.
+/// The merge keys a transcript read with its ids holds: every id its format dedups by, a
+/// superset of what the cross-file merge joins on (a key listed but never merged can only
+/// send a run to the full path).
 fn keys_of(t: &Transcript) -> impl Iterator<Item = &str> {
     t.dedup.iter().flat_map(|d| {
         d.messages
