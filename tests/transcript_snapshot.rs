@@ -531,3 +531,36 @@ fn a_file_that_cannot_be_read_stays_skipped_until_it_can() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn a_settled_file_rewritten_in_place_with_its_mtime_put_back_is_still_seen() {
+    let (_dir, root, cache, files) = warm_tree();
+    // Once the files have not changed for a while, a run records their stat.
+    std::thread::sleep(std::time::Duration::from_millis(2600));
+    assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
+    assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
+    // One digit of a token count changed, the length and the mtime kept: the ctime moves.
+    let path = root.join("p3/own.jsonl");
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(16)
+        .position(|w| w == b"\"output_tokens\":")
+        .unwrap()
+        + 16;
+    let digit = bytes[at..].iter().position(u8::is_ascii_digit).unwrap() + at;
+    bytes[digit] = if bytes[digit] == b'9' {
+        b'8'
+    } else {
+        bytes[digit] + 1
+    };
+    std::fs::write(&path, &bytes).unwrap();
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(mtime).unwrap();
+    drop(file);
+    let outcome = check(&root, &cache, &files);
+    assert!(
+        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
+        "{outcome:?}"
+    );
+}

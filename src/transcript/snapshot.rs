@@ -33,7 +33,7 @@ use crate::log::{Coverage, CoverageCheck};
 /// The first bytes of a snapshot file.
 const MAGIC: &[u8; 8] = b"AGLUSNAP";
 /// The snapshot layout; another one is rebuilt.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Magic, version, payload length, payload crc.
 const HEADER: usize = 8 + 4 + 8 + 4;
 /// The holder of a key several files hold.
@@ -97,11 +97,63 @@ struct Delta {
 /// A (UTC day, model number) bucket: days since the epoch (`UNKNOWN_QUARTER` for unknown).
 type DayKey = (i64, u32);
 
+/// What `stat` said of a file just before its windows were found to match its coverage,
+/// and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    /// When it was taken (seconds and nanoseconds since the epoch).
+    taken: (i64, i64),
+}
+
+/// How long before a stat was taken the file must have last changed for the stat to be
+/// trusted: a later change within the file system's timestamp granularity could otherwise
+/// leave mtime and ctime as they were (the rule git calls "racy").
+const SETTLED_SECONDS: i64 = 2;
+
+impl Stat {
+    fn of(meta: &std::fs::Metadata, taken: std::time::SystemTime) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        let since = taken
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            taken: (
+                i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+                i64::from(since.subsec_nanos()),
+            ),
+        }
+    }
+
+    /// Whether the file had not changed for a while when this was taken.
+    fn settled(&self) -> bool {
+        let before = |t: (i64, i64)| t.0.saturating_add(SETTLED_SECONDS) < self.taken.0;
+        before(self.mtime) && before(self.ctime)
+    }
+
+    /// Whether `now` says the file is the one this stat saw.
+    fn same_file(&self, now: &Stat) -> bool {
+        (self.dev, self.ino, self.len, self.mtime, self.ctime)
+            == (now.dev, now.ino, now.len, now.mtime, now.ctime)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct FileEntry {
     path: Vec<u8>,
     format: Format,
     coverage: Coverage,
+    /// `stat` of the file when its windows last matched its coverage, if that was settled.
+    stat: Option<Stat>,
     own: Vec<(DayKey, Tally)>,
     correction: Vec<(DayKey, Delta)>,
 }
@@ -499,6 +551,7 @@ fn full(
             path: t.path.as_os_str().as_bytes().to_vec(),
             format: t.format,
             coverage: t.coverage,
+            stat: None,
             correction: correction(&own, &after),
             own: own.into_iter().collect(),
         });
@@ -513,6 +566,14 @@ fn full(
         .collect();
     skipped.sort();
     skipped.dedup();
+    // The windows checked once more, to record each file's stat for the next run.
+    if let Ok(standings) = check_all(&entries, options.threads) {
+        for (entry, standing) in entries.iter_mut().zip(standings) {
+            if let Standing::Current(stat) = standing {
+                entry.stat = stat;
+            }
+        }
+    }
     let snapshot = Snapshot {
         request,
         files: entries,
@@ -564,7 +625,8 @@ fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut Report) {
 
 /// How a file stands against its snapshot entry.
 enum Standing {
-    Current,
+    /// As it was; with the stat to record if it differs from the recorded one.
+    Current(Option<Stat>),
     Grew,
 }
 
@@ -573,11 +635,26 @@ enum Standing {
 fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, String> {
     let check = |f: &FileEntry| -> Result<Standing, String> {
         let path = PathBuf::from(std::ffi::OsString::from_vec(f.path.clone()));
-        let file = File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        match f.coverage.check(&file) {
-            Ok(CoverageCheck::Current { .. }) => Ok(Standing::Current),
-            Ok(CoverageCheck::Grew { .. }) => Ok(Standing::Grew),
-            Ok(other) => Err(format!(
+        let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        // Taken before the file is read: a change after it changes mtime or ctime.
+        let taken = std::time::SystemTime::now();
+        let meta = std::fs::metadata(&path).map_err(unreadable)?;
+        let now = Stat::of(&meta, taken);
+        if let Some(stat) = &f.stat
+            && stat.len == f.coverage.end
+            && stat.same_file(&now)
+        {
+            return Ok(Standing::Current(None));
+        }
+        let file = File::open(&path).map_err(unreadable)?;
+        match f.coverage.check(&file).map_err(unreadable)? {
+            CoverageCheck::Current { .. } => {
+                let record = (now.len == f.coverage.end && now.settled() && f.stat != Some(now))
+                    .then_some(now);
+                Ok(Standing::Current(record))
+            }
+            CoverageCheck::Grew { .. } => Ok(Standing::Grew),
+            other => Err(format!(
                 "{} changed ({})",
                 path.display(),
                 serde_json::to_value(other)
@@ -585,10 +662,13 @@ fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, Str
                     .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(str::to_owned))
                     .unwrap_or_default()
             )),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
     };
-    let threads = threads.clamp(1, entries.len().max(1));
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        n => n,
+    }
+    .clamp(1, entries.len().max(1));
     let chunk = entries.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = entries
@@ -630,11 +710,15 @@ fn warm(
             return Err("files were added or removed".to_owned());
         }
     }
-    let threads = match options.threads {
-        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-        n => n,
-    };
-    let standings = check_all(&snapshot.files, threads)?;
+    let standings = check_all(&snapshot.files, options.threads)?;
+    // Stats newly settled are recorded: the next run need not read those files' windows.
+    let mut changed = false;
+    for (entry, standing) in snapshot.files.iter_mut().zip(&standings) {
+        if let Standing::Current(Some(stat)) = standing {
+            entry.stat = Some(*stat);
+            changed = true;
+        }
+    }
     let mut report = Report::default();
     for path in &snapshot.skipped {
         let path = PathBuf::from(std::ffi::OsString::from_vec(path.clone()));
@@ -651,7 +735,11 @@ fn warm(
         .collect();
     if grown.is_empty() {
         answer(&snapshot, options, &mut report);
-        return Ok((report, SnapshotOutcome::Current, None));
+        return Ok((
+            report,
+            SnapshotOutcome::Current,
+            changed.then_some(snapshot),
+        ));
     }
     let open_options = OpenOptions {
         buckets_from: Some(UNKNOWN_QUARTER),
@@ -668,7 +756,6 @@ fn warm(
     };
     // Keys first seen in a grown file, and which one: two grown files may not share one.
     let mut new_keys: HashMap<u64, u32> = HashMap::new();
-    let mut changed = false;
     for &i in &grown {
         let number = u32::try_from(i).map_err(|_| "too many files".to_owned())?;
         let Some(entry) = snapshot.files.get_mut(i) else {
@@ -706,6 +793,7 @@ fn warm(
         changed |= own != entry.own || t.coverage != entry.coverage;
         entry.own = own;
         entry.coverage = t.coverage;
+        entry.stat = None;
     }
     snapshot.models = models.names;
     if !new_keys.is_empty() {
@@ -748,6 +836,7 @@ mod tests {
                 path: b"/a.jsonl".to_vec(),
                 format: Format::ClaudeCode,
                 coverage: Coverage::empty(),
+                stat: None,
                 own: vec![(
                     (20_000, 0),
                     Tally {

@@ -213,10 +213,13 @@ pub fn default_roots() -> Vec<PathBuf> {
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     for path in paths {
         match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => walk(path, &mut files, &mut skipped),
-            Ok(_) => files.push(path.clone()),
+            // Walked from its canonical path, a directory's files are canonical already
+            // (symbolic links apart): no path is resolved once per file.
+            Ok(m) if m.is_dir() => walk(&canonical(path), &mut files, &mut skipped),
+            Ok(_) => files.push(canonical(path)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => skipped.push(Skipped {
                 path: path.clone(),
                 error: TranscriptError::NotFound { path: path.clone() },
@@ -227,10 +230,6 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
             }),
         }
     }
-    let mut files: Vec<PathBuf> = files
-        .into_iter()
-        .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
-        .collect();
     files.sort();
     files.dedup();
     (files, skipped)
@@ -249,14 +248,12 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
-            Ok(t)
-                if (t.is_file() || t.is_symlink())
-                    && path.extension().is_some_and(|e| e == "jsonl")
-                    && path.is_file() =>
-            {
-                files.push(path);
+            Ok(t) if t.is_file() && jsonl => files.push(path),
+            Ok(t) if t.is_symlink() && jsonl && path.is_file() => {
+                files.push(std::fs::canonicalize(&path).unwrap_or(path));
             }
             _ => {}
         }
