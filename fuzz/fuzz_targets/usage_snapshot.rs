@@ -62,7 +62,10 @@ fn fixture() -> &'static Fixture {
         let trees = [
             ("p1/a.jsonl", shared.clone()),
             ("p2/copy.jsonl", shared),
-            ("p3/own.jsonl", generate::transcript(Format::ClaudeCode, 4, 20)),
+            (
+                "p3/own.jsonl",
+                generate::transcript(Format::ClaudeCode, 4, 20),
+            ),
             ("codex/r.jsonl", generate::transcript(Format::Codex, 5, 20)),
             ("pi/s.jsonl", generate::transcript(Format::Pi, 6, 20)),
         ];
