@@ -102,28 +102,26 @@ fuzz_target!(|data: &[u8]| {
     };
     let mode = (selector & 0x7f) % 3;
     let fixture = fixture();
-    let file = match mode {
-        0 => rest.to_vec(),
-        _ => {
-            let mut file = fixture.bytes.clone();
-            for patch in rest.chunks_exact(4) {
-                if file.is_empty() {
-                    break;
-                }
-                let at =
-                    (u32::from_le_bytes([patch[0], patch[1], patch[2], 0]) as usize) % file.len();
-                match patch[3] {
-                    0 => file.truncate(at),
-                    x => file[at] ^= x,
-                }
+    let file = if mode == 0 {
+        rest.to_vec()
+    } else {
+        let mut file = fixture.bytes.clone();
+        for patch in rest.chunks_exact(4) {
+            if file.is_empty() {
+                break;
             }
-            if mode == 2 && file.len() >= 24 {
-                let payload = file[24..].to_vec();
-                file[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-                file[20..24].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            let at = (u32::from_le_bytes([patch[0], patch[1], patch[2], 0]) as usize) % file.len();
+            match patch[3] {
+                0 => file.truncate(at),
+                x => file[at] ^= x,
             }
-            file
         }
+        if mode == 2 && file.len() >= 24 {
+            let payload = file[24..].to_vec();
+            file[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+            file[20..24].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        }
+        file
     };
     for (path, bytes) in &fixture.files {
         std::fs::write(path, bytes).unwrap();
