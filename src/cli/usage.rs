@@ -9,7 +9,8 @@ use jiff::civil::Date;
 use serde_json::{Map, Value, json};
 
 use agentlog::transcript::{
-    GroupBy, OpenOptions, Report, Tokens, UsageOptions, default_roots, discover, usage,
+    GroupBy, OpenOptions, Report, SnapshotOutcome, Tokens, UsageOptions, default_roots, discover,
+    usage_with_snapshot,
 };
 
 use super::table::{render, thousands};
@@ -127,14 +128,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             bar.set_position(done as u64);
         }
     };
-    let mut report = usage(&files, &options, &progress);
+    let (mut report, snapshot) = usage_with_snapshot(&roots, &files, &options, &progress);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     skipped.append(&mut report.skipped);
     report.skipped = skipped;
     if args.json {
-        print_json(&to_json(&report, args.by, &options))?;
+        print_json(&to_json(&report, args.by, &options, &snapshot))?;
     } else {
         out!("{}", human(&report, args.by));
         for s in &report.skipped {
@@ -152,7 +153,12 @@ fn tokens_json(t: &Tokens) -> Map<String, Value> {
 }
 
 /// The JSON document: one object per row with its token fields, and the totals.
-fn to_json(report: &Report, by: ByArg, options: &UsageOptions) -> Value {
+fn to_json(
+    report: &Report,
+    by: ByArg,
+    options: &UsageOptions,
+    snapshot: &SnapshotOutcome,
+) -> Value {
     let rows: Vec<Value> = report
         .rows
         .iter()
@@ -180,6 +186,7 @@ fn to_json(report: &Report, by: ByArg, options: &UsageOptions) -> Value {
         "totals": tokens_json(&report.totals),
         "files": report.files,
         "index_outcomes": report.outcomes,
+        "snapshot": {"outcome": snapshot.name(), "reason": snapshot.reason()},
         "cross_file_duplicates": report.cross_file_duplicates,
         "skipped": skipped,
     })

@@ -25,6 +25,7 @@ mod pi;
 mod pieces;
 mod read;
 mod report;
+mod snapshot;
 mod statusline;
 mod store;
 mod subagents;
@@ -42,6 +43,7 @@ pub use format::{Format, UnknownFormat, detect_format};
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use read::fold_bytes;
 pub use report::{report, write_report};
+pub use snapshot::{SnapshotOutcome, usage_with_snapshot};
 pub use statusline::{
     MAX_STATUS_INPUT, StatusInput, StatusInputError, context_tokens, context_window,
     parse_status_input,

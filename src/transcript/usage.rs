@@ -213,10 +213,13 @@ pub fn default_roots() -> Vec<PathBuf> {
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     for path in paths {
         match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => walk(path, &mut files, &mut skipped),
-            Ok(_) => files.push(path.clone()),
+            // Walked from its canonical path, a directory's files are canonical already
+            // (symbolic links apart): no path is resolved once per file.
+            Ok(m) if m.is_dir() => walk(&canonical(path), &mut files, &mut skipped),
+            Ok(_) => files.push(canonical(path)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => skipped.push(Skipped {
                 path: path.clone(),
                 error: TranscriptError::NotFound { path: path.clone() },
@@ -227,10 +230,6 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
             }),
         }
     }
-    let mut files: Vec<PathBuf> = files
-        .into_iter()
-        .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
-        .collect();
     files.sort();
     files.dedup();
     (files, skipped)
@@ -249,14 +248,12 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
-            Ok(t)
-                if (t.is_file() || t.is_symlink())
-                    && path.extension().is_some_and(|e| e == "jsonl")
-                    && path.is_file() =>
-            {
-                files.push(path);
+            Ok(t) if t.is_file() && jsonl => files.push(path),
+            Ok(t) if t.is_symlink() && jsonl && path.is_file() => {
+                files.push(std::fs::canonicalize(&path).unwrap_or(path));
             }
             _ => {}
         }
@@ -373,6 +370,42 @@ pub fn usage(
     options: &UsageOptions,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Report {
+    let mut merged = read_and_merge(files, options, progress, false);
+    let mut rows = Grouper::new(options);
+    for (t, file_buckets) in merged.read.iter().zip(&merged.buckets) {
+        let (session, project) = session_of(&t.path, t.format);
+        for (&(quarter, model), tally) in file_buckets {
+            let model_name = || {
+                t.summary
+                    .models
+                    .get(model as usize)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_owned())
+            };
+            rows.add((&session, &project), t.format, quarter, model_name, tally);
+        }
+    }
+    rows.finish(&mut merged.report);
+    merged.report
+}
+
+/// Every file read and merged: the report without its rows, the transcripts read, and each
+/// one's buckets after the merge (and before it, when asked).
+pub(crate) struct Merged {
+    pub(crate) report: Report,
+    pub(crate) read: Vec<Transcript>,
+    /// Each file's own buckets, before the merge (empty unless asked for).
+    pub(crate) own: Vec<HashMap<BucketKey, Tally>>,
+    pub(crate) buckets: Vec<HashMap<BucketKey, Tally>>,
+}
+
+/// Reads every file through its index and merges the messages files share.
+pub(crate) fn read_and_merge(
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize) + Sync),
+    keep_own: bool,
+) -> Merged {
     let mut report = Report::default();
     let mut read = Vec::new();
     for (path, result) in files.iter().zip(read_all(files, options, progress)) {
@@ -411,59 +444,89 @@ pub fn usage(
                 .unwrap_or_default()
         })
         .collect();
+    let own = if keep_own {
+        buckets.clone()
+    } else {
+        Vec::new()
+    };
     report.cross_file_duplicates = merge_shared(&read, &mut buckets);
-    let mut groups: BTreeMap<String, Row> = BTreeMap::new();
-    for (t, file_buckets) in read.iter().zip(&buckets) {
-        let (session, project) = session_of(&t.path, t.format);
-        for (&(quarter, model), tally) in file_buckets {
-            if tally.is_empty() {
-                continue;
-            }
-            let day = day_of(quarter);
-            let outside = match day {
-                Some(d) => {
-                    options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u)
-                }
-                None => options.since.is_some() || options.until.is_some(),
-            };
-            if outside {
-                continue;
-            }
-            let model_name = || {
-                t.summary
-                    .models
-                    .get(model as usize)
-                    .cloned()
-                    .unwrap_or_else(|| "unknown".to_owned())
-            };
-            let (key, project) = match options.by {
-                GroupBy::Day => (
-                    day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
-                    None,
-                ),
-                GroupBy::Session => (session.clone(), Some(project.clone())),
-                GroupBy::Project => (project.clone(), None),
-                GroupBy::Model => (model_name(), None),
-            };
-            let group_key = match &project {
-                Some(p) => format!("{p}\u{0}{key}"),
-                None => key.clone(),
-            };
-            let tokens = Tokens::of(t.format, tally);
-            groups
-                .entry(group_key)
-                .or_insert_with(|| Row {
-                    key,
-                    project,
-                    tokens: Tokens::default(),
-                })
-                .tokens
-                .add(&tokens);
-            report.totals.add(&tokens);
+    Merged {
+        report,
+        read,
+        own,
+        buckets,
+    }
+}
+
+/// Adds tallies up into a report's rows, by the report's grouping and day range.
+pub(crate) struct Grouper<'a> {
+    options: &'a UsageOptions,
+    groups: BTreeMap<String, Row>,
+    totals: Tokens,
+}
+
+impl<'a> Grouper<'a> {
+    pub(crate) fn new(options: &'a UsageOptions) -> Grouper<'a> {
+        Grouper {
+            options,
+            groups: BTreeMap::new(),
+            totals: Tokens::default(),
         }
     }
-    report.rows = groups.into_values().collect();
-    report
+
+    /// Adds a bucket's tally of a file of `session` in `project` (an empty tally adds no
+    /// row); `quarter` is any quarter-hour of the bucket's day.
+    pub(crate) fn add(
+        &mut self,
+        (session, project): (&str, &str),
+        format: Format,
+        quarter: i64,
+        model_name: impl FnOnce() -> String,
+        tally: &Tally,
+    ) {
+        let options = self.options;
+        if tally.is_empty() {
+            return;
+        }
+        let day = day_of(quarter);
+        let outside = match day {
+            Some(d) => options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u),
+            None => options.since.is_some() || options.until.is_some(),
+        };
+        if outside {
+            return;
+        }
+        let (key, project) = match options.by {
+            GroupBy::Day => (
+                day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+                None,
+            ),
+            GroupBy::Session => (session.to_owned(), Some(project.to_owned())),
+            GroupBy::Project => (project.to_owned(), None),
+            GroupBy::Model => (model_name(), None),
+        };
+        let group_key = match &project {
+            Some(p) => format!("{p}\u{0}{key}"),
+            None => key.clone(),
+        };
+        let tokens = Tokens::of(format, tally);
+        self.groups
+            .entry(group_key)
+            .or_insert_with(|| Row {
+                key,
+                project,
+                tokens: Tokens::default(),
+            })
+            .tokens
+            .add(&tokens);
+        self.totals.add(&tokens);
+    }
+
+    /// Puts the rows and totals in `report`.
+    pub(crate) fn finish(self, report: &mut Report) {
+        report.rows = self.groups.into_values().collect();
+        report.totals = self.totals;
+    }
 }
 
 /// The Claude Code message ids of each file, by file number.
@@ -605,7 +668,7 @@ fn merge_entries(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>])
 }
 
 /// The `snake_case` name of an index outcome.
-fn outcome_name(outcome: &IndexOutcome) -> String {
+pub(crate) fn outcome_name(outcome: &IndexOutcome) -> String {
     match outcome {
         IndexOutcome::Fresh => "fresh",
         IndexOutcome::CaughtUp { .. } => "caught_up",

@@ -1,0 +1,928 @@
+//! The run-level usage snapshot: what a `usage` run over a set of roots added up, per file,
+//! after the cross-file merge, kept in the cache directory so that the next run checks each
+//! file in O(1) and reads only what grew. The rules: docs/TRANSCRIPTS.md, "The usage
+//! snapshot".
+//!
+//! Per file it holds the coverage (end, head and tail windows, running crc) the answer was
+//! made of, the file's own tally by (UTC day, model), and what the merge moved in or out of
+//! it (a signed correction). Beside them, a sorted map from a hash of every merge key (Claude
+//! Code message ids, pi entry ids: any id a format dedups by) to the one file holding it, or
+//! to "several". A grown file whose new lines carry only keys no other file holds changes no
+//! merge: its new own tally is its answer, its correction stays. Anything else (a file added,
+//! removed, rewritten or truncated, a new line carrying a key another file holds, a damaged or
+//! foreign snapshot) takes the full path, which writes the snapshot again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::cache::{default_index_dir, ensure_private_dir, open_private_file};
+use super::fold::{BucketKey, Fold, UNKNOWN_MODEL, UNKNOWN_QUARTER};
+use super::format::Format;
+use super::store::{OpenOptions, Transcript, open};
+use super::tally::Tally;
+use super::usage::{
+    Grouper, Report, Skipped, UsageOptions, outcome_name, read_and_merge, session_of,
+};
+use crate::log::{Coverage, CoverageCheck};
+
+/// The first bytes of a snapshot file.
+const MAGIC: &[u8; 8] = b"AGLUSNAP";
+/// The snapshot layout; another one is rebuilt.
+const VERSION: u32 = 2;
+/// Magic, version, payload length, payload crc.
+const HEADER: usize = 8 + 4 + 8 + 4;
+/// The holder of a key several files hold.
+const SEVERAL: u32 = u32::MAX;
+/// Quarter-hours in a day.
+const QUARTERS_PER_DAY: i64 = 96;
+
+/// What a usage run did with its snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotOutcome {
+    /// Every file was as the snapshot saw it: the answer came from it alone.
+    Current,
+    /// Some files grew with keys no other file holds: only their new bytes were read.
+    CaughtUp {
+        /// How many files grew.
+        files: usize,
+    },
+    /// There was no usable snapshot, or it could not answer: every file was read and merged,
+    /// and the snapshot written again.
+    Rebuilt {
+        /// Why the snapshot could not answer.
+        reason: String,
+    },
+    /// No snapshot could be kept (no cache directory, or it could not be written).
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl SnapshotOutcome {
+    /// The `snake_case` name used in JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SnapshotOutcome::Current => "current",
+            SnapshotOutcome::CaughtUp { .. } => "caught_up",
+            SnapshotOutcome::Rebuilt { .. } => "rebuilt",
+            SnapshotOutcome::Unavailable { .. } => "unavailable",
+        }
+    }
+
+    /// Why the snapshot was rebuilt or not kept.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            SnapshotOutcome::Rebuilt { reason } | SnapshotOutcome::Unavailable { reason } => {
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A tally that may go below zero: what the merge took out of (or put into) a file's bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Delta {
+    tokens: [i64; 5],
+    cost: f64,
+    events: i64,
+}
+
+/// A (UTC day, model number) bucket: days since the epoch (`UNKNOWN_QUARTER` for unknown).
+type DayKey = (i64, u32);
+
+/// What `stat` said of a file just before its windows were found to match its coverage,
+/// and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    /// When it was taken (seconds and nanoseconds since the epoch).
+    taken: (i64, i64),
+}
+
+/// How long before a stat was taken the file must have last changed for the stat to be
+/// trusted: a later change within the file system's timestamp granularity could otherwise
+/// leave mtime and ctime as they were (the rule git calls "racy").
+const SETTLED_SECONDS: i64 = 2;
+
+impl Stat {
+    fn of(meta: &std::fs::Metadata, taken: std::time::SystemTime) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        let since = taken
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            taken: (
+                i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+                i64::from(since.subsec_nanos()),
+            ),
+        }
+    }
+
+    /// Whether the file had not changed for a while when this was taken.
+    fn settled(&self) -> bool {
+        let before = |t: (i64, i64)| t.0.saturating_add(SETTLED_SECONDS) < self.taken.0;
+        before(self.mtime) && before(self.ctime)
+    }
+
+    /// Whether `now` says the file is the one this stat saw.
+    fn same_file(&self, now: &Stat) -> bool {
+        (self.dev, self.ino, self.len, self.mtime, self.ctime)
+            == (now.dev, now.ino, now.len, now.mtime, now.ctime)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct FileEntry {
+    path: Vec<u8>,
+    format: Format,
+    coverage: Coverage,
+    /// `stat` of the file when its windows last matched its coverage, if that was settled.
+    stat: Option<Stat>,
+    own: Vec<(DayKey, Tally)>,
+    correction: Vec<(DayKey, Delta)>,
+}
+
+/// The snapshot file's payload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Snapshot {
+    /// What the run was asked (roots and reading options): another request's file is foreign.
+    request: Vec<u8>,
+    /// The files read, in path order.
+    files: Vec<FileEntry>,
+    /// The files that could not be read, in path order.
+    skipped: Vec<Vec<u8>>,
+    /// Model names, by the number day buckets use.
+    models: Vec<String>,
+    /// Messages of later files merged into earlier ones.
+    duplicates: u64,
+    /// Every merge key's hash and the file holding it ([`SEVERAL`] for more than one), sorted
+    /// by hash, each hash once.
+    keys: Vec<(u64, u32)>,
+}
+
+/// A usage report over `files` (found under `roots`), answered from the run-level snapshot
+/// when it can be, by [`usage`](super::usage) otherwise (then the snapshot is written again).
+/// The answer is the same either way.
+pub fn usage_with_snapshot(
+    roots: &[PathBuf],
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> (Report, SnapshotOutcome) {
+    let Some(dir) = options.open.index_dir.clone().or_else(default_index_dir) else {
+        let report = super::usage::usage(files, options, progress);
+        let reason = "no cache directory".to_owned();
+        return (report, SnapshotOutcome::Unavailable { reason });
+    };
+    let request = request_of(roots, &options.open);
+    let path = snapshot_file(&dir, &request);
+    let reason = match read_snapshot(&path, &request) {
+        Ok(snapshot) => match warm(snapshot, files, options) {
+            Ok((report, outcome, changed)) => {
+                if let Some(snapshot) = changed {
+                    // The answer stands even if the snapshot cannot be kept.
+                    let _ = write_snapshot(&dir, &path, &snapshot);
+                }
+                return (report, outcome);
+            }
+            Err(reason) => reason,
+        },
+        Err(reason) => reason,
+    };
+    let (report, snapshot) = full(files, options, progress, request);
+    let outcome = match write_snapshot(&dir, &path, &snapshot) {
+        Ok(()) => SnapshotOutcome::Rebuilt { reason },
+        Err(e) => SnapshotOutcome::Unavailable {
+            reason: format!("cannot write {}: {e}", path.display()),
+        },
+    };
+    (report, outcome)
+}
+
+/// The bytes naming a request: the roots (canonical, sorted) and what changes how files read.
+fn request_of(roots: &[PathBuf], open: &OpenOptions) -> Vec<u8> {
+    let mut roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    let mut out = format!(
+        "usage-snapshot\0format={}\0max_line={}\0",
+        open.format.map_or("auto", Format::name),
+        open.max_line
+    )
+    .into_bytes();
+    for root in roots {
+        out.extend_from_slice(root.as_os_str().as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The snapshot file of a request in the index directory `dir`.
+fn snapshot_file(dir: &Path, request: &[u8]) -> PathBuf {
+    dir.join(format!("usage-{:016x}.snapshot", fnv(&[request])))
+}
+
+/// The hash a merge key is filed under: keys of different formats never merge.
+fn key_hash(format: Format, id: &str) -> u64 {
+    fnv(&[format.name().as_bytes(), b"\0", id.as_bytes()])
+}
+
+/// The merge keys a transcript read with its ids holds: every id its format dedups by, a
+/// superset of what the cross-file merge joins on (a key listed but never merged can only
+/// send a run to the full path).
+fn keys_of(t: &Transcript) -> impl Iterator<Item = &str> {
+    t.dedup.iter().flat_map(|d| {
+        d.messages
+            .keys()
+            .map(String::as_str)
+            .chain(d.entries.keys().map(String::as_str))
+    })
+}
+
+/// The merge keys the lines of `bytes` carry.
+fn keys_in(format: Format, bytes: &[u8]) -> Vec<u64> {
+    let mut fold = Fold::new(format);
+    fold.lines(0, bytes);
+    fold.dedup
+        .messages
+        .keys()
+        .chain(fold.dedup.entries.keys())
+        .map(|id| key_hash(format, id))
+        .collect()
+}
+
+/// The snapshot in `path`, if it is whole, ours, of this request and holds together.
+fn read_snapshot(path: &Path, request: &[u8]) -> Result<Snapshot, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err("no snapshot yet".to_owned());
+        }
+        Err(e) => return Err(format!("cannot read the snapshot: {e}")),
+    };
+    let snapshot = decode(&bytes)?;
+    if snapshot.request != request {
+        return Err("the snapshot is of another request".to_owned());
+    }
+    Ok(snapshot)
+}
+
+/// Decodes a snapshot file's bytes, checking its header, its checksum and its shape.
+fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
+    let damaged = |what: &str| Err(format!("the snapshot is damaged: {what}"));
+    let (Some(magic), Some(version), Some(len), Some(crc), Some(payload)) = (
+        bytes.get(0..8),
+        bytes.get(8..12),
+        bytes.get(12..20),
+        bytes.get(20..24),
+        bytes.get(HEADER..),
+    ) else {
+        return damaged("shorter than its header");
+    };
+    if magic != MAGIC {
+        return damaged("not a snapshot");
+    }
+    let version = u32::from_le_bytes(version.try_into().unwrap_or_default());
+    if version != VERSION {
+        return Err(format!("the snapshot's layout {version} is not {VERSION}"));
+    }
+    let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
+    if len != payload.len() as u64 {
+        return damaged("its length");
+    }
+    if crc32fast::hash(payload) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
+        return damaged("its checksum");
+    }
+    let snapshot: Snapshot = match postcard::from_bytes(payload) {
+        Ok(s) => s,
+        Err(e) => return damaged(&e.to_string()),
+    };
+    if !well_formed(&snapshot) {
+        return damaged("it does not hold together");
+    }
+    Ok(snapshot)
+}
+
+/// Whether a decoded snapshot holds together: files and skipped files sorted and apart, keys
+/// sorted and each filed under a file that exists, coverages and model numbers in range.
+fn well_formed(s: &Snapshot) -> bool {
+    let n = s.files.len();
+    let models = s.models.len();
+    let model_ok = |m: u32| m == UNKNOWN_MODEL || (m as usize) < models;
+    let files_sorted = s.files.windows(2).all(|w| match w {
+        [a, b] => a.path < b.path,
+        _ => true,
+    });
+    let skipped_sorted = s.skipped.windows(2).all(|w| match w {
+        [a, b] => a < b,
+        _ => true,
+    });
+    let apart = s
+        .skipped
+        .iter()
+        .all(|p| s.files.binary_search_by(|f| f.path.cmp(p)).is_err());
+    let keys_sorted = s.keys.windows(2).all(|w| match w {
+        [a, b] => a.0 < b.0,
+        _ => true,
+    });
+    let holders = s
+        .keys
+        .iter()
+        .all(|&(_, h)| h == SEVERAL || (h as usize) < n);
+    let entries = s.files.iter().all(|f| {
+        f.coverage.is_well_formed()
+            && f.own.iter().all(|((_, m), _)| model_ok(*m))
+            && f.correction.iter().all(|((_, m), _)| model_ok(*m))
+    });
+    files_sorted && skipped_sorted && apart && keys_sorted && holders && entries
+}
+
+fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
+    let payload = postcard::to_stdvec(snapshot).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Writes the snapshot under a temporary name (mode 0600), then renames it over `path`: a
+/// reader sees the old file or the new one, and a torn one fails its checksum.
+fn write_snapshot(dir: &Path, path: &Path, snapshot: &Snapshot) -> std::io::Result<()> {
+    let bytes = encode(snapshot).map_err(std::io::Error::other)?;
+    ensure_private_dir(dir)?;
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(".{}.tmp", std::process::id()));
+    let temp = PathBuf::from(temp);
+    let _ = std::fs::remove_file(&temp);
+    let written = (|| {
+        let mut file = open_private_file(&temp)?;
+        file.set_len(0)?;
+        file.write_all(&bytes)?;
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Numbers model names across files.
+#[derive(Default)]
+struct Models {
+    names: Vec<String>,
+    numbers: HashMap<String, u32>,
+}
+
+impl Models {
+    fn number(&mut self, name: &str) -> u32 {
+        if let Some(&n) = self.numbers.get(name) {
+            return n;
+        }
+        let Ok(n) = u32::try_from(self.names.len()) else {
+            return UNKNOWN_MODEL;
+        };
+        if n == UNKNOWN_MODEL {
+            return UNKNOWN_MODEL;
+        }
+        self.names.push(name.to_owned());
+        self.numbers.insert(name.to_owned(), n);
+        n
+    }
+}
+
+/// The day of a quarter-hour, as the day buckets number it.
+fn day_number(quarter: i64) -> i64 {
+    if quarter == UNKNOWN_QUARTER {
+        UNKNOWN_QUARTER
+    } else {
+        quarter.div_euclid(QUARTERS_PER_DAY)
+    }
+}
+
+/// A quarter-hour of a day bucket's day (what the report's grouping takes).
+fn quarter_of(day: i64) -> i64 {
+    if day == UNKNOWN_QUARTER {
+        UNKNOWN_QUARTER
+    } else {
+        day.saturating_mul(QUARTERS_PER_DAY)
+    }
+}
+
+/// A file's quarter-hour buckets by (day, global model number); empty tallies are left out,
+/// as a report leaves them out.
+fn by_day(
+    buckets: &HashMap<BucketKey, Tally>,
+    names: &[String],
+    models: &mut Models,
+) -> BTreeMap<DayKey, Tally> {
+    let mut out: BTreeMap<DayKey, Tally> = BTreeMap::new();
+    for (&(quarter, model), tally) in buckets {
+        if tally.is_empty() {
+            continue;
+        }
+        let number = names
+            .get(model as usize)
+            .map_or(UNKNOWN_MODEL, |name| models.number(name));
+        out.entry((day_number(quarter), number))
+            .or_default()
+            .add(tally);
+    }
+    out
+}
+
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `after - before`, bucket by bucket, leaving out the buckets where they are equal.
+fn correction(
+    before: &BTreeMap<DayKey, Tally>,
+    after: &BTreeMap<DayKey, Tally>,
+) -> Vec<(DayKey, Delta)> {
+    let zero = Tally::default();
+    let mut keys: Vec<&DayKey> = before.keys().chain(after.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|key| {
+            let b = before.get(key).unwrap_or(&zero);
+            let a = after.get(key).unwrap_or(&zero);
+            if a == b {
+                return None;
+            }
+            let mut tokens = [0i64; 5];
+            for (slot, (x, y)) in tokens.iter_mut().zip(a.tokens.iter().zip(b.tokens)) {
+                *slot = signed(*x).saturating_sub(signed(y));
+            }
+            let delta = Delta {
+                tokens,
+                cost: a.cost - b.cost,
+                events: signed(a.events).saturating_sub(signed(b.events)),
+            };
+            Some((*key, delta))
+        })
+        .collect()
+}
+
+/// `own + delta`, floored at zero.
+fn corrected(own: &Tally, delta: &Delta) -> Tally {
+    let add = |a: u64, d: i64| {
+        let sum = i128::from(a) + i128::from(d);
+        u64::try_from(sum.max(0)).unwrap_or(u64::MAX)
+    };
+    let mut out = *own;
+    for (slot, d) in out.tokens.iter_mut().zip(delta.tokens) {
+        *slot = add(*slot, d);
+    }
+    out.cost += delta.cost;
+    out.events = add(out.events, delta.events);
+    out
+}
+
+/// The full path: every file read and merged, and the snapshot of that answer.
+fn full(
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize) + Sync),
+    request: Vec<u8>,
+) -> (Report, Snapshot) {
+    // Every file is read with its merge keys (ids) already.
+    let merged = read_and_merge(files, options, progress, true);
+    let mut models = Models::default();
+    let mut entries = Vec::with_capacity(merged.read.len());
+    let mut holders: HashMap<u64, u32> = HashMap::new();
+    let empty = HashMap::new();
+    for (i, t) in merged.read.iter().enumerate() {
+        let own = by_day(
+            merged.own.get(i).unwrap_or(&empty),
+            &t.summary.models,
+            &mut models,
+        );
+        let after = by_day(
+            merged.buckets.get(i).unwrap_or(&empty),
+            &t.summary.models,
+            &mut models,
+        );
+        let number = u32::try_from(i).unwrap_or(SEVERAL);
+        for id in keys_of(t) {
+            holders
+                .entry(key_hash(t.format, id))
+                .and_modify(|h| {
+                    if *h != number {
+                        *h = SEVERAL;
+                    }
+                })
+                .or_insert(number);
+        }
+        entries.push(FileEntry {
+            path: t.path.as_os_str().as_bytes().to_vec(),
+            format: t.format,
+            coverage: t.coverage,
+            stat: None,
+            correction: correction(&own, &after),
+            own: own.into_iter().collect(),
+        });
+    }
+    let mut keys: Vec<(u64, u32)> = holders.into_iter().collect();
+    keys.sort_unstable();
+    let mut skipped: Vec<Vec<u8>> = merged
+        .report
+        .skipped
+        .iter()
+        .map(|s| s.path.as_os_str().as_bytes().to_vec())
+        .collect();
+    skipped.sort();
+    skipped.dedup();
+    // The windows checked once more, to record each file's stat for the next run.
+    if let Ok(standings) = check_all(&entries, options.threads) {
+        for (entry, standing) in entries.iter_mut().zip(standings) {
+            if let Standing::Current(stat) = standing {
+                entry.stat = stat;
+            }
+        }
+    }
+    let snapshot = Snapshot {
+        request,
+        files: entries,
+        skipped,
+        models: models.names,
+        duplicates: merged.report.cross_file_duplicates,
+        keys,
+    };
+    let mut report = merged.report;
+    answer(&snapshot, options, &mut report);
+    (report, snapshot)
+}
+
+/// Fills the report's rows, file counts and duplicates from the snapshot.
+fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut Report) {
+    let mut rows = Grouper::new(options);
+    let zero = Tally::default();
+    report.files.clear();
+    for f in &snapshot.files {
+        *report.files.entry(f.format.name()).or_default() += 1;
+        let path = PathBuf::from(std::ffi::OsString::from_vec(f.path.clone()));
+        let (session, project) = session_of(&path, f.format);
+        let mut buckets: BTreeMap<DayKey, Tally> = f.own.iter().copied().collect();
+        for (key, delta) in &f.correction {
+            let own = buckets.get(key).unwrap_or(&zero);
+            let value = corrected(own, delta);
+            buckets.insert(*key, value);
+        }
+        for ((day, model), tally) in &buckets {
+            let model_name = || {
+                snapshot
+                    .models
+                    .get(*model as usize)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_owned())
+            };
+            rows.add(
+                (&session, &project),
+                f.format,
+                quarter_of(*day),
+                model_name,
+                tally,
+            );
+        }
+    }
+    report.cross_file_duplicates = snapshot.duplicates;
+    rows.finish(report);
+}
+
+/// How a file stands against its snapshot entry.
+enum Standing {
+    /// As it was; with the stat to record if it differs from the recorded one.
+    Current(Option<Stat>),
+    Grew,
+}
+
+/// Checks every snapshot entry against its file, in a few threads; the first file that is
+/// neither as it was nor grown is the reason to take the full path.
+fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, String> {
+    let check = |f: &FileEntry| -> Result<Standing, String> {
+        let path = PathBuf::from(std::ffi::OsString::from_vec(f.path.clone()));
+        let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        // Taken before the file is read: a change after it changes mtime or ctime.
+        let taken = std::time::SystemTime::now();
+        let meta = std::fs::metadata(&path).map_err(unreadable)?;
+        let now = Stat::of(&meta, taken);
+        if let Some(stat) = &f.stat
+            && stat.len == f.coverage.end
+            && stat.same_file(&now)
+        {
+            return Ok(Standing::Current(None));
+        }
+        let file = File::open(&path).map_err(unreadable)?;
+        match f.coverage.check(&file).map_err(unreadable)? {
+            CoverageCheck::Current { .. } => {
+                let record = (now.len == f.coverage.end && now.settled() && f.stat != Some(now))
+                    .then_some(now);
+                Ok(Standing::Current(record))
+            }
+            CoverageCheck::Grew { .. } => Ok(Standing::Grew),
+            other => Err(format!(
+                "{} changed ({})",
+                path.display(),
+                serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(str::to_owned))
+                    .unwrap_or_default()
+            )),
+        }
+    };
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        n => n,
+    }
+    .clamp(1, entries.len().max(1));
+    let chunk = entries.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(check).collect::<Result<Vec<_>, _>>()))
+            .collect();
+        let mut out = Vec::with_capacity(entries.len());
+        for handle in handles {
+            let part = handle
+                .join()
+                .map_err(|_| "a checking thread stopped".to_owned())??;
+            out.extend(part);
+        }
+        Ok(out)
+    })
+}
+
+/// The warm path: the answer from the snapshot, after catching up the files that grew. `Err`
+/// says why the full path must answer instead. With the answer, the snapshot to write if it
+/// changed.
+fn warm(
+    mut snapshot: Snapshot,
+    files: &[PathBuf],
+    options: &UsageOptions,
+) -> Result<(Report, SnapshotOutcome, Option<Snapshot>), String> {
+    // The same files: those read and those that could not be, in path order.
+    if files.len() != snapshot.files.len() + snapshot.skipped.len() {
+        return Err("files were added or removed".to_owned());
+    }
+    let mut known = snapshot.files.iter().map(|f| f.path.as_slice()).peekable();
+    let mut skipped_known = snapshot.skipped.iter().map(Vec::as_slice).peekable();
+    for file in files {
+        let bytes = file.as_os_str().as_bytes();
+        if known.peek() == Some(&bytes) {
+            known.next();
+        } else if skipped_known.peek() == Some(&bytes) {
+            skipped_known.next();
+        } else {
+            return Err("files were added or removed".to_owned());
+        }
+    }
+    let standings = check_all(&snapshot.files, options.threads)?;
+    // Stats newly settled are recorded: the next run need not read those files' windows.
+    let mut changed = false;
+    for (entry, standing) in snapshot.files.iter_mut().zip(&standings) {
+        if let Standing::Current(Some(stat)) = standing {
+            entry.stat = Some(*stat);
+            changed = true;
+        }
+    }
+    let mut report = Report::default();
+    for path in &snapshot.skipped {
+        let path = PathBuf::from(std::ffi::OsString::from_vec(path.clone()));
+        match open(&path, &options.open) {
+            Ok(_) => return Err(format!("{} can be read now", path.display())),
+            Err(error) => report.skipped.push(Skipped { path, error }),
+        }
+    }
+    let grown: Vec<usize> = standings
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Standing::Grew))
+        .map(|(i, _)| i)
+        .collect();
+    if grown.is_empty() {
+        answer(&snapshot, options, &mut report);
+        return Ok((
+            report,
+            SnapshotOutcome::Current,
+            changed.then_some(snapshot),
+        ));
+    }
+    let open_options = OpenOptions {
+        buckets_from: Some(UNKNOWN_QUARTER),
+        ..options.open.clone()
+    };
+    let mut models = Models {
+        numbers: snapshot
+            .models
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| Some((m.clone(), u32::try_from(i).ok()?)))
+            .collect(),
+        names: std::mem::take(&mut snapshot.models),
+    };
+    // Keys first seen in a grown file, and which one: two grown files may not share one.
+    let mut new_keys: HashMap<u64, u32> = HashMap::new();
+    for &i in &grown {
+        let number = u32::try_from(i).map_err(|_| "too many files".to_owned())?;
+        let Some(entry) = snapshot.files.get_mut(i) else {
+            return Err("a snapshot entry went missing".to_owned());
+        };
+        let path = PathBuf::from(std::ffi::OsString::from_vec(entry.path.clone()));
+        let t = open(&path, &open_options).map_err(|e| format!("{}: {e}", path.display()))?;
+        *report.outcomes.entry(outcome_name(&t.outcome)).or_default() += 1;
+        let fresh = new_bytes(&path, &entry.coverage, &t)?;
+        if t.format != entry.format {
+            return Err(format!("{} reads as another format now", path.display()));
+        }
+        for hash in keys_in(t.format, &fresh) {
+            match snapshot.keys.binary_search_by_key(&hash, |&(h, _)| h) {
+                Ok(at) if snapshot.keys.get(at).is_some_and(|&(_, h)| h == number) => {}
+                Ok(_) => {
+                    return Err(format!(
+                        "{} grew with a message another file holds",
+                        path.display()
+                    ));
+                }
+                Err(_) => {
+                    if *new_keys.entry(hash).or_insert(number) != number {
+                        return Err("two files grew with the same message".to_owned());
+                    }
+                }
+            }
+        }
+        let empty = HashMap::new();
+        let buckets = t.dedup.as_ref().map_or(&empty, |d| &d.buckets);
+        let own: Vec<(DayKey, Tally)> = by_day(buckets, &t.summary.models, &mut models)
+            .into_iter()
+            .collect();
+        // A torn line alone changes nothing worth writing.
+        changed |= own != entry.own || t.coverage != entry.coverage;
+        entry.own = own;
+        entry.coverage = t.coverage;
+        entry.stat = None;
+    }
+    snapshot.models = models.names;
+    if !new_keys.is_empty() {
+        snapshot.keys.extend(new_keys);
+        snapshot.keys.sort_unstable();
+    }
+    answer(&snapshot, options, &mut report);
+    let outcome = SnapshotOutcome::CaughtUp { files: grown.len() };
+    Ok((report, outcome, changed.then_some(snapshot)))
+}
+
+/// The bytes an answer covers beyond the snapshot's coverage of the file, checked to be the
+/// ones the answer folded: the running crc over the old coverage and them is the answer's.
+fn new_bytes(path: &Path, old: &Coverage, t: &Transcript) -> Result<Vec<u8>, String> {
+    let end = t.coverage.end;
+    if end < old.end {
+        return Err(format!("{} is covered less than before", path.display()));
+    }
+    let len = usize::try_from(end - old.end).map_err(|_| "too many new bytes".to_owned())?;
+    let mut bytes = vec![0u8; len];
+    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, old.end)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut crc = crc32fast::Hasher::new_with_initial(old.crc);
+    crc.update(&bytes);
+    if crc.finalize() != t.coverage.crc {
+        return Err(format!("{} changed while it was read", path.display()));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Snapshot {
+        Snapshot {
+            request: b"r".to_vec(),
+            files: vec![FileEntry {
+                path: b"/a.jsonl".to_vec(),
+                format: Format::ClaudeCode,
+                coverage: Coverage::empty(),
+                stat: None,
+                own: vec![(
+                    (20_000, 0),
+                    Tally {
+                        tokens: [1, 2, 3, 4, 10],
+                        cost: 0.0,
+                        events: 1,
+                    },
+                )],
+                correction: vec![(
+                    (20_000, 0),
+                    Delta {
+                        tokens: [-1, -2, -3, -4, -10],
+                        cost: 0.0,
+                        events: -1,
+                    },
+                )],
+            }],
+            skipped: vec![b"/b.jsonl".to_vec()],
+            models: vec!["m".to_owned()],
+            duplicates: 1,
+            keys: vec![(1, 0), (2, SEVERAL)],
+        }
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_and_any_damage_is_refused() {
+        let s = sample();
+        let bytes = encode(&s).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), s);
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert!(decode(&bad).is_err(), "flipped byte {i} was believed");
+        }
+        for len in 0..bytes.len() {
+            assert!(decode(&bytes[..len]).is_err(), "cut at {len} was believed");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_that_does_not_hold_together_is_refused() {
+        let mut s = sample();
+        s.keys = vec![(2, 0), (1, 0)];
+        assert!(decode(&encode(&s).unwrap()).is_err());
+        let mut s = sample();
+        s.keys = vec![(1, 5)];
+        assert!(decode(&encode(&s).unwrap()).is_err());
+        let mut s = sample();
+        s.skipped = vec![b"/a.jsonl".to_vec()];
+        assert!(decode(&encode(&s).unwrap()).is_err());
+        let mut s = sample();
+        s.files[0].own[0].0.1 = 7;
+        assert!(decode(&encode(&s).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_correction_puts_back_what_the_merge_made() {
+        let mut models = Models::default();
+        let t = |n: u64| Tally {
+            tokens: [n, 0, 0, 0, n],
+            cost: 0.0,
+            events: 1,
+        };
+        let own: BTreeMap<DayKey, Tally> = [((1, 0), t(5)), ((2, 0), t(3))].into();
+        let after: BTreeMap<DayKey, Tally> = [((1, 0), t(9)), ((3, 0), t(4))].into();
+        let delta = correction(&own, &after);
+        for (key, want) in [((1, 0), t(9)), ((2, 0), Tally::default()), ((3, 0), t(4))] {
+            let d = delta.iter().find(|(k, _)| *k == key).map(|(_, d)| *d);
+            let base = own.get(&key).copied().unwrap_or_default();
+            assert_eq!(corrected(&base, &d.unwrap_or_default()), want, "{key:?}");
+        }
+        assert_eq!(models.number("x"), 0);
+        assert_eq!(models.number("y"), 1);
+        assert_eq!(models.number("x"), 0);
+    }
+
+    #[test]
+    fn days_and_quarters_agree() {
+        for q in [0, 95, 96, 191, -1, -96, -97, 1_900_000] {
+            let day = day_number(q);
+            assert_eq!(
+                super::super::usage::day_of(quarter_of(day)),
+                super::super::usage::day_of(q),
+                "{q}"
+            );
+        }
+        assert_eq!(quarter_of(day_number(UNKNOWN_QUARTER)), UNKNOWN_QUARTER);
+    }
+}
