@@ -344,10 +344,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 }
 
 /// Parses a line as a JSON object into `T` (whose fields are all tolerant), or `None` if the
-/// line is not a JSON object (not JSON at all, another JSON value, or a key repeated among
-/// the fields `T` reads).
+/// line is not a JSON object (not JSON at all, not UTF-8, another JSON value, or a key
+/// repeated among the fields `T` reads).
 pub(crate) fn parse_line<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Option<T> {
-    match serde_json::from_slice::<Obj<T>>(line) {
+    // serde_json skips the strings of fields it ignores without checking their UTF-8, so a
+    // bad byte would make a line count or not depending on which field it fell in.
+    let text = std::str::from_utf8(line).ok()?;
+    match serde_json::from_str::<Obj<T>>(text) {
         Ok(Obj::Is(t)) => Some(t),
         _ => None,
     }
@@ -430,6 +433,9 @@ mod tests {
             b"not json",
             b"",
             b"{\"n\":1,\"n\":2}",
+            // Not UTF-8, in a field the probe ignores and in one it reads.
+            b"{\"n\":1,\"other\":\"a\xd6b\"}",
+            b"{\"s\":\"a\xd6b\"}",
         ] {
             assert!(parse_line::<Probe>(line).is_none(), "{line:?}");
         }
