@@ -33,6 +33,7 @@ mod compact;
 mod error;
 mod layout;
 mod part;
+mod probe;
 mod rows;
 mod run;
 mod scan;

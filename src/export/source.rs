@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::ExportError;
-use super::transcript::{Probe, probe, transcript_id};
+use super::probe::{Probe, probe, transcript_id};
 use crate::query::{JsonlSource, PersistedSource};
 use crate::transcript::discover;
 

@@ -15,78 +15,17 @@ use serde::Deserialize;
 use super::commit::{Place, Steps};
 use super::error::ExportError;
 use super::layout::utc_date;
+use super::probe::subagent_parent;
 use super::rows::{EventRow, GenerationRow, SessionRow, TranscriptUsage};
 use super::scan::{Batch, Resume, ScanOptions, Scanned};
 use super::source::Source;
 use crate::event::{FoldState, Timestamp};
 use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
 use crate::transcript::json::{Amount, Count, Obj, Text, parse_line};
-use crate::transcript::{
-    Format, OpenOptions, Tally, Transcript, TranscriptError, detect_format, session_of,
-};
+use crate::transcript::{Format, OpenOptions, Tally, Transcript, TranscriptError, session_of};
 
 /// Progress is reported about every this many bytes.
 const PROGRESS_EVERY: u64 = 4 << 20;
-
-/// How much of a file's start is read to tell whether it is a transcript.
-const PROBE_BYTES: u64 = 1 << 20;
-
-/// What a `.jsonl` file is, from its first complete lines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Probe {
-    /// A transcript of this format.
-    Transcript,
-    /// No complete line yet: a transcript with nothing to export so far.
-    Empty,
-    /// Complete lines, none of which looks like a transcript.
-    Other,
-}
-
-/// Tells from its first complete lines whether `path` is a transcript.
-pub fn probe(path: &Path) -> Result<Probe, ExportError> {
-    use std::io::Read;
-    let file = File::open(path).map_err(|e| ExportError::io("open", path, e))?;
-    let mut head = Vec::new();
-    file.take(PROBE_BYTES)
-        .read_to_end(&mut head)
-        .map_err(|e| ExportError::io("read", path, e))?;
-    let lines = head
-        .split_inclusive(|&b| b == b'\n')
-        .filter_map(|line| line.strip_suffix(b"\n"));
-    if memchr::memchr(b'\n', &head).is_none() {
-        return Ok(Probe::Empty);
-    }
-    Ok(match detect_format(lines) {
-        Some(_) => Probe::Transcript,
-        None => Probe::Other,
-    })
-}
-
-/// The `source_id` of a transcript: its session id as `agentlog usage` names it (the file's
-/// stem), and for a Claude Code subagent file (`<session>/subagents/<agent>.jsonl`) the parent
-/// session's id and the file's stem, `<session>/<agent>`, so each file is its own source.
-pub fn transcript_id(path: &Path) -> String {
-    let stem = stem(path);
-    match subagent_parent(path) {
-        Some(parent) => format!("{parent}/{stem}"),
-        None => stem,
-    }
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-}
-
-/// The parent session of a subagent file, by its place in the tree.
-fn subagent_parent(path: &Path) -> Option<String> {
-    let parent = path.parent()?;
-    if parent.file_name()? != "subagents" {
-        return None;
-    }
-    let session_dir = parent.parent()?;
-    Some(session_dir.file_name()?.to_string_lossy().into_owned())
-}
 
 /// Reads a transcript through its index (caught up to its complete lines); `None` when it
 /// holds no complete line yet.
@@ -517,10 +456,5 @@ mod tests {
             tally_columns(Format::Pi, &t),
             [Some(1), Some(2), Some(3), None, Some(4), Some(10)]
         );
-        assert_eq!(
-            transcript_id(Path::new("/p/s/subagents/agent-1.jsonl")),
-            "s/agent-1"
-        );
-        assert_eq!(transcript_id(Path::new("/p/proj/abc.jsonl")), "abc");
     }
 }
