@@ -14,13 +14,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::{default_index_dir, ensure_private_dir, open_private_file};
+use super::cache::default_index_dir;
 use super::fold::{BucketKey, Fold, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
@@ -30,12 +29,10 @@ use super::usage::{
 };
 use crate::log::{Coverage, CoverageCheck};
 
-/// The first bytes of a snapshot file.
-const MAGIC: &[u8; 8] = b"AGLUSNAP";
-/// The snapshot layout; another one is rebuilt.
-const VERSION: u32 = 2;
-/// Magic, version, payload length, payload crc.
-const HEADER: usize = 8 + 4 + 8 + 4;
+mod file;
+
+use file::{read_snapshot, write_snapshot};
+
 /// The holder of a key several files hold.
 const SEVERAL: u32 = u32::MAX;
 /// Quarter-hours in a day.
@@ -279,124 +276,6 @@ fn keys_in(format: Format, bytes: &[u8]) -> Vec<u64> {
         .chain(fold.dedup.entries.keys())
         .map(|id| key_hash(format, id))
         .collect()
-}
-
-/// The snapshot in `path`, if it is whole, ours, of this request and holds together.
-fn read_snapshot(path: &Path, request: &[u8]) -> Result<Snapshot, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("no snapshot yet".to_owned());
-        }
-        Err(e) => return Err(format!("cannot read the snapshot: {e}")),
-    };
-    let snapshot = decode(&bytes)?;
-    if snapshot.request != request {
-        return Err("the snapshot is of another request".to_owned());
-    }
-    Ok(snapshot)
-}
-
-/// Decodes a snapshot file's bytes, checking its header, its checksum and its shape.
-fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
-    let damaged = |what: &str| Err(format!("the snapshot is damaged: {what}"));
-    let (Some(magic), Some(version), Some(len), Some(crc), Some(payload)) = (
-        bytes.get(0..8),
-        bytes.get(8..12),
-        bytes.get(12..20),
-        bytes.get(20..24),
-        bytes.get(HEADER..),
-    ) else {
-        return damaged("shorter than its header");
-    };
-    if magic != MAGIC {
-        return damaged("not a snapshot");
-    }
-    let version = u32::from_le_bytes(version.try_into().unwrap_or_default());
-    if version != VERSION {
-        return Err(format!("the snapshot's layout {version} is not {VERSION}"));
-    }
-    let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
-    if len != payload.len() as u64 {
-        return damaged("its length");
-    }
-    if crc32fast::hash(payload) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
-        return damaged("its checksum");
-    }
-    let snapshot: Snapshot = match postcard::from_bytes(payload) {
-        Ok(s) => s,
-        Err(e) => return damaged(&e.to_string()),
-    };
-    if !well_formed(&snapshot) {
-        return damaged("it does not hold together");
-    }
-    Ok(snapshot)
-}
-
-/// Whether a decoded snapshot holds together: files and skipped files sorted and apart, keys
-/// sorted and each filed under a file that exists, coverages and model numbers in range.
-fn well_formed(s: &Snapshot) -> bool {
-    let n = s.files.len();
-    let models = s.models.len();
-    let model_ok = |m: u32| m == UNKNOWN_MODEL || (m as usize) < models;
-    let files_sorted = s.files.windows(2).all(|w| match w {
-        [a, b] => a.path < b.path,
-        _ => true,
-    });
-    let skipped_sorted = s.skipped.windows(2).all(|w| match w {
-        [a, b] => a < b,
-        _ => true,
-    });
-    let apart = s
-        .skipped
-        .iter()
-        .all(|p| s.files.binary_search_by(|f| f.path.cmp(p)).is_err());
-    let keys_sorted = s.keys.windows(2).all(|w| match w {
-        [a, b] => a.0 < b.0,
-        _ => true,
-    });
-    let holders = s
-        .keys
-        .iter()
-        .all(|&(_, h)| h == SEVERAL || (h as usize) < n);
-    let entries = s.files.iter().all(|f| {
-        f.coverage.is_well_formed()
-            && f.own.iter().all(|((_, m), _)| model_ok(*m))
-            && f.correction.iter().all(|((_, m), _)| model_ok(*m))
-    });
-    files_sorted && skipped_sorted && apart && keys_sorted && holders && entries
-}
-
-fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
-    let payload = postcard::to_stdvec(snapshot).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    Ok(out)
-}
-
-/// Writes the snapshot under a temporary name (mode 0600), then renames it over `path`: a
-/// reader sees the old file or the new one, and a torn one fails its checksum.
-fn write_snapshot(dir: &Path, path: &Path, snapshot: &Snapshot) -> std::io::Result<()> {
-    let bytes = encode(snapshot).map_err(std::io::Error::other)?;
-    ensure_private_dir(dir)?;
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(format!(".{}.tmp", std::process::id()));
-    let temp = PathBuf::from(temp);
-    let _ = std::fs::remove_file(&temp);
-    let written = (|| {
-        let mut file = open_private_file(&temp)?;
-        file.set_len(0)?;
-        file.write_all(&bytes)?;
-        std::fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }
 
 /// Numbers model names across files.
@@ -826,103 +705,4 @@ fn new_bytes(path: &Path, old: &Coverage, t: &Transcript) -> Result<Vec<u8>, Str
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample() -> Snapshot {
-        Snapshot {
-            request: b"r".to_vec(),
-            files: vec![FileEntry {
-                path: b"/a.jsonl".to_vec(),
-                format: Format::ClaudeCode,
-                coverage: Coverage::empty(),
-                stat: None,
-                own: vec![(
-                    (20_000, 0),
-                    Tally {
-                        tokens: [1, 2, 3, 4, 10],
-                        cost: 0.0,
-                        events: 1,
-                    },
-                )],
-                correction: vec![(
-                    (20_000, 0),
-                    Delta {
-                        tokens: [-1, -2, -3, -4, -10],
-                        cost: 0.0,
-                        events: -1,
-                    },
-                )],
-            }],
-            skipped: vec![b"/b.jsonl".to_vec()],
-            models: vec!["m".to_owned()],
-            duplicates: 1,
-            keys: vec![(1, 0), (2, SEVERAL)],
-        }
-    }
-
-    #[test]
-    fn a_snapshot_round_trips_and_any_damage_is_refused() {
-        let s = sample();
-        let bytes = encode(&s).unwrap();
-        assert_eq!(decode(&bytes).unwrap(), s);
-        for i in 0..bytes.len() {
-            let mut bad = bytes.clone();
-            bad[i] ^= 0x40;
-            assert!(decode(&bad).is_err(), "flipped byte {i} was believed");
-        }
-        for len in 0..bytes.len() {
-            assert!(decode(&bytes[..len]).is_err(), "cut at {len} was believed");
-        }
-    }
-
-    #[test]
-    fn a_snapshot_that_does_not_hold_together_is_refused() {
-        let mut s = sample();
-        s.keys = vec![(2, 0), (1, 0)];
-        assert!(decode(&encode(&s).unwrap()).is_err());
-        let mut s = sample();
-        s.keys = vec![(1, 5)];
-        assert!(decode(&encode(&s).unwrap()).is_err());
-        let mut s = sample();
-        s.skipped = vec![b"/a.jsonl".to_vec()];
-        assert!(decode(&encode(&s).unwrap()).is_err());
-        let mut s = sample();
-        s.files[0].own[0].0.1 = 7;
-        assert!(decode(&encode(&s).unwrap()).is_err());
-    }
-
-    #[test]
-    fn a_correction_puts_back_what_the_merge_made() {
-        let mut models = Models::default();
-        let t = |n: u64| Tally {
-            tokens: [n, 0, 0, 0, n],
-            cost: 0.0,
-            events: 1,
-        };
-        let own: BTreeMap<DayKey, Tally> = [((1, 0), t(5)), ((2, 0), t(3))].into();
-        let after: BTreeMap<DayKey, Tally> = [((1, 0), t(9)), ((3, 0), t(4))].into();
-        let delta = correction(&own, &after);
-        for (key, want) in [((1, 0), t(9)), ((2, 0), Tally::default()), ((3, 0), t(4))] {
-            let d = delta.iter().find(|(k, _)| *k == key).map(|(_, d)| *d);
-            let base = own.get(&key).copied().unwrap_or_default();
-            assert_eq!(corrected(&base, &d.unwrap_or_default()), want, "{key:?}");
-        }
-        assert_eq!(models.number("x"), 0);
-        assert_eq!(models.number("y"), 1);
-        assert_eq!(models.number("x"), 0);
-    }
-
-    #[test]
-    fn days_and_quarters_agree() {
-        for q in [0, 95, 96, 191, -1, -96, -97, 1_900_000] {
-            let day = day_number(q);
-            assert_eq!(
-                super::super::usage::day_of(quarter_of(day)),
-                super::super::usage::day_of(q),
-                "{q}"
-            );
-        }
-        assert_eq!(quarter_of(day_number(UNKNOWN_QUARTER)), UNKNOWN_QUARTER);
-    }
-}
+mod tests;

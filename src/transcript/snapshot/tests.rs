@@ -1,0 +1,99 @@
+use super::file::{decode, encode};
+use super::*;
+
+fn sample() -> Snapshot {
+    Snapshot {
+        request: b"r".to_vec(),
+        files: vec![FileEntry {
+            path: b"/a.jsonl".to_vec(),
+            format: Format::ClaudeCode,
+            coverage: Coverage::empty(),
+            stat: None,
+            own: vec![(
+                (20_000, 0),
+                Tally {
+                    tokens: [1, 2, 3, 4, 10],
+                    cost: 0.0,
+                    events: 1,
+                },
+            )],
+            correction: vec![(
+                (20_000, 0),
+                Delta {
+                    tokens: [-1, -2, -3, -4, -10],
+                    cost: 0.0,
+                    events: -1,
+                },
+            )],
+        }],
+        skipped: vec![b"/b.jsonl".to_vec()],
+        models: vec!["m".to_owned()],
+        duplicates: 1,
+        keys: vec![(1, 0), (2, SEVERAL)],
+    }
+}
+
+#[test]
+fn a_snapshot_round_trips_and_any_damage_is_refused() {
+    let s = sample();
+    let bytes = encode(&s).unwrap();
+    assert_eq!(decode(&bytes).unwrap(), s);
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x40;
+        assert!(decode(&bad).is_err(), "flipped byte {i} was believed");
+    }
+    for len in 0..bytes.len() {
+        assert!(decode(&bytes[..len]).is_err(), "cut at {len} was believed");
+    }
+}
+
+#[test]
+fn a_snapshot_that_does_not_hold_together_is_refused() {
+    let mut s = sample();
+    s.keys = vec![(2, 0), (1, 0)];
+    assert!(decode(&encode(&s).unwrap()).is_err());
+    let mut s = sample();
+    s.keys = vec![(1, 5)];
+    assert!(decode(&encode(&s).unwrap()).is_err());
+    let mut s = sample();
+    s.skipped = vec![b"/a.jsonl".to_vec()];
+    assert!(decode(&encode(&s).unwrap()).is_err());
+    let mut s = sample();
+    s.files[0].own[0].0.1 = 7;
+    assert!(decode(&encode(&s).unwrap()).is_err());
+}
+
+#[test]
+fn a_correction_puts_back_what_the_merge_made() {
+    let mut models = Models::default();
+    let t = |n: u64| Tally {
+        tokens: [n, 0, 0, 0, n],
+        cost: 0.0,
+        events: 1,
+    };
+    let own: BTreeMap<DayKey, Tally> = [((1, 0), t(5)), ((2, 0), t(3))].into();
+    let after: BTreeMap<DayKey, Tally> = [((1, 0), t(9)), ((3, 0), t(4))].into();
+    let delta = correction(&own, &after);
+    for (key, want) in [((1, 0), t(9)), ((2, 0), Tally::default()), ((3, 0), t(4))] {
+        let d = delta.iter().find(|(k, _)| *k == key).map(|(_, d)| *d);
+        let base = own.get(&key).copied().unwrap_or_default();
+        assert_eq!(corrected(&base, &d.unwrap_or_default()), want, "{key:?}");
+    }
+    assert_eq!(models.number("x"), 0);
+    assert_eq!(models.number("y"), 1);
+    assert_eq!(models.number("x"), 0);
+}
+
+#[test]
+fn days_and_quarters_agree() {
+    for q in [0, 95, 96, 191, -1, -96, -97, 1_900_000] {
+        let day = day_number(q);
+        assert_eq!(
+            super::super::usage::day_of(quarter_of(day)),
+            super::super::usage::day_of(q),
+            "{q}"
+        );
+    }
+    assert_eq!(quarter_of(day_number(UNKNOWN_QUARTER)), UNKNOWN_QUARTER);
+}
