@@ -17,14 +17,14 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use crate::log::{Coverage, CoverageBuilder, WindowSum};
+use crate::log::{Coverage, CoverageBuilder};
 use crate::query::{
     LOG_FILE_NAME, QueryError, SessionHeader, SurfaceState, Vocabulary, validate_session_id,
 };
 use crate::search::error::SearchError;
 use crate::search::predicate::surface_name;
 use crate::search::reader::{Delta, Read, read_on, read_whole};
-use crate::search::stamp::Stamp;
+use crate::search::stamp::{Stamp, stamp_and_coverage};
 
 /// What the check of an unchanged session needs of its row (read for every session).
 struct Seen {
@@ -183,29 +183,11 @@ fn load_row(conn: &Connection, key: i64) -> Result<Row, SearchError> {
         [key],
         |r| {
             let u = |i: usize| r.get::<_, i64>(i).map(i64::cast_unsigned);
+            let (stamp, coverage) = stamp_and_coverage(r, 1)?;
             Ok(Row {
                 key: r.get(0)?,
-                stamp: Stamp {
-                    dev: u(1)?,
-                    ino: u(2)?,
-                    size: u(3)?,
-                    mtime: r.get(4)?,
-                    ctime: r.get(5)?,
-                },
-                coverage: Coverage {
-                    end: u(6)?,
-                    head: WindowSum {
-                        start: 0,
-                        len: u(7)?,
-                        crc: r.get(8)?,
-                    },
-                    tail: WindowSum {
-                        start: u(9)?,
-                        len: u(10)?,
-                        crc: r.get(11)?,
-                    },
-                    crc: r.get(12)?,
-                },
+                stamp,
+                coverage,
                 next_seq: u(13)?,
                 error: r.get(14)?,
             })

@@ -11,6 +11,8 @@ use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::log::{Coverage, WindowSum};
+
 /// How long a log must have been left alone before its stamp alone is trusted.
 pub const SETTLED: Duration = Duration::from_secs(2);
 
@@ -78,6 +80,38 @@ impl Stamp {
     pub fn same_file(&self, other: &Stamp) -> bool {
         self.dev == other.dev && self.ino == other.ino
     }
+}
+
+/// The stamp and the coverage a search index row stores in twelve columns from `first`, in
+/// this order: `dev, ino, size, mtime, ctime, covered, head_len, head_crc, tail_start,
+/// tail_len, tail_crc, crc` (the store's `sessions` table and the transcripts' `files` table).
+pub(crate) fn stamp_and_coverage(
+    r: &rusqlite::Row<'_>,
+    first: usize,
+) -> rusqlite::Result<(Stamp, Coverage)> {
+    let u = |i: usize| r.get::<_, i64>(first + i).map(i64::cast_unsigned);
+    let stamp = Stamp {
+        dev: u(0)?,
+        ino: u(1)?,
+        size: u(2)?,
+        mtime: r.get(first + 3)?,
+        ctime: r.get(first + 4)?,
+    };
+    let coverage = Coverage {
+        end: u(5)?,
+        head: WindowSum {
+            start: 0,
+            len: u(6)?,
+            crc: r.get(first + 7)?,
+        },
+        tail: WindowSum {
+            start: u(8)?,
+            len: u(9)?,
+            crc: r.get(first + 10)?,
+        },
+        crc: r.get(first + 11)?,
+    };
+    Ok((stamp, coverage))
 }
 
 #[cfg(test)]

@@ -16,11 +16,11 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use crate::log::{Coverage, DEFAULT_MAX_LINE, WindowSum};
+use crate::log::{Coverage, DEFAULT_MAX_LINE};
 use crate::search::error::SearchError;
 use crate::search::reconcile::{Caught, covered, doc_id, read_range};
 use crate::search::request::sanitize;
-use crate::search::stamp::Stamp;
+use crate::search::stamp::{Stamp, stamp_and_coverage};
 use crate::search::transcripts::UnreadableTranscript;
 use crate::search::transcripts::text::transcript_line_text;
 use crate::transcript::{Format, OpenOptions, TranscriptError, session_of};
@@ -245,29 +245,11 @@ fn load_row(conn: &Connection, key: i64) -> Result<Row, SearchError> {
         |r| {
             let u = |i: usize| r.get::<_, i64>(i).map(i64::cast_unsigned);
             let format: Option<String> = r.get(14)?;
+            let (stamp, coverage) = stamp_and_coverage(r, 1)?;
             Ok(Row {
                 key: r.get(0)?,
-                stamp: Stamp {
-                    dev: u(1)?,
-                    ino: u(2)?,
-                    size: u(3)?,
-                    mtime: r.get(4)?,
-                    ctime: r.get(5)?,
-                },
-                coverage: Coverage {
-                    end: u(6)?,
-                    head: WindowSum {
-                        start: 0,
-                        len: u(7)?,
-                        crc: r.get(8)?,
-                    },
-                    tail: WindowSum {
-                        start: u(9)?,
-                        len: u(10)?,
-                        crc: r.get(11)?,
-                    },
-                    crc: r.get(12)?,
-                },
+                stamp,
+                coverage,
                 lines: u(13)?,
                 format: format.and_then(|f| f.parse().ok()),
                 error: r.get(15)?,
