@@ -444,3 +444,26 @@ fn trace_session_writes_a_100_000_deep_chain() {
         "indentation stays bounded"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_trace_session_quietly() {
+    // `agentlog trace-session ... | head`: both outputs go through a buffered writer.
+    let dir = store();
+    let root = dir.path().to_str().unwrap();
+    for args in [
+        vec!["trace-session", root, "root", "--json"],
+        vec!["trace-session", root, "root"],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

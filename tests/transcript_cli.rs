@@ -264,3 +264,26 @@ fn bad_paths_and_files_are_typed_errors_with_the_clis_exit_codes() {
             .is_some_and(|x| x == "unsynced")
     }));
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_transcript_json_quietly() {
+    // `agentlog transcript --json ... | head`: the document goes through a buffered writer.
+    let Some((path, _)) = fixtures::all().into_iter().next() else {
+        eprintln!("skipped: no transcript fixtures");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_tmp, copy) = fixtures::copy_to_temp(&path);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(["transcript", s(&copy), "--json"])
+        .env("AGENTLOG_CACHE_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("failed"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

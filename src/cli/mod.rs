@@ -214,6 +214,19 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// The failure for a write to stdout that failed: as for [`write_stdout`], a closed pipe ends the
+/// process with exit 0 (the reader has gone), so it never returns for that error.
+pub fn stdout_failure(e: &std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(i32::from(EXIT_OK));
+    }
+    Failure::new(
+        "io_error",
+        EXIT_FAILURE,
+        format!("writing to stdout failed: {e}"),
+    )
+}
+
 /// Prints a JSON document on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string(value)

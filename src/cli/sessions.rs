@@ -14,7 +14,7 @@ use agentlog::query::{
 };
 
 use super::table::render;
-use super::{EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json};
+use super::{EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json, stdout_failure};
 
 /// `--surface` values.
 #[derive(Clone, Copy, ValueEnum)]
@@ -228,9 +228,13 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
         let mut out = std::io::BufWriter::new(stdout.lock());
         trace
             .write_json(&mut out)
-            .and_then(|()| writeln!(out).map_err(serde_json::Error::io))
-            .and_then(|()| out.flush().map_err(serde_json::Error::io))
-            .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
+            .map_err(|e| match e.io_error_kind() {
+                Some(kind) => stdout_failure(&kind.into()),
+                None => Failure::new("internal", EXIT_FAILURE, e.to_string()),
+            })?;
+        writeln!(out)
+            .and_then(|()| out.flush())
+            .map_err(|e| stdout_failure(&e))?;
         return Ok(EXIT_OK);
     }
     let chain: Vec<&str> = trace
@@ -276,14 +280,10 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for line in &lines {
-        writeln!(out, "{line}").map_err(|e| write_failure(&e))?;
+        writeln!(out, "{line}").map_err(|e| stdout_failure(&e))?;
     }
-    out.flush().map_err(|e| write_failure(&e))?;
+    out.flush().map_err(|e| stdout_failure(&e))?;
     Ok(EXIT_OK)
-}
-
-fn write_failure(e: &std::io::Error) -> Failure {
-    Failure::new("io_error", EXIT_FAILURE, format!("writing the output: {e}"))
 }
 
 pub fn trace_event(args: &TraceEventArgs) -> Result<u8, Failure> {

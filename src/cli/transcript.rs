@@ -15,7 +15,7 @@ use agentlog::transcript::{
 };
 
 use super::table::{render, thousands};
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display};
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, stdout_failure};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -117,11 +117,15 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         // Straight out: the document grows with the number of boundaries.
         let stdout = std::io::stdout().lock();
         let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
-        write_report(&transcript, subagents.as_ref(), &mut out)
-            .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
+        write_report(&transcript, subagents.as_ref(), &mut out).map_err(|e| {
+            match e.io_error_kind() {
+                Some(kind) => stdout_failure(&kind.into()),
+                None => Failure::new("internal", EXIT_FAILURE, e.to_string()),
+            }
+        })?;
         writeln!(out)
             .and_then(|()| out.flush())
-            .map_err(|e| Failure::new("internal", EXIT_FAILURE, e.to_string()))?;
+            .map_err(|e| stdout_failure(&e))?;
     } else {
         out!("{}", human(&transcript, subagents.as_ref()));
         let odd = odd_diagnostics(&transcript.summary);
