@@ -287,3 +287,30 @@ fn a_reader_that_goes_away_ends_transcript_json_quietly() {
     assert!(!stderr.contains("failed"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn a_rebuilt_index_is_reported_as_rebuilt_and_nothing_else() {
+    // A rewritten transcript's index is rebuilt into a new file; the old handle is given up
+    // without a close, which is no failure and must not be reported as one.
+    let Some((path, _)) = fixtures::all().into_iter().next() else {
+        eprintln!("skipped: no transcript fixtures");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (_tmp, copy) = fixtures::copy_to_temp(&path);
+    let first = agentlog(&["transcript", s(&copy)], &[("AGENTLOG_CACHE_DIR", &cache)]);
+    assert!(first.status.success());
+    let mut bytes = std::fs::read(&copy).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"\"type\"").unwrap();
+    bytes[at + 1] = b'T';
+    std::fs::write(&copy, &bytes).unwrap();
+    let out = agentlog(&["transcript", s(&copy)], &[("AGENTLOG_CACHE_DIR", &cache)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("rebuilt"), "{stderr}");
+    assert!(
+        !stderr.contains("failed") && !stderr.contains("panic"),
+        "{stderr}"
+    );
+}

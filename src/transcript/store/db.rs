@@ -127,8 +127,11 @@ impl Close for ReadOnlyDatabase {
 impl<D: Close> Held<D> {
     /// Gives the handle up without closing it (its file is about to be replaced): a close
     /// writes to the file, and on a damaged one redb can panic twice doing so, which aborts.
-    pub(crate) fn abandon(self) {
-        self.poisoned.set(true);
+    /// Nothing went wrong in this process, so the drop that follows logs nothing.
+    pub(crate) fn abandon(mut self) {
+        if let Some(db) = self.db.take() {
+            std::mem::forget(db);
+        }
     }
 
     /// Closes the handle now. Closing writes the shutdown header; on a damaged file redb can
