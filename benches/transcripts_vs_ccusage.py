@@ -62,6 +62,9 @@ def setup():
         os.makedirs(prefix, exist_ok=True)
         sh(["npm", "install", "--silent", "--prefix", prefix, f"ccusage@{CCUSAGE_VERSION}"])
     # The npm wrapper execs this native binary; timing the binary leaves node's start out.
+    # npm can unpack it without its execute bit (the wrapper sets it on first run).
+    if os.path.exists(native) and not os.access(native, os.X_OK):
+        os.chmod(native, os.stat(native).st_mode | 0o111)
     ccusage = native if os.path.exists(native) else os.path.join(prefix, "node_modules/.bin/ccusage")
     data = os.path.join(ROOT, f"target/bench-data/transcripts-{SIZE:g}mb")
     info_path = os.path.join(data, "info.json")
