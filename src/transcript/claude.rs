@@ -8,7 +8,7 @@ use memchr::memmem::Finder;
 use serde::Deserialize;
 
 use super::fold::{At, Boundary, BoundaryKind, Fold, Message, Recall, RecallError};
-use super::json::{Count, Flag, Obj, Text, parse_line};
+use super::json::{Count, Flag, Obj, Text};
 use super::tally::Tally;
 
 /// Every usage line holds this key; the copies inside `progress` lines do too, and are
@@ -82,12 +82,7 @@ pub(crate) fn fold_line(
     bytes: &[u8],
     recall: &mut dyn Recall,
 ) -> Result<(), RecallError> {
-    if !may_matter(bytes) {
-        return Ok(());
-    }
-    fold.summary.diagnostics.parsed_lines += 1;
-    let Some(line) = parse_line::<Line>(bytes) else {
-        fold.summary.diagnostics.invalid_lines += 1;
+    let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
         return Ok(());
     };
     match line.kind.as_str() {

@@ -8,7 +8,7 @@ use memchr::memmem::Finder;
 use serde::Deserialize;
 
 use super::fold::{At, Boundary, BoundaryKind, Fold, Recall, RecallError};
-use super::json::{Count, Obj, Text, parse_line};
+use super::json::{Count, Obj, Text};
 use super::tally::Tally;
 
 static TOKEN_COUNT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"token_count"));
@@ -69,12 +69,7 @@ pub(crate) fn fold_line(
     bytes: &[u8],
     recall: &mut dyn Recall,
 ) -> Result<(), RecallError> {
-    if !may_matter(bytes) {
-        return Ok(());
-    }
-    fold.summary.diagnostics.parsed_lines += 1;
-    let Some(line) = parse_line::<Line>(bytes) else {
-        fold.summary.diagnostics.invalid_lines += 1;
+    let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
         return Ok(());
     };
     let payload = line.payload.get();

@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::format::Format;
+use super::json::parse_line;
 use super::tally::Tally;
 
 /// What marks a compaction, in each format's own terms.
@@ -324,6 +325,25 @@ impl Fold {
     /// fold from the first line.
     pub fn buckets(&self) -> impl Iterator<Item = (BucketKey, &Tally)> {
         self.dedup.buckets.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// The line parsed as `T`, if `may_matter` says it can carry usage or a boundary (the
+    /// other lines are never parsed) and it is a JSON object; the diagnostics count the lines
+    /// parsed and those that were not objects.
+    pub(crate) fn parse<'a, T: Deserialize<'a>>(
+        &mut self,
+        bytes: &'a [u8],
+        may_matter: fn(&[u8]) -> bool,
+    ) -> Option<T> {
+        if !may_matter(bytes) {
+            return None;
+        }
+        self.summary.diagnostics.parsed_lines += 1;
+        let line = parse_line(bytes);
+        if line.is_none() {
+            self.summary.diagnostics.invalid_lines += 1;
+        }
+        line
     }
 
     /// Starts a new generation at a boundary.
