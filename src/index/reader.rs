@@ -258,6 +258,24 @@ impl Index {
         &self.outcome
     }
 
+    /// Writes the status file from this open's commit when the commit covers the whole log
+    /// and nothing else is about to (an open that found the index fresh commits nothing): so
+    /// that a status file lost or never written comes back without waiting for a commit.
+    pub(crate) fn publish_status(&self) {
+        let covers_log = self
+            .log
+            .metadata()
+            .is_ok_and(|m| m.len() == self.meta.watermark());
+        if self.outcome == IndexOutcome::Fresh
+            && !self.options.read_only
+            && self.options.faults().is_none()
+            && self.state.end == self.meta.watermark()
+            && covers_log
+        {
+            super::status_file::write(&self.paths.index, &self.meta);
+        }
+    }
+
     /// Bytes of the log this open read (validation windows plus new or rebuilt bytes).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read
