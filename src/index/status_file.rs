@@ -196,6 +196,8 @@ fn open_regular(path: &Path) -> Option<File> {
 /// name in the same folder then renamed over the old one. Never fails the caller: a failure is
 /// logged, and the stale or missing file is simply not used.
 pub(crate) fn write(index: &Path, meta: &Meta) {
+    // Temporary names differ between processes and between threads of one process.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let path = status_path(index);
     let Some(bytes) = encode(meta) else {
         tracing::debug!(status = %path.display(), "status too large for its file; removed");
@@ -203,7 +205,6 @@ pub(crate) fn write(index: &Path, meta: &Meta) {
         return;
     };
     // No fsync: the file is derived, and a torn or lost one fails its checks and is not used.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut temp = path.as_os_str().to_owned();
     temp.push(format!(
         ".{}.{}.tmp",
