@@ -72,7 +72,9 @@ pub(super) fn commit_rows(
         Ok(result) => {
             result?;
             // Every commit, of builds, catch-ups and the writer's, lands here.
-            status_file::write(path, meta);
+            if let Err(e) = status_file::write(path, meta) {
+                tracing::warn!(index = %path.display(), error = %e, "cannot write the status file");
+            }
             Ok(())
         }
         Err(panic) => {

@@ -272,7 +272,10 @@ impl Index {
             && self.state.end == self.meta.watermark()
             && covers_log
         {
-            super::status_file::write(&self.paths.index, &self.meta);
+            // A reader may find the folder read-only: not worth a warning on every answer.
+            if let Err(e) = super::status_file::write(&self.paths.index, &self.meta) {
+                tracing::debug!(index = %self.paths.index.display(), error = %e, "cannot write the status file");
+            }
         }
     }
 

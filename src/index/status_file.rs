@@ -193,16 +193,16 @@ fn open_regular(path: &Path) -> Option<File> {
 }
 
 /// Writes the status file of the index at `index` for its commit `meta`, under a temporary
-/// name in the same folder then renamed over the old one. Never fails the caller: a failure is
-/// logged, and the stale or missing file is simply not used.
-pub(crate) fn write(index: &Path, meta: &Meta) {
+/// name in the same folder then renamed over the old one. The caller logs a failure and goes
+/// on: a stale or missing file is simply not used.
+pub(crate) fn write(index: &Path, meta: &Meta) -> std::io::Result<()> {
     // Temporary names differ between processes and between threads of one process.
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let path = status_path(index);
     let Some(bytes) = encode(meta) else {
         tracing::debug!(status = %path.display(), "status too large for its file; removed");
         remove(index);
-        return;
+        return Ok(());
     };
     // No fsync: the file is derived, and a torn or lost one fails its checks and is not used.
     let mut temp = path.as_os_str().to_owned();
@@ -221,10 +221,10 @@ pub(crate) fn write(index: &Path, meta: &Meta) {
         drop(file);
         std::fs::rename(&temp, &path)
     })();
-    if let Err(e) = written {
+    if written.is_err() {
         let _ = std::fs::remove_file(&temp);
-        tracing::warn!(status = %path.display(), error = %e, "cannot write the status file");
     }
+    written
 }
 
 /// Removes the status file of the index at `index`, if any (the index is being replaced).

@@ -138,7 +138,7 @@ fn write_read_and_remove() {
     let path = status_path(&index);
     assert_eq!(path, dir.path().join("events.index.status"));
     assert_eq!(read(&path), None);
-    write(&index, &meta());
+    write(&index, &meta()).unwrap();
     assert_eq!(read(&path), Some(meta()));
     // Nothing else is left in the folder: the temporary name was renamed.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
