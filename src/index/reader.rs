@@ -262,15 +262,12 @@ impl Index {
     /// and nothing else is about to (an open that found the index fresh commits nothing): so
     /// that a status file lost or never written comes back without waiting for a commit.
     pub(crate) fn publish_status(&self) {
-        let covers_log = self
-            .log
-            .metadata()
-            .is_ok_and(|m| m.len() == self.meta.watermark());
+        let watermark = self.meta.watermark();
         if self.outcome == IndexOutcome::Fresh
             && !self.options.read_only
             && self.options.faults().is_none()
-            && self.state.end == self.meta.watermark()
-            && covers_log
+            && self.state.end == watermark
+            && self.log.metadata().is_ok_and(|m| m.len() == watermark)
         {
             // A reader may find the folder read-only: not worth a warning on every answer.
             if let Err(e) = super::status_file::write(&self.paths.index, &self.meta) {
