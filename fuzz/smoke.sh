@@ -4,13 +4,13 @@
 # disagreement. Usage: fuzz/smoke.sh [seconds per target, default 30]
 #
 # Environment:
-#   SMOKE_SECONDS        seconds per target (default 30; 12 targets => 6 minutes of fuzzing)
+#   SMOKE_SECONDS        seconds per target (default 30; 16 targets => 8 minutes of fuzzing)
 #   SMOKE_REGRESSIONS=0  skip replaying fuzz/regressions/ (on by default)
 set -euo pipefail
 
 cd "$(dirname "$0")"
 seconds="${1:-${SMOKE_SECONDS:-30}}"
-targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests transcript_claude transcript_codex transcript_pi transcript_text transcript_index_file statusline_input usage_snapshot)
+targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests transcript_claude transcript_codex transcript_pi transcript_text transcript_index_file statusline_input usage_snapshot status_file)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked

@@ -22,7 +22,7 @@ pub use report::{ExpectedFrom, GenerationRow, StatusReport, expected_generation}
 pub use scan::{GenerationView, full_scan, reverse_scan};
 
 use crate::event::{Boundary, Diagnostics, FoldState, GenerationStart, MoltCount, Totals};
-use crate::index::{Index, IndexError, IndexOptions, IndexOutcome};
+use crate::index::{Index, IndexError, IndexOptions, IndexOutcome, StatusAnswer, status_answer};
 use crate::log::{LogError, LogPaths, open_for_read};
 
 /// The default bound of the reverse scan: the last 8 MiB of the log.
@@ -279,8 +279,18 @@ pub fn current_generation_at(
     let mut index_outcome = None;
     let mut answer = None;
     if request.start_tier <= Tier::Index {
+        if let Some(StatusAnswer { state, bytes_read }) = status_answer(paths, &request.index) {
+            // The index's fresh open, without redb: the same checks, the same answer.
+            let mut view = GenerationView::from_state(&state);
+            view.bytes_read = bytes_read;
+            let mut current = label(view, request, Tier::Index)?;
+            current.index_outcome = Some(IndexOutcome::Fresh);
+            tracing::debug!(tier = %current.tier, api_calls = current.totals.api_calls, "current generation answered from the status file");
+            return Ok(current);
+        }
         match Index::open(paths, &request.index) {
             Ok(index) => {
+                index.publish_status();
                 index_outcome = Some(index.outcome().clone());
                 let mut view = GenerationView::from_state(index.state());
                 view.bytes_read = index.bytes_read();

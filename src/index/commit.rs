@@ -23,6 +23,7 @@ use super::db::{UnsyncedBuild, panic_message};
 use super::error::{Cause, Unwritable};
 use super::rows::RowBuffer;
 use super::schema::Meta;
+use super::status_file;
 use crate::log::WindowSum;
 
 /// Why [`commit_rows`] failed.
@@ -68,7 +69,14 @@ pub(super) fn commit_rows(
         }
     }));
     match attempt {
-        Ok(result) => Ok(result?),
+        Ok(result) => {
+            result?;
+            // Every commit, of builds, catch-ups and the writer's, lands here.
+            if let Err(e) = status_file::write(path, meta) {
+                tracing::warn!(index = %path.display(), error = %e, "cannot write the status file");
+            }
+            Ok(())
+        }
         Err(panic) => {
             rows.clear();
             let detail = format!("redb panicked while committing: {}", panic_message(&*panic));
@@ -177,6 +185,7 @@ pub(super) fn remove_index(path: &Path) -> Result<(), Unwritable> {
     }
     let _ = std::fs::remove_file(CommitMarker::path(path));
     UnsyncedBuild::remove_marker(path);
+    status_file::remove(path);
     Ok(())
 }
 

@@ -23,6 +23,10 @@ pub mod schema;
 #[cfg(not(feature = "testing"))]
 mod schema;
 mod seq_runs;
+#[cfg(feature = "testing")]
+pub mod status_file;
+#[cfg(not(feature = "testing"))]
+mod status_file;
 mod validate;
 mod verify;
 mod writer;
@@ -36,6 +40,7 @@ pub use open::Progress;
 pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use reader::Index;
 pub use schema::EventRow;
+pub(crate) use status_file::{StatusAnswer, answer as status_answer};
 pub use verify::TableComparison;
 pub use writer::{CommitPolicy, Writer, WriterOptions};
 

@@ -258,6 +258,24 @@ impl Index {
         &self.outcome
     }
 
+    /// Writes the status file from this open's commit when the commit covers the whole log
+    /// and nothing else is about to (an open that found the index fresh commits nothing): so
+    /// that a status file lost or never written comes back without waiting for a commit.
+    pub(crate) fn publish_status(&self) {
+        let watermark = self.meta.watermark();
+        if self.outcome == IndexOutcome::Fresh
+            && !self.options.read_only
+            && self.options.faults().is_none()
+            && self.state.end == watermark
+            && self.log.metadata().is_ok_and(|m| m.len() == watermark)
+        {
+            // A reader may find the folder read-only: not worth a warning on every answer.
+            if let Err(e) = super::status_file::write(&self.paths.index, &self.meta) {
+                tracing::debug!(index = %self.paths.index.display(), error = %e, "cannot write the status file");
+            }
+        }
+    }
+
     /// Bytes of the log this open read (validation windows plus new or rebuilt bytes).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read
