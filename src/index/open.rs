@@ -75,13 +75,6 @@ pub(crate) struct WritableIndex {
     committer: Committer,
 }
 
-pub(crate) fn expected(options: &IndexOptions) -> Expected {
-    Expected {
-        profile: options.fingerprint(),
-        max_line: options.max_line as u64,
-    }
-}
-
 fn empty_meta(options: &IndexOptions) -> Meta {
     Meta {
         parser: PARSER_VERSION,
@@ -386,7 +379,7 @@ impl WritableIndex {
             }
             Err(panic) => return Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
         };
-        let validity = validate::validate(&meta, &expected(options), log, log_len)
+        let validity = validate::validate(&meta, &Expected::of(options), log, log_len)
             .map_err(|e| IndexError::log_read(&self.log_path, e))?;
         if let Validity::Stale(reason) = validity {
             return Ok(Plan::Rebuild(reason));

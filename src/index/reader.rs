@@ -16,10 +16,10 @@ use redb::{ReadOnlyDatabase, ReadableDatabase};
 
 use super::db::{self, guarded};
 use super::error::{Cause, Source, Unwritable};
-use super::open::{Progress, Then, WritableIndex, expected, log_len};
+use super::open::{Progress, Then, WritableIndex, log_len};
 use super::rows::TypeMap;
 use super::schema::Meta;
-use super::validate::{self, Loaded, Validity};
+use super::validate::{self, Expected, Loaded, Validity};
 use super::verify::{self, CompareError, TableComparison};
 use super::{IndexError, IndexOptions, IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::event::{EventKind, FoldState, Folded, Folder, GenerationStart, Totals};
@@ -211,7 +211,7 @@ impl Index {
         let from = meta.watermark();
         let now = log_len(&log, &paths.log)?;
         let still_valid = !matches!(
-            validate::validate(&meta, &expected(options), &log, now).map_err(read)?,
+            validate::validate(&meta, &Expected::of(options), &log, now).map_err(read)?,
             Validity::Stale(_)
         );
         // The fold's crc started afresh at the watermark.
@@ -536,7 +536,7 @@ fn look(paths: &LogPaths, options: &IndexOptions, log: &File) -> Result<Look, In
         Ok(Err(e)) => return Ok(Look::Unavailable(Cause::error(e))),
         Err(panic) => return Ok(Look::Unavailable(Cause::described(panic))),
     };
-    let current = match validate::validate(&meta, &expected(options), log, log_len)
+    let current = match validate::validate(&meta, &Expected::of(options), log, log_len)
         .map_err(|e| IndexError::log_read(&paths.log, e))?
     {
         Validity::Stale(reason) => return Ok(Look::Stale(reason)),

@@ -17,9 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::IndexOptions;
-use super::open::expected;
 use super::schema::{FORMAT_VERSION, Meta};
-use super::validate::{self, Validity};
+use super::validate::{self, Expected, Validity};
 use crate::event::FoldState;
 use crate::log::LogPaths;
 
@@ -153,7 +152,7 @@ pub(crate) fn answer(paths: &LogPaths, options: &IndexOptions) -> Option<StatusA
     let meta = read(&status_path(&paths.index))?;
     let log = open_regular(&paths.log)?;
     let len = log.metadata().ok()?.len();
-    match validate::validate(&meta, &expected(options), &log, len) {
+    match validate::validate(&meta, &Expected::of(options), &log, len) {
         Ok(Validity::Current) => {}
         Ok(Validity::Behind | Validity::Stale(_)) | Err(_) => return None,
     }

@@ -6,13 +6,13 @@ use std::io;
 
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
 
-use super::StaleReason;
 use super::blocks;
 use super::rows::TypeMap;
 use super::schema::{
     self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, BOUNDARIES, FORMAT_KEY, FORMAT_VERSION, META,
     META_KEY, Meta, PARSER_VERSION,
 };
+use super::{IndexOptions, StaleReason};
 use crate::event::{GenerationStart, Totals};
 
 /// What reading the meta record found.
@@ -75,6 +75,16 @@ pub(crate) enum Validity {
 pub(crate) struct Expected {
     pub(crate) profile: u32,
     pub(crate) max_line: u64,
+}
+
+impl Expected {
+    /// What `options` require of an index.
+    pub(crate) fn of(options: &IndexOptions) -> Expected {
+        Expected {
+            profile: options.fingerprint(),
+            max_line: options.max_line as u64,
+        }
+    }
 }
 
 fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> {
