@@ -227,6 +227,23 @@ pub fn stdout_failure(e: &std::io::Error) -> Failure {
     )
 }
 
+/// Writes a JSON document on stdout through `write`, buffered, then a newline: for documents
+/// written straight out rather than built as a value first.
+pub fn stream_json(
+    write: impl FnOnce(&mut dyn std::io::Write) -> serde_json::Result<()>,
+) -> Result<(), Failure> {
+    use std::io::Write as _;
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    write(&mut out).map_err(|e| match e.io_error_kind() {
+        Some(kind) => stdout_failure(&kind.into()),
+        None => Failure::new("internal", EXIT_FAILURE, e.to_string()),
+    })?;
+    writeln!(out)
+        .and_then(|()| out.flush())
+        .map_err(|e| stdout_failure(&e))
+}
+
 /// Prints a JSON document on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string(value)

@@ -14,7 +14,7 @@ use agentlog::query::{
 };
 
 use super::table::render;
-use super::{EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json, stdout_failure};
+use super::{EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json, stdout_failure, stream_json};
 
 /// `--surface` values.
 #[derive(Clone, Copy, ValueEnum)]
@@ -224,17 +224,7 @@ pub fn trace_session(args: &TraceSessionArgs) -> Result<u8, Failure> {
     let trace = service(&store)?.trace_session(&args.session)?;
     if args.json {
         // The library writes the tree with an explicit stack: a chain can be thousands deep.
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        trace
-            .write_json(&mut out)
-            .map_err(|e| match e.io_error_kind() {
-                Some(kind) => stdout_failure(&kind.into()),
-                None => Failure::new("internal", EXIT_FAILURE, e.to_string()),
-            })?;
-        writeln!(out)
-            .and_then(|()| out.flush())
-            .map_err(|e| stdout_failure(&e))?;
+        stream_json(|out| trace.write_json(out))?;
         return Ok(EXIT_OK);
     }
     let chain: Vec<&str> = trace

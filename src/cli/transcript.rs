@@ -3,7 +3,6 @@
 //! its index in the cache directory.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
@@ -15,7 +14,7 @@ use agentlog::transcript::{
 };
 
 use super::table::{render, thousands};
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, stdout_failure};
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, stream_json};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -115,17 +114,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     };
     if args.json {
         // Straight out: the document grows with the number of boundaries.
-        let stdout = std::io::stdout().lock();
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
-        write_report(&transcript, subagents.as_ref(), &mut out).map_err(|e| {
-            match e.io_error_kind() {
-                Some(kind) => stdout_failure(&kind.into()),
-                None => Failure::new("internal", EXIT_FAILURE, e.to_string()),
-            }
-        })?;
-        writeln!(out)
-            .and_then(|()| out.flush())
-            .map_err(|e| stdout_failure(&e))?;
+        stream_json(|out| write_report(&transcript, subagents.as_ref(), out))?;
     } else {
         out!("{}", human(&transcript, subagents.as_ref()));
         let odd = odd_diagnostics(&transcript.summary);
