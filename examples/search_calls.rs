@@ -11,8 +11,10 @@
 //!
 //! `reuse` keeps one `SearchIndex` (its SQLite connection stays open, as in the bench);
 //! `fresh` makes a new one per call (as each CLI call does, less the process start). The query
-//! is the bench's rare phrase. The first call is the same in both runs, so one warm call's cost
-//! is the difference between runs with N=11 and N=1, divided by 10. With `cpu`, each call's
+//! is the bench's rare phrase, or `AGENTLOG_SEARCH_QUERY` when set (as "migration", the bench's
+//! common word, or "the failing", a phrase of two common words). The first call is the same in
+//! both runs, so one warm call's cost is the difference between runs with N=11 and N=1, divided
+//! by 10. With `cpu`, each call's
 //! thread CPU time is taken too and the warm calls' median printed (not under valgrind: the
 //! clock's vDSO lookup fails there).
 
@@ -35,8 +37,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("unknown mode {other:?}").into()),
     };
     let store = Store::open(store, StoreConfig::default())?;
+    let query =
+        std::env::var("AGENTLOG_SEARCH_QUERY").unwrap_or_else(|_| "zanzibar harbour".into());
     let request = SessionSearchRequest {
-        query: "zanzibar harbour".into(),
+        query,
         ..SessionSearchRequest::default()
     };
     let mut index = SearchIndex::new(&store, SearchConfig::default());
