@@ -25,7 +25,8 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Rows};
 
 /// The SQL function giving a document's match count (its `rowid` in the index's FTS5 table),
-/// or NULL when no counts are active or the document has none.
+/// or NULL when no counts are active or the document has none. The ranking statements
+/// (`rank`, the transcript search) name it and [`MARKS_FN`] in their SQL.
 pub(crate) const COUNT_FN: &str = "agentlog_match_count";
 /// The SQL function counting the runs of a `highlight()` text: its U+FDD0 marks.
 pub(crate) const MARKS_FN: &str = "agentlog_marks";
@@ -45,8 +46,8 @@ const TABLES: [&str; 3] = [
 ];
 
 /// Positions read per document matching beyond which counting is given up for `highlight()`:
-/// reading a position costs ~0.2 µs, counting a candidate with `highlight()` 2-4 µs
-/// (docs/PERFORMANCE.md, "Search").
+/// at 100k events reading a position cost ~0.2 µs, counting a candidate with `highlight()`
+/// 2-4 µs.
 const POSITIONS_PER_MATCH: u64 = 12;
 /// Positions read before the ratio above is judged, and between judgements (~0.15 ms).
 const JUDGED_AFTER: u64 = 1_024;
@@ -74,7 +75,7 @@ impl Drop for ActiveCounts<'_> {
 }
 
 fn lock(active: &Active) -> std::sync::MutexGuard<'_, Option<Counts>> {
-    // A panic while the lock is held leaves a map that is only ever read or replaced whole.
+    // A panic while the lock is held leaves counts that are only ever read or replaced whole.
     active.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
