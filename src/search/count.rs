@@ -16,7 +16,9 @@
 //! when the tokens' positions far outnumber the documents matching (a phrase with a common
 //! word: `highlight()` over the few candidates is cheaper), or when the positions do not come
 //! in document order. The connection-local tables of live sessions always count with
-//! `highlight()` (they are small).
+//! `highlight()` (they are small), and so do searches whose candidates may be few while the
+//! positions are the whole index's: with filters, within one session, over some of the
+//! indexed transcripts (the callers pass no phrases).
 
 use std::sync::{Arc, Mutex, PoisonError};
 

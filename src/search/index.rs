@@ -241,7 +241,6 @@ impl<'s> SearchIndex<'s> {
             limit,
         );
         let expression = fts_expression(&query, request.mode);
-        let phrases = phrases(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let id = request.session_id.as_str();
         let store = self.store;
@@ -271,7 +270,6 @@ impl<'s> SearchIndex<'s> {
                     ready.live.has_tables(),
                     id,
                     &expression,
-                    &phrases,
                     &predicates,
                     limit,
                     offset,

@@ -76,7 +76,8 @@ fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String
 }
 
 /// The page of sessions: each matching session's best event, ranked. Fetches `limit + 1` rows
-/// so the caller can tell whether a next page exists.
+/// so the caller can tell whether a next page exists. `phrases` are the query's, for the
+/// match counts (`count`).
 pub fn rank_sessions(
     db: &Db,
     live: bool,
@@ -95,6 +96,9 @@ pub fn rank_sessions(
          LIMIT ?2 OFFSET ?3",
         candidates(live, predicates, 4)
     );
+    // A filtered search counts with highlight(): its candidates may be few, while the
+    // positions read would be the whole index's.
+    let phrases = if predicates.is_empty() { phrases } else { &[] };
     run(
         db,
         &sql,
@@ -108,13 +112,11 @@ pub fn rank_sessions(
 }
 
 /// The page of one session's matching events, ranked.
-#[allow(clippy::too_many_arguments)]
 pub fn rank_events(
     db: &Db,
     live: bool,
     session_id: &str,
     expression: &str,
-    phrases: &[String],
     predicates: &Predicates,
     limit: u64,
     offset: u64,
@@ -127,11 +129,13 @@ pub fn rank_events(
         candidates(live, predicates, 5)
     );
     let session = [SqlValue::Text(session_id.into())];
+    // One session's candidates are counted with highlight(): the positions read would be the
+    // whole index's.
     run(
         db,
         &sql,
         expression,
-        phrases,
+        &[],
         limit,
         offset,
         &session,

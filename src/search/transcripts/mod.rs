@@ -396,6 +396,9 @@ fn rank(
          ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
          LIMIT ?2 OFFSET ?3"
     );
+    // A search of some of the indexed files counts with highlight(): its candidates may be
+    // few, while the positions read would be the whole index's.
+    let phrases = if searched.all { phrases } else { &[] };
     let _counts = db.counter.activate(conn, phrases).map_err(failed)?;
     let mut stmt = conn.prepare_cached(&sql).map_err(failed)?;
     let params = [
