@@ -3,7 +3,8 @@
 //! A candidate is a document matching the FTS5 expression, with its session's columns. Its match
 //! count is the number of runs `highlight()` would mark (FTS5 merges overlapping matches into
 //! one run): counted from the index's positions (`count`), or by `highlight()` itself when
-//! counting was given up and for live documents. Its length is the text's length in code
+//! counting was given up, for live documents, and in searches with filters or within one
+//! session. Its length is the text's length in code
 //! points. Both orders are the reference's: match count descending, length ascending, time
 //! descending, then session id ascending (sessions) and seq descending. Only the rows of the
 //! page get their text with every match wrapped in U+FDD0 ... U+FDD1 (`highlight()`), for the
