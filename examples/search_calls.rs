@@ -11,15 +11,19 @@
 //!
 //! `reuse` keeps one `SearchIndex` (its SQLite connection stays open, as in the bench);
 //! `fresh` makes a new one per call (as each CLI call does, less the process start). The query
-//! is the bench's rare phrase. The first call is the same in both runs, so one warm call's cost
-//! is the difference between runs with N=11 and N=1, divided by 10. With `cpu`, each call's
-//! thread CPU time is taken too and the warm calls' median printed (not under valgrind: the
-//! clock's vDSO lookup fails there).
+//! is the bench's rare phrase, or `AGENTLOG_SEARCH_QUERY` when set (as "migration", the bench's
+//! common word, or "the failing", a phrase of two common words). `AGENTLOG_SEARCH_SESSION=ID`
+//! filters the session search to that session; `AGENTLOG_SEARCH_EVENTS_OF=ID` makes the calls
+//! event searches within that session. The first call is the same in both runs, so one warm
+//! call's cost is the difference between runs with N=11 and N=1, divided by 10. With `cpu`,
+//! each call's thread CPU time is taken too and the warm calls' median printed (not under
+//! valgrind: the clock's vDSO lookup fails there).
 
 use std::time::Duration;
 
+use agentlog::query::SessionFilter;
 use agentlog::query::{Store, StoreConfig};
-use agentlog::search::{SearchConfig, SearchIndex, SessionSearchRequest};
+use agentlog::search::{EventSearchRequest, SearchConfig, SearchIndex, SessionSearchRequest};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -35,10 +39,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("unknown mode {other:?}").into()),
     };
     let store = Store::open(store, StoreConfig::default())?;
+    let query =
+        std::env::var("AGENTLOG_SEARCH_QUERY").unwrap_or_else(|_| "zanzibar harbour".into());
+    let session_filters = match std::env::var("AGENTLOG_SEARCH_SESSION") {
+        Ok(id) => vec![SessionFilter::Id { values: vec![id] }],
+        Err(_) => Vec::new(),
+    };
+    let events_of = std::env::var("AGENTLOG_SEARCH_EVENTS_OF").ok();
     let request = SessionSearchRequest {
-        query: "zanzibar harbour".into(),
+        query: query.clone(),
+        session_filters,
         ..SessionSearchRequest::default()
     };
+    let event_request = events_of.map(|session_id| EventSearchRequest {
+        session_id,
+        query,
+        ..EventSearchRequest::default()
+    });
     let mut index = SearchIndex::new(&store, SearchConfig::default());
     let mut hits = 0;
     let mut cpu = Vec::with_capacity(calls);
@@ -47,7 +64,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if fresh {
             index = SearchIndex::new(&store, SearchConfig::default());
         }
-        hits += index.search_sessions(&request)?.hits.len();
+        hits += match &event_request {
+            Some(events) => index.search_events(events)?.hits.len(),
+            None => index.search_sessions(&request)?.hits.len(),
+        };
         if timed {
             cpu.push(thread_cpu().saturating_sub(before));
         }

@@ -16,7 +16,7 @@ use crate::search::rank::{RankedRow, rank_events, rank_sessions};
 use crate::search::reconcile::{Caught, reconcile};
 use crate::search::request::{
     EventSearchRequest, SessionSearchRequest, check_event_filters, check_limit, event_fingerprint,
-    fts_expression, normalize_query, session_fingerprint,
+    fts_expression, normalize_query, phrases, session_fingerprint,
 };
 use crate::search::snippet::{DEFAULT_SNIPPET_CHARS, make_snippet};
 use crate::search::stamp::SETTLED;
@@ -176,6 +176,7 @@ impl<'s> SearchIndex<'s> {
             limit,
         );
         let expression = fts_expression(&query, request.mode);
+        let phrases = phrases(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let mut caught = Caught::default();
         self.with_ready(
@@ -188,9 +189,10 @@ impl<'s> SearchIndex<'s> {
                     None => 0,
                 };
                 let rows = rank_sessions(
-                    &ready.db.conn,
+                    ready.db,
                     ready.live.has_tables(),
                     &expression,
+                    &phrases,
                     &predicates,
                     limit,
                     offset,
@@ -264,7 +266,7 @@ impl<'s> SearchIndex<'s> {
                     None => 0,
                 };
                 let rows = rank_events(
-                    &ready.db.conn,
+                    ready.db,
                     ready.live.has_tables(),
                     id,
                     &expression,

@@ -51,11 +51,13 @@
     )
 )]
 
+mod count;
 mod cursor;
 mod db;
 mod error;
 mod index;
 mod live;
+mod marked;
 mod predicate;
 mod rank;
 mod reader;

@@ -66,8 +66,7 @@ impl Predicates {
         self.clauses.len()
     }
 
-    /// Whether there are none.
-    #[cfg(test)]
+    /// Whether there are none (the ranking then counts matches from the index's positions).
     pub fn is_empty(&self) -> bool {
         self.clauses.is_empty()
     }

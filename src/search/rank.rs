@@ -1,16 +1,21 @@
 //! The ranking statements: candidates, match counts, the best event per session, paging.
 //!
-//! A candidate is a document matching the FTS5 expression, with its session's columns and its
-//! text with every match wrapped in U+FDD0 ... U+FDD1 (`highlight`). Its match count is the
-//! number of wrapped runs (FTS5 merges overlapping matches into one run); its length is the
-//! text's length in code points. Both orders are the reference's: match count descending,
-//! length ascending, time descending, then session id ascending (sessions) and seq descending.
-//! Live sessions' documents come from connection-local tables and hide the persisted copy.
+//! A candidate is a document matching the FTS5 expression, with its session's columns. Its match
+//! count is the number of runs `highlight()` would mark (FTS5 merges overlapping matches into
+//! one run): counted from the index's positions (`count`), or by `highlight()` itself when
+//! counting was given up, for live documents, and in searches with filters or within one
+//! session. Its length is the text's length in code
+//! points. Both orders are the reference's: match count descending, length ascending, time
+//! descending, then session id ascending (sessions) and seq descending. Only the rows of the
+//! page get their text with every match wrapped in U+FDD0 ... U+FDD1 (`highlight()`), for the
+//! snippet. Live sessions' documents come from connection-local tables and hide the persisted
+//! copy.
 
-use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 
+use crate::search::db::Db;
 use crate::search::error::SearchError;
+use crate::search::marked::{PageDoc, Source, marked_texts};
 use crate::search::predicate::Predicates;
 
 /// One ranked row.
@@ -34,13 +39,16 @@ pub struct RankedRow {
     pub surface: String,
     /// The text with its matches marked.
     pub marked: String,
+    /// The document's rowid in its FTS5 table (the live one when `live`).
+    pub doc: i64,
 }
 
 const PERSISTED: &str = "
   SELECT s.id AS sid, s.cwd AS cwd, s.created_at AS created_at,
          s.parent AS parent, 0 AS live, 1 AS persisted, d.seq AS seq, d.type AS type,
-         d.time AS time, d.surface AS surface, d.length AS length,
-         highlight(fts, 0, char(64976), char(64977)) AS marked
+         d.time AS time, d.surface AS surface, d.length AS length, fts.rowid AS doc,
+         coalesce(agentlog_match_count(fts.rowid),
+                  agentlog_marks(highlight(fts, 0, char(64976), char(64977)))) AS mc
   FROM fts JOIN docs d ON d.id = fts.rowid JOIN sessions s ON s.key = d.session
   WHERE fts MATCH ?1 AND s.error IS NULL";
 
@@ -49,14 +57,11 @@ const HIDE_LIVE: &str = " AND s.id NOT IN (SELECT id FROM temp.live_sessions)";
 const LIVE: &str = "
   SELECT s.id AS sid, s.cwd AS cwd, s.created_at AS created_at,
          s.parent AS parent, 1 AS live, s.persisted AS persisted, d.seq AS seq, d.type AS type,
-         d.time AS time, d.surface AS surface, d.length AS length,
-         highlight(live_fts, 0, char(64976), char(64977)) AS marked
+         d.time AS time, d.surface AS surface, d.length AS length, live_fts.rowid AS doc,
+         agentlog_marks(highlight(live_fts, 0, char(64976), char(64977))) AS mc
   FROM temp.live_fts JOIN temp.live_docs d ON d.id = live_fts.rowid
        JOIN temp.live_sessions s ON s.key = d.session
   WHERE live_fts MATCH ?1";
-
-pub(crate) const MATCH_COUNT: &str =
-    "(length(CAST(marked AS BLOB)) - length(CAST(replace(marked, char(64976), '') AS BLOB))) / 3";
 
 fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String {
     let mut sql = String::from("SELECT * FROM (");
@@ -72,29 +77,34 @@ fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String
 }
 
 /// The page of sessions: each matching session's best event, ranked. Fetches `limit + 1` rows
-/// so the caller can tell whether a next page exists.
+/// so the caller can tell whether a next page exists. `phrases` are the query's, for the
+/// match counts (`count`).
 pub fn rank_sessions(
-    conn: &Connection,
+    db: &Db,
     live: bool,
     expression: &str,
+    phrases: &[String],
     predicates: &Predicates,
     limit: u64,
     offset: u64,
 ) -> Result<Vec<RankedRow>, SearchError> {
     let sql = format!(
         "WITH cand AS ({}),
-         counted AS (SELECT *, {MATCH_COUNT} AS mc FROM cand),
          ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY sid
-                    ORDER BY mc DESC, length ASC, time DESC, seq DESC) AS rn FROM counted)
-         SELECT sid, live, persisted, seq, type, time, surface, marked FROM ranked
+                    ORDER BY mc DESC, length ASC, time DESC, seq DESC) AS rn FROM cand)
+         SELECT sid, live, persisted, seq, type, time, surface, doc FROM ranked
          WHERE rn = 1 ORDER BY mc DESC, length ASC, time DESC, sid ASC, seq DESC
          LIMIT ?2 OFFSET ?3",
         candidates(live, predicates, 4)
     );
+    // A filtered search counts with highlight(): its candidates may be few, while the
+    // positions read would be the whole index's.
+    let phrases = if predicates.is_empty() { phrases } else { &[] };
     run(
-        conn,
+        db,
         &sql,
         expression,
+        phrases,
         limit,
         offset,
         &[],
@@ -103,9 +113,8 @@ pub fn rank_sessions(
 }
 
 /// The page of one session's matching events, ranked.
-#[allow(clippy::too_many_arguments)]
 pub fn rank_events(
-    conn: &Connection,
+    db: &Db,
     live: bool,
     session_id: &str,
     expression: &str,
@@ -114,18 +123,20 @@ pub fn rank_events(
     offset: u64,
 ) -> Result<Vec<RankedRow>, SearchError> {
     let sql = format!(
-        "WITH cand AS ({} AND sid = ?4),
-         counted AS (SELECT *, {MATCH_COUNT} AS mc FROM cand)
-         SELECT sid, live, persisted, seq, type, time, surface, marked FROM counted
+        "WITH cand AS ({} AND sid = ?4)
+         SELECT sid, live, persisted, seq, type, time, surface, doc FROM cand
          ORDER BY mc DESC, length ASC, time DESC, seq DESC
          LIMIT ?2 OFFSET ?3",
         candidates(live, predicates, 5)
     );
     let session = [SqlValue::Text(session_id.into())];
+    // One session's candidates are counted with highlight(): the positions read would be the
+    // whole index's.
     run(
-        conn,
+        db,
         &sql,
         expression,
+        &[],
         limit,
         offset,
         &session,
@@ -133,17 +144,21 @@ pub fn rank_events(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
-    conn: &Connection,
+    db: &Db,
     sql: &str,
     expression: &str,
+    phrases: &[String],
     limit: u64,
     offset: u64,
     extra: &[SqlValue],
     values: &[SqlValue],
 ) -> Result<Vec<RankedRow>, SearchError> {
     let failed = |e| SearchError::index("searching", e);
-    let mut stmt = conn.prepare(sql).map_err(failed)?;
+    let conn = &db.conn;
+    let _counts = db.counter.activate(conn, phrases).map_err(failed)?;
+    let mut stmt = conn.prepare_cached(sql).map_err(failed)?;
     let mut params: Vec<SqlValue> = vec![
         SqlValue::Text(expression.into()),
         SqlValue::Integer(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)),
@@ -162,34 +177,41 @@ fn run(
                 event_type: r.get(4)?,
                 time: r.get(5)?,
                 surface: r.get(6)?,
-                marked: r.get(7)?,
+                marked: String::new(),
+                doc: r.get(7)?,
             })
         })
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(failed)?;
-    // Headers are read for the page only: carried through the ranking, every candidate's
-    // header was sorted along with it.
-    // Each statement is prepared once per page, not once per hit.
+    // Headers and marked texts are read for the page only: carried through the ranking, every
+    // candidate's would be sorted (and highlighted) along with it.
     let mut rows = rows;
-    let mut stored = None;
-    let mut live = None;
     for row in &mut rows {
-        let (slot, table) = if row.live {
-            (&mut live, "temp.live_sessions")
+        let header = if row.live {
+            "SELECT header FROM temp.live_sessions WHERE id = ?1"
         } else {
-            (&mut stored, "sessions")
+            "SELECT header FROM sessions WHERE id = ?1"
         };
-        let stmt = match slot {
-            Some(stmt) => stmt,
-            None => slot.insert(
-                conn.prepare(&format!("SELECT header FROM {table} WHERE id = ?1"))
-                    .map_err(failed)?,
-            ),
-        };
-        row.header = stmt
-            .query_row([&row.session_id], |r| r.get::<_, Option<String>>(0))
+        row.header = conn
+            .prepare_cached(header)
+            .and_then(|mut s| s.query_row([&row.session_id], |r| r.get::<_, Option<String>>(0)))
             .map_err(failed)?
             .unwrap_or_default();
+    }
+    let docs: Vec<PageDoc> = rows
+        .iter()
+        .map(|row| PageDoc {
+            source: if row.live {
+                Source::Live
+            } else {
+                Source::Index
+            },
+            doc: row.doc,
+        })
+        .collect();
+    let marked = marked_texts(conn, expression, &docs).map_err(failed)?;
+    for (row, marked) in rows.iter_mut().zip(marked) {
+        row.marked = marked;
     }
     Ok(rows)
 }

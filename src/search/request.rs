@@ -94,25 +94,31 @@ pub fn normalize_query(query: &str) -> Result<String, SearchError> {
     Ok(sanitize(&collapsed))
 }
 
+/// The phrases of a normalized query, unquoted: the whole query, or in [`MatchMode::All`] each
+/// term that can hold a token (none: nothing can match).
+pub fn phrases(normalized: &str, mode: MatchMode) -> Vec<String> {
+    match mode {
+        MatchMode::Phrase => vec![normalized.to_string()],
+        MatchMode::All => normalized
+            .split(' ')
+            .filter(|term| term.chars().any(is_token_char))
+            .map(str::to_string)
+            .collect(),
+    }
+}
+
 /// The FTS5 expression for a normalized query: one quoted phrase (so `OR`, `NEAR`, `*` and
 /// quotes are plain text), or in [`MatchMode::All`] one phrase per term, all required.
 pub fn fts_expression(normalized: &str, mode: MatchMode) -> String {
-    let phrase = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
-    match mode {
-        MatchMode::Phrase => phrase(normalized),
-        MatchMode::All => {
-            let terms: Vec<String> = normalized
-                .split(' ')
-                .filter(|term| term.chars().any(is_token_char))
-                .map(phrase)
-                .collect();
-            if terms.is_empty() {
-                // Nothing to find, like a phrase of punctuation alone.
-                "\"\"".into()
-            } else {
-                terms.join(" AND ")
-            }
-        }
+    let terms: Vec<String> = phrases(normalized, mode)
+        .iter()
+        .map(|text| format!("\"{}\"", text.replace('"', "\"\"")))
+        .collect();
+    if terms.is_empty() {
+        // Nothing to find, like a phrase of punctuation alone.
+        "\"\"".into()
+    } else {
+        terms.join(" AND ")
     }
 }
 

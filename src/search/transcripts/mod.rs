@@ -21,9 +21,9 @@ use crate::search::cursor::Cursor;
 use crate::search::db::{Db, Schema, is_damage, lock};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
-use crate::search::rank::MATCH_COUNT;
+use crate::search::marked::{PageDoc, Source, marked_texts};
 use crate::search::reconcile::Caught;
-use crate::search::request::{MatchMode, check_limit, fts_expression, normalize_query};
+use crate::search::request::{MatchMode, check_limit, fts_expression, normalize_query, phrases};
 use crate::search::snippet::make_snippet;
 use crate::transcript::{Format, default_index_dir, default_roots, discover};
 use reconcile::{Scope, Searched, reconcile, skipped_code, stored_path};
@@ -235,6 +235,7 @@ impl TranscriptSearch {
         })
         .to_string();
         let expression = fts_expression(&query, request.mode);
+        let phrases = phrases(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let (_, page) = self.with_ready(&scope, |db, searched| {
             let offset = match &request.cursor {
@@ -248,9 +249,10 @@ impl TranscriptSearch {
                 None => 0,
             };
             let mut hits = rank(
-                &db.conn,
+                db,
                 searched,
                 &expression,
+                &phrases,
                 limit,
                 offset,
                 snippet_chars,
@@ -353,14 +355,16 @@ fn scope(paths: &[PathBuf]) -> Scope {
 /// The page of hits: match count descending, length ascending, time descending (unknown
 /// last), then file ascending and offset descending. Fetches `limit + 1` hits.
 fn rank(
-    conn: &rusqlite::Connection,
+    db: &Db,
     searched: &Searched,
     expression: &str,
+    phrases: &[String],
     limit: u64,
     offset: u64,
     snippet_chars: usize,
 ) -> Result<Vec<TranscriptSearchHit>, SearchError> {
     let failed = |e| SearchError::index("searching", e);
+    let conn = &db.conn;
     let restrict = if searched.all {
         ""
     } else {
@@ -377,20 +381,26 @@ fn rank(
         }
         " AND d.file IN (SELECT key FROM temp.searched)"
     };
+    // Match counts as a store search's (`rank`, `count`); the marked text for the page only.
     let sql = format!(
         "WITH cand AS (
            SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
                   d.type AS type, d.role AS role, d.time AS time, d.length AS length,
-                  highlight(fts, 0, char(64976), char(64977)) AS marked
-           FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict}),
-         counted AS (SELECT *, {MATCH_COUNT} AS mc FROM cand)
+                  fts.rowid AS doc,
+                  coalesce(agentlog_match_count(fts.rowid),
+                           agentlog_marks(highlight(fts, 0, char(64976), char(64977)))) AS mc
+           FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict})
          SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
-                c.marked
-         FROM counted c JOIN files f ON f.key = c.file
+                c.doc
+         FROM cand c JOIN files f ON f.key = c.file
          ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
          LIMIT ?2 OFFSET ?3"
     );
-    let mut stmt = conn.prepare(&sql).map_err(failed)?;
+    // A search of some of the indexed files counts with highlight(): its candidates may be
+    // few, while the positions read would be the whole index's.
+    let phrases = if searched.all { phrases } else { &[] };
+    let _counts = db.counter.activate(conn, phrases).map_err(failed)?;
+    let mut stmt = conn.prepare_cached(&sql).map_err(failed)?;
     let params = [
         SqlValue::Text(expression.into()),
         SqlValue::Integer(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)),
@@ -399,8 +409,6 @@ fn rank(
     let rows = stmt
         .query_map(rusqlite::params_from_iter(params), |r| {
             let format: Option<String> = r.get(1)?;
-            let marked: String = r.get(9)?;
-            let snippet = make_snippet(&marked, snippet_chars);
             // Only files read as a format have documents.
             let format = format
                 .and_then(|f| f.parse::<Format>().ok())
@@ -411,7 +419,7 @@ fn rank(
                         "a file with documents but no format".into(),
                     )
                 })?;
-            Ok(TranscriptSearchHit {
+            let hit = TranscriptSearchHit {
                 file: stored_path(r.get(0)?),
                 format,
                 session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
@@ -421,11 +429,30 @@ fn rank(
                 kind: r.get(6)?,
                 role: r.get(7)?,
                 time: r.get(8)?,
-                snippet: snippet.text,
-                marks: snippet.marks,
-            })
+                snippet: String::new(),
+                marks: Vec::new(),
+            };
+            Ok((hit, r.get::<_, i64>(9)?))
         })
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(failed)?;
-    Ok(rows)
+    // The marked texts, for the snippets, of the page's lines only.
+    let docs: Vec<PageDoc> = rows
+        .iter()
+        .map(|(_, doc)| PageDoc {
+            source: Source::Index,
+            doc: *doc,
+        })
+        .collect();
+    let marked = marked_texts(conn, expression, &docs).map_err(failed)?;
+    Ok(rows
+        .into_iter()
+        .zip(marked)
+        .map(|((mut hit, _), marked)| {
+            let snippet = make_snippet(&marked, snippet_chars);
+            hit.snippet = snippet.text;
+            hit.marks = snippet.marks;
+            hit
+        })
+        .collect())
 }
