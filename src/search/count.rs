@@ -28,10 +28,22 @@ use rusqlite::{Connection, Rows};
 
 /// The SQL function giving a document's match count (its `rowid` in the index's FTS5 table),
 /// or NULL when no counts are active or the document has none. The ranking statements
-/// (`rank`, the transcript search) name it and [`MARKS_FN`] in their SQL.
+/// (`rank`, the transcript search) use it through [`counted_sql`].
 pub(crate) const COUNT_FN: &str = "agentlog_match_count";
 /// The SQL function counting the runs of a `highlight()` text: its U+FDD0 marks.
 pub(crate) const MARKS_FN: &str = "agentlog_marks";
+
+/// A candidate's match count in a ranking statement over the index's FTS5 table `fts`: the
+/// count from the positions, or `highlight()`'s runs when there is none.
+pub(crate) fn counted_sql() -> String {
+    format!("coalesce({COUNT_FN}(fts.rowid), {})", marks_sql("fts"))
+}
+
+/// A candidate's match count by `highlight()` alone, over the FTS5 table `table` (the live
+/// sessions' tables, which are never counted from positions).
+pub(crate) fn marks_sql(table: &str) -> String {
+    format!("{MARKS_FN}(highlight({table}, 0, char(64976), char(64977)))")
+}
 
 /// The opening mark `highlight()` is given (U+FDD0), as UTF-8, and its first byte.
 const OPEN_MARK: &[u8] = "\u{FDD0}".as_bytes();

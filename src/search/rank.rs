@@ -13,6 +13,7 @@
 
 use rusqlite::types::Value as SqlValue;
 
+use crate::search::count::{counted_sql, marks_sql};
 use crate::search::db::Db;
 use crate::search::error::SearchError;
 use crate::search::marked::{PageDoc, Source, marked_texts};
@@ -43,33 +44,33 @@ pub struct RankedRow {
     pub doc: i64,
 }
 
-const PERSISTED: &str = "
+const HIDE_LIVE: &str = " AND s.id NOT IN (SELECT id FROM temp.live_sessions)";
+
+fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String {
+    let mut sql = format!(
+        "SELECT * FROM (
   SELECT s.id AS sid, s.cwd AS cwd, s.created_at AS created_at,
          s.parent AS parent, 0 AS live, 1 AS persisted, d.seq AS seq, d.type AS type,
          d.time AS time, d.surface AS surface, d.length AS length, fts.rowid AS doc,
-         coalesce(agentlog_match_count(fts.rowid),
-                  agentlog_marks(highlight(fts, 0, char(64976), char(64977)))) AS mc
+         {} AS mc
   FROM fts JOIN docs d ON d.id = fts.rowid JOIN sessions s ON s.key = d.session
-  WHERE fts MATCH ?1 AND s.error IS NULL";
-
-const HIDE_LIVE: &str = " AND s.id NOT IN (SELECT id FROM temp.live_sessions)";
-
-const LIVE: &str = "
+  WHERE fts MATCH ?1 AND s.error IS NULL",
+        counted_sql()
+    );
+    if live {
+        sql.push_str(HIDE_LIVE);
+        let live_candidates = format!(
+            " UNION ALL
   SELECT s.id AS sid, s.cwd AS cwd, s.created_at AS created_at,
          s.parent AS parent, 1 AS live, s.persisted AS persisted, d.seq AS seq, d.type AS type,
          d.time AS time, d.surface AS surface, d.length AS length, live_fts.rowid AS doc,
-         agentlog_marks(highlight(live_fts, 0, char(64976), char(64977))) AS mc
+         {} AS mc
   FROM temp.live_fts JOIN temp.live_docs d ON d.id = live_fts.rowid
        JOIN temp.live_sessions s ON s.key = d.session
-  WHERE live_fts MATCH ?1";
-
-fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String {
-    let mut sql = String::from("SELECT * FROM (");
-    sql.push_str(PERSISTED);
-    if live {
-        sql.push_str(HIDE_LIVE);
-        sql.push_str(" UNION ALL");
-        sql.push_str(LIVE);
+  WHERE live_fts MATCH ?1",
+            marks_sql("live_fts")
+        );
+        sql.push_str(&live_candidates);
     }
     sql.push_str(") WHERE ");
     sql.push_str(&predicates.sql(first_param));

@@ -17,6 +17,7 @@ use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::search::count::counted_sql;
 use crate::search::cursor::Cursor;
 use crate::search::db::{Db, Schema, is_damage, lock};
 use crate::search::error::SearchError;
@@ -382,13 +383,12 @@ fn rank(
         " AND d.file IN (SELECT key FROM temp.searched)"
     };
     // Match counts as a store search's (`rank`, `count`); the marked text for the page only.
+    let counted = counted_sql();
     let sql = format!(
         "WITH cand AS (
            SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
                   d.type AS type, d.role AS role, d.time AS time, d.length AS length,
-                  fts.rowid AS doc,
-                  coalesce(agentlog_match_count(fts.rowid),
-                           agentlog_marks(highlight(fts, 0, char(64976), char(64977)))) AS mc
+                  fts.rowid AS doc, {counted} AS mc
            FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict})
          SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
                 c.doc
