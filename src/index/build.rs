@@ -4,8 +4,9 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::commit::{CommitError, commit_rows, leak, windows};
-use super::db::panic_message;
+use super::commit::{CommitError, commit_rows, remove_index, windows};
+use super::derived::contain::panic_message;
+use super::error::Unwritable;
 use super::open::{Progress, WritableIndex};
 use super::rows::{Row, RowBuffer, TypeMap};
 use super::schema::{Meta, SeqState};
@@ -83,7 +84,7 @@ impl WritableIndex {
         ))
     }
 
-    /// The chunk a build without syncs ([`UnsyncedBuild`]) of `bytes` of log, one commit's
+    /// The chunk a build without syncs (`derived/unsynced.rs`) of `bytes` of log, one commit's
     /// worth or less, commits in when it is large enough to run on two threads: its commits
     /// write no `fdatasync`, so a quarter of the log per commit lets the two halves overlap
     /// for most of it. `None` keeps the usual `commit_bytes` (a longer build is on two threads
@@ -189,13 +190,20 @@ impl WritableIndex {
             Ok(Ok(seqs)) => seqs,
             Ok(Err(CommitError::Failed(e))) => return Err(e),
             Ok(Err(CommitError::Panicked(e))) => {
-                leak(db, path);
+                // Given up: the handle redb panicked in forgets its database when dropped.
+                *db = None;
                 return Err(e);
             }
             // Every redb call in the writer is contained; anything else panicking is a bug,
             // but the database it was using is not to be trusted or closed either.
             Err(panic) => {
-                leak(db, path);
+                if let Some(held) = db.take() {
+                    held.abandon();
+                }
+                // The handle keeps the file locked: free the path for the rebuild.
+                if let Err(Unwritable::NotWritable(why)) = remove_index(path) {
+                    tracing::warn!(index = %path.display(), %why, "cannot unlink an index whose handle was given up");
+                }
                 return Err(IndexError::damaged(
                     path,
                     format!(

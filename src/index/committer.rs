@@ -14,13 +14,14 @@ use redb::Database;
 
 use super::IndexError;
 use super::commit::{CommitError, commit_rows, windows};
+use super::derived::contain::{Held, panic_message};
 use super::rows::RowBuffer;
 use super::schema::Meta;
 use crate::log::{LogSync, LogWriter};
 
 /// One commit's worth of work, and the database to do it in.
 pub(crate) struct Job {
-    pub(crate) db: Database,
+    pub(crate) db: Held<Database>,
     pub(crate) rows: RowBuffer,
     pub(crate) new_types: Vec<(u32, String)>,
     /// The meta record to commit; its windows are computed on the thread.
@@ -30,10 +31,10 @@ pub(crate) struct Job {
     pub(crate) sync_log: bool,
 }
 
-/// A commit that finished: the database handle (`None` if redb panicked and it was leaked),
+/// A commit that finished: the database handle (`None` if redb panicked in it),
 /// the emptied row buffer for reuse, and the meta record as committed.
 pub(crate) struct Landed {
-    pub(crate) db: Option<Database>,
+    pub(crate) db: Option<Held<Database>>,
     pub(crate) rows: RowBuffer,
     pub(crate) meta: Meta,
     pub(crate) result: Result<(), IndexError>,
@@ -143,7 +144,7 @@ impl Running {
         handle.join().err().map(|panic| {
             format!(
                 "the index commit thread panicked: {}",
-                super::db::panic_message(&*panic)
+                panic_message(&*panic)
             )
         })
     }
@@ -181,11 +182,8 @@ fn run(job: Job, log: &LogSync, index: &Path, log_path: &Path) -> Landed {
     let (db, result) = match committed {
         Ok(()) => (Some(db), Ok(())),
         Err(CommitError::Failed(e)) => (Some(db), Err(e)),
-        Err(CommitError::Panicked(e)) => {
-            // Dropping a database redb panicked in can panic again: never drop it.
-            std::mem::forget(db);
-            (None, Err(e))
-        }
+        // The handle redb panicked in forgets its database when dropped.
+        Err(CommitError::Panicked(e)) => (None, Err(e)),
     };
     rows.clear();
     Landed {

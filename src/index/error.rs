@@ -1,7 +1,9 @@
-use std::fmt;
+//! [`IndexError`]: what can go wrong with the agent log's index.
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub(crate) use super::derived::cause::{Cause, Source};
 use super::{ReadOnlyReason, StaleReason};
 use crate::log::LogError;
 
@@ -79,49 +81,6 @@ pub enum IndexError {
     },
 }
 
-/// The error behind an [`IndexError`], inside the crate.
-pub(crate) type Source = Box<dyn std::error::Error + Send + Sync>;
-
-/// Why the index cannot be used or written, as found below [`IndexError`]: what to tell the
-/// user, and the error behind it when there is one (a panic inside redb, or a state of the
-/// files, has none).
-#[derive(Debug)]
-pub(crate) struct Cause {
-    /// What happened, in words (the source's message when there is a source).
-    pub(crate) detail: String,
-    pub(crate) source: Option<Source>,
-}
-
-impl Cause {
-    /// A cause that is an error.
-    pub(crate) fn error(e: impl Into<Source>) -> Cause {
-        let source = e.into();
-        Cause {
-            detail: source.to_string(),
-            source: Some(source),
-        }
-    }
-
-    /// A cause with no error behind it.
-    pub(crate) fn described(detail: impl Into<String>) -> Cause {
-        Cause {
-            detail: detail.into(),
-            source: None,
-        }
-    }
-
-    /// The cause as an error: its source, or its description.
-    pub(crate) fn into_source(self) -> Source {
-        self.source.unwrap_or_else(|| self.detail.into())
-    }
-}
-
-impl fmt::Display for Cause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.detail)
-    }
-}
-
 impl IndexError {
     /// The storage engine failed on the index file with `e`.
     pub(crate) fn storage(path: &Path, e: impl Into<Source>) -> IndexError {
@@ -182,21 +141,8 @@ impl IndexError {
     }
 }
 
-/// Why a writable open did not happen.
-pub(crate) enum Unwritable {
-    /// Another process holds the index for writing.
-    Busy,
-    /// The index cannot be written here.
-    NotWritable(Cause),
-    /// Any other failure.
-    Failed(IndexError),
-}
-
-impl From<IndexError> for Unwritable {
-    fn from(e: IndexError) -> Unwritable {
-        Unwritable::Failed(e)
-    }
-}
+/// Why a writable open of the agent log's index did not happen.
+pub(crate) type Unwritable = super::derived::sequence::Unwritable<IndexError>;
 
 #[cfg(test)]
 mod tests {

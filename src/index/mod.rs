@@ -1,5 +1,6 @@
-//! The derived index: a redb file beside the log, keyed by byte offset, validated against the
-//! log on every open and never silently believed.
+//! Derived indexes: the core every index of a growing file stands on (`derived/`), and
+//! the agent log's index built on it: a redb file beside the log, keyed by byte offset,
+//! validated against the log on every open and never silently believed.
 //!
 //! * [`Index`] is the reader's handle: open = validate, then catch up or rebuild (or, if the
 //!   index is held by a writer or cannot be written, use its last commit plus an in-memory scan
@@ -12,10 +13,10 @@ mod blocks;
 mod build;
 mod commit;
 mod committer;
-mod db;
+pub(crate) mod derived;
 mod error;
 mod open;
-mod outcome;
+mod opening;
 mod reader;
 mod rows;
 #[cfg(feature = "testing")]
@@ -34,10 +35,12 @@ mod writer;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use db::DEFAULT_REPAIR_BUDGET;
+use self::derived::storage::Settings;
+use self::derived::unsynced::Syncs;
+
+pub use self::derived::outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use error::IndexError;
 pub use open::Progress;
-pub use outcome::{IndexOutcome, ReadOnlyReason, StaleReason};
 pub use reader::Index;
 pub use schema::EventRow;
 pub(crate) use status_file::{StatusAnswer, answer as status_answer};
@@ -46,6 +49,15 @@ pub use writer::{CommitPolicy, Writer, WriterOptions};
 
 use crate::event::{Extractor, LineValidator, Profile};
 use crate::log::{DEFAULT_MAX_LINE, Faults};
+
+/// How long redb may spend repairing the index after an unclean shutdown before we give up
+/// and rebuild it from the log instead.
+pub const DEFAULT_REPAIR_BUDGET: Duration = Duration::from_secs(2);
+
+/// redb's page cache. Builds only append at the right edge of each B-tree and queries read a
+/// handful of pages, so a small cache costs them nothing and keeps a build's memory flat in
+/// the log's size (docs/DECISIONS.md, "Build memory is bounded").
+const CACHE_BYTES: usize = 16 << 20;
 
 /// The default of [`IndexOptions::max_memory_tail`]: folding this much of a log in memory costs
 /// about as much as committing it once. See
@@ -130,5 +142,17 @@ impl IndexOptions {
         return self.faults.as_ref();
         #[cfg(not(feature = "testing"))]
         return None;
+    }
+
+    /// How the index file is kept, with `syncs` for the writes of the open to come.
+    pub(crate) fn settings(&self, syncs: Syncs) -> Settings<'_> {
+        Settings {
+            cache_bytes: CACHE_BYTES,
+            repair_budget: self.repair_budget,
+            syncs,
+            mode: 0o666,
+            faults: self.faults(),
+            sidecars: status_file::remove,
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! The index open for writing ([`WritableIndex`]): validate it against the log, then catch up
 //! on new complete lines, or rebuild it from the log; reopen and close it. Used by readers
-//! that find the index free and by the writer.
+//! that find the index free and by the writer. The core opens the file and deals with the
+//! markers it finds (`derived/sequence.rs`).
 //!
-//! A new index for a small log is built without syncs ([`UnsyncedBuild`]; docs/FORMAT.md, "Builds without syncs") and
-//! synced once at the end: at the close for a reader ([`Then::Close`]), before the open
-//! returns for the writer ([`Then::Write`]).
+//! A new index for a small log is built without syncs (`derived/unsynced.rs`; docs/FORMAT.md,
+//! "Builds without syncs") and synced once at the end: at the close for a reader
+//! ([`Then::Close`]), before the open returns for the writer ([`Then::Write`]).
 //!
 //! Catching up is in `build.rs`, the commits' mechanics in `commit.rs`.
 
@@ -12,18 +13,21 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase};
+use redb::Database;
 
 use super::commit::{
-    CommitError, CommitMarker, close_contained, commit_rows, leak, remove_index, unlink_leaked,
-    windows,
+    CommitError, close_contained, commit_rows, fresh_failed, remove_index, windows,
 };
 use super::committer::{Committer, Job};
-use super::db::{self, Opened, RepairFlag, UnsyncedBuild, WritableOpenError};
+use super::derived::contain::Held;
+use super::derived::sequence::open_for_writing;
+use super::derived::storage::{self, OpenFailure, Opened};
+use super::derived::unsynced::{Syncs, Unsynced};
+use super::derived::validate::{Unread, Validity, validate};
 use super::error::Unwritable;
 use super::rows::{RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION, SeqState, TypesSum};
-use super::validate::{self, Expected, Loaded, Validity};
+use super::validate::LogChecks;
 use super::{IndexError, IndexOptions, IndexOutcome, StaleReason};
 use crate::event::FoldState;
 use crate::log::{LogPaths, LogWriter, WindowSum};
@@ -33,19 +37,17 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
 /// What to do with the index found on disk.
 enum Plan {
-    /// No index (or an empty one): build it.
-    Create,
+    /// Build it from the first line: there was none (`None`), or it must not be trusted.
+    Build(Option<StaleReason>),
     /// A valid index: index new lines, if any.
     Update,
-    /// An index that must not be trusted: rebuild it.
-    Rebuild(StaleReason),
 }
 
 /// What the caller does with a [`WritableIndex`] once it is up to date.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Then {
     /// Closes it at once (a reader that found the index free): a build from scratch stays
-    /// unsynced until the close (see [`UnsyncedBuild`]).
+    /// unsynced until the close (see [`Unsynced`]).
     Close,
     /// Keeps writing to it (the writer): a build from scratch is synced before the open
     /// returns, so every later commit is durable as usual.
@@ -54,10 +56,11 @@ pub(crate) enum Then {
 
 /// An index open for writing, with its meta record and type names in memory.
 pub(crate) struct WritableIndex {
-    /// `None` after a write panicked inside redb: that database was leaked, see the module docs.
-    pub(super) db: Option<Database>,
+    /// `None` after redb panicked in it (the handle gave its file up), or while a commit is
+    /// on the commit thread.
+    pub(super) db: Option<Held<Database>>,
     /// A build from scratch whose syncs are being skipped, until `make_durable` or the close.
-    pub(super) unsynced: Option<Arc<UnsyncedBuild>>,
+    pub(super) unsynced: Option<Arc<Unsynced>>,
     /// What the caller does once the index is up to date.
     then: Then,
     pub(crate) path: PathBuf,
@@ -104,52 +107,36 @@ impl WritableIndex {
         then: Then,
         progress: Progress<'_>,
     ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
-        let path = &paths.index;
-        let repair = RepairFlag::default();
-        let defer_syncs = small_build(log, &paths.log, options)?;
-        let (opened, damaged) = match db::open_writable(
-            path,
-            &repair,
-            options.repair_budget,
-            options.faults(),
-            defer_syncs,
-        ) {
-            // Holding the index for writing, a marker left behind is a dead process's (or a
-            // power cut's). The marker of a new file this open is building unsynced is its own.
-            Ok(opened)
-                if !opened.unsynced.as_ref().is_some_and(|u| u.is_deferring())
-                    && (CommitMarker::left_behind(path) || UnsyncedBuild::left_behind(path)) =>
-            {
-                tracing::warn!(index = %path.display(), "a commit to the index never finished; rebuilding it");
-                // Closing it writes to it: leak the handle (its file is unlinked just below).
-                std::mem::forget(opened.db);
-                remove_index(path)?;
-                (
-                    open_fresh(path, options, defer_syncs)?,
-                    Some(StaleReason::CommitInterrupted),
-                )
-            }
-            Ok(opened) => (opened, None),
-            Err(WritableOpenError::Busy) => return Err(Unwritable::Busy),
-            Err(WritableOpenError::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
-            Err(WritableOpenError::Damaged(cause)) => {
-                remove_index(path)?;
-                (
-                    open_fresh(path, options, defer_syncs)?,
-                    Some(StaleReason::Unreadable {
-                        detail: cause.detail,
-                    }),
-                )
+        let settings = options.settings(syncs(log, &paths.log, options)?);
+        let opened = match open_for_writing(&paths.index, &settings) {
+            Ok(opened) => opened,
+            Err(OpenFailure::Busy) => return Err(Unwritable::Busy),
+            Err(OpenFailure::NotWritable(why)) => return Err(Unwritable::NotWritable(why)),
+            Err(OpenFailure::Damaged(cause)) => {
+                return Err(Unwritable::Failed(fresh_failed(&paths.index, cause)));
             }
         };
+        WritableIndex::from_opened(paths, log, options, then, opened, progress)
+    }
+
+    /// Brings the index `opened` for writing up to date with the log's complete lines.
+    pub(crate) fn from_opened(
+        paths: &LogPaths,
+        log: &File,
+        options: &IndexOptions,
+        then: Then,
+        opened: Opened,
+        progress: Progress<'_>,
+    ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
+        let (repaired, replaced) = (opened.repaired, opened.replaced.clone());
         let mut index = WritableIndex::new(paths, opened, then, options);
-        index.repaired = repair.happened();
-        if index.repaired {
-            tracing::warn!(index = %path.display(), "index repaired after an unclean shutdown");
+        index.repaired = repaired;
+        if repaired {
+            tracing::warn!(index = %paths.index.display(), "index repaired after an unclean shutdown");
         }
-        let plan = match damaged {
+        let plan = match replaced {
             // The file was just recreated: nothing to reset.
-            Some(reason) => Plan::Rebuild(reason),
+            Some(reason) => Plan::Build(Some(reason)),
             None => index.plan(log, options)?,
         };
         let outcome = index.run(plan, log, options, progress)?;
@@ -165,13 +152,9 @@ impl WritableIndex {
         reason: StaleReason,
     ) -> Result<(WritableIndex, IndexOutcome), Unwritable> {
         remove_index(&paths.index)?;
-        let opened = open_fresh(
-            &paths.index,
-            options,
-            small_build(log, &paths.log, options)?,
-        )?;
+        let opened = open_fresh(&paths.index, options, syncs(log, &paths.log, options)?)?;
         let mut index = WritableIndex::new(paths, opened, Then::Close, options);
-        let outcome = index.run(Plan::Rebuild(reason), log, options, &mut |_, _| {})?;
+        let outcome = index.run(Plan::Build(Some(reason)), log, options, &mut |_, _| {})?;
         Ok((index, outcome))
     }
 
@@ -186,7 +169,7 @@ impl WritableIndex {
         limit: u64,
     ) -> Result<WritableIndex, Unwritable> {
         // Nobody relies on a scratch file surviving a power cut: skip syncs while building.
-        let opened = open_fresh(&paths.index, options, true)?;
+        let opened = open_fresh(&paths.index, options, Syncs::SkippedForNewFile)?;
         let mut index = WritableIndex::new(paths, opened, Then::Close, options);
         index.extend_scratch(log, limit, options)?;
         if index.meta.watermark() == 0 {
@@ -237,7 +220,7 @@ impl WritableIndex {
         self.run(plan, log, options, progress)
     }
 
-    pub(crate) fn database(&self) -> Result<&Database, IndexError> {
+    pub(crate) fn database(&self) -> Result<&Held<Database>, IndexError> {
         self.db
             .as_ref()
             .ok_or_else(|| IndexError::damaged_earlier(&self.path))
@@ -245,9 +228,8 @@ impl WritableIndex {
 
     /// Decides what to do; a stale index is reset to an empty one here.
     fn plan(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, Unwritable> {
-        let log_len = log_len(log, &self.log_path)?;
-        let plan = self.load(log, log_len, options)?;
-        if let Plan::Rebuild(reason) = &plan {
+        let plan = self.load(log, options)?;
+        if let Plan::Build(Some(reason)) = &plan {
             let damaged = matches!(reason, StaleReason::Unreadable { .. });
             self.reset(log, options, damaged)?;
         }
@@ -272,19 +254,13 @@ impl WritableIndex {
                 let reason = StaleReason::Unreadable {
                     detail: e.to_string(),
                 };
-                (Plan::Rebuild(reason), work)
+                (Plan::Build(Some(reason)), work)
             }
             Err(e) => return Err(e.into()),
         };
         let outcome = match plan {
-            Plan::Create => IndexOutcome::Created { bytes, events },
-            Plan::Rebuild(reason) => IndexOutcome::Rebuilt {
-                reason,
-                bytes,
-                events,
-            },
-            Plan::Update if bytes == 0 => IndexOutcome::Fresh,
-            Plan::Update => IndexOutcome::CaughtUp { bytes, events },
+            Plan::Build(reason) => IndexOutcome::built(reason, bytes, events),
+            Plan::Update => IndexOutcome::updated(bytes, events),
         };
         if bytes == 0 && !matches!(outcome, IndexOutcome::Fresh) {
             // Commit an (empty) meta record, so the next open finds a valid index.
@@ -298,7 +274,7 @@ impl WritableIndex {
         Ok(outcome)
     }
 
-    /// Ends an unsynced build (see [`UnsyncedBuild`]): the file is synced once and its marker
+    /// Ends an unsynced build (see [`Unsynced`]): the file is synced once and its marker
     /// removed, and from now on every commit syncs as usual.
     fn make_durable(&mut self, options: &IndexOptions) -> Result<(), IndexError> {
         match self.unsynced.take() {
@@ -309,8 +285,8 @@ impl WritableIndex {
         }
     }
 
-    /// Replaces the index file with an empty one. The old database is closed, or leaked if it
-    /// is damaged (closing a damaged database can panic).
+    /// Replaces the index file with an empty one. The old database is closed, or given up if
+    /// it is damaged (closing a damaged database can panic).
     fn reset(
         &mut self,
         log: &File,
@@ -323,15 +299,11 @@ impl WritableIndex {
             unsynced.abandon();
         }
         remove_index(&self.path)?;
-        let fresh = open_fresh(
-            &self.path,
-            options,
-            small_build(log, &self.log_path, options)?,
-        )?;
+        let fresh = open_fresh(&self.path, options, syncs(log, &self.log_path, options)?)?;
         self.unsynced = fresh.unsynced;
         if let Some(old) = self.db.replace(fresh.db) {
             if damaged {
-                std::mem::forget(old);
+                old.abandon();
             } else {
                 // The old file is unlinked; its close errors do not matter, and a file that
                 // is stale for another reason may be damaged too.
@@ -344,48 +316,36 @@ impl WritableIndex {
         Ok(())
     }
 
-    /// Reads the meta record and type names and decides what to do.
-    fn load(
-        &mut self,
-        log: &File,
-        log_len: u64,
-        options: &IndexOptions,
-    ) -> Result<Plan, IndexError> {
+    /// Reads the meta record and type names, checks them against the log, and decides what to
+    /// do.
+    fn load(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, IndexError> {
         let db = match self.database() {
             Ok(db) => db,
             Err(e) => {
-                return Ok(Plan::Rebuild(StaleReason::Unreadable {
+                return Ok(Plan::Build(Some(StaleReason::Unreadable {
                     detail: e.to_string(),
-                }));
+                })));
             }
         };
-        let loaded = db::guarded("reading the index", || {
-            let txn = db.begin_read()?;
-            validate::load(&txn)
-        });
-        let (meta, types) = match loaded {
-            Ok(Ok(Loaded::Empty)) => return Ok(Plan::Create),
-            Ok(Ok(Loaded::Stale(reason))) => return Ok(Plan::Rebuild(reason)),
-            Ok(Ok(Loaded::Found(meta, types))) => (meta, types),
+        let commit = match validate(&LogChecks::new(options, log), db) {
+            Ok(Validity::Empty) => return Ok(Plan::Build(None)),
+            Ok(Validity::Stale(reason)) => return Ok(Plan::Build(Some(reason))),
+            Ok(Validity::Usable(commit)) => Ok(commit),
+            Err(Unread::Source(e)) => return Err(IndexError::log_read(&self.log_path, e)),
             // A failing disk is not a damaged index: report it, keep the file.
-            Ok(Err(e @ (redb::Error::Io(_) | redb::Error::PreviousIo))) => {
+            Err(Unread::Index(e @ (redb::Error::Io(_) | redb::Error::PreviousIo))) => {
                 return Err(IndexError::redb_failure(&self.path, e));
             }
             // Any other read error or a panic inside redb means the file is damaged: rebuild.
-            Ok(Err(e)) => {
-                return Ok(Plan::Rebuild(StaleReason::Unreadable {
-                    detail: e.to_string(),
-                }));
-            }
-            Err(panic) => return Ok(Plan::Rebuild(StaleReason::Unreadable { detail: panic })),
+            Err(Unread::Index(e)) => Err(e.to_string()),
+            Err(Unread::Panicked(detail)) => Err(detail),
         };
-        let validity = validate::validate(&meta, &Expected::of(options), log, log_len)
-            .map_err(|e| IndexError::log_read(&self.log_path, e))?;
-        if let Validity::Stale(reason) = validity {
-            return Ok(Plan::Rebuild(reason));
-        }
-        self.meta = *meta;
-        self.types = types;
+        let commit = match commit {
+            Ok(commit) => commit,
+            Err(detail) => return Ok(Plan::Build(Some(StaleReason::Unreadable { detail }))),
+        };
+        self.meta = *commit.meta;
+        self.types = commit.loaded;
         Ok(Plan::Update)
     }
 
@@ -398,29 +358,22 @@ impl WritableIndex {
             Some(old) => {
                 let _ = close_contained(old, &self.path);
             }
-            // The handle was leaked after a panic and still holds the file's lock, so opening
-            // the same file again would look busy. `plan` finds no handle and rebuilds into a
+            // redb panicked in the handle, which still holds the file's lock, so opening the
+            // same file again would look busy. `plan` finds no handle and rebuilds into a
             // fresh file.
             None => return Ok(()),
         }
         // Closing finished any unsynced build.
         self.unsynced = None;
-        let repair = RepairFlag::default();
-        match db::open_writable(
-            &self.path,
-            &repair,
-            options.repair_budget,
-            options.faults(),
-            false,
-        ) {
+        match storage::open_writable(&self.path, &options.settings(Syncs::Kept)) {
             Ok(opened) => {
                 self.db = Some(opened.db);
                 Ok(())
             }
-            Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
-            Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
+            Err(OpenFailure::Busy) => Err(Unwritable::Busy),
+            Err(OpenFailure::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
             // `plan` will find the missing handle and rebuild.
-            Err(WritableOpenError::Damaged(_)) => Ok(()),
+            Err(OpenFailure::Damaged(_)) => Ok(()),
         }
     }
 
@@ -527,11 +480,8 @@ impl WritableIndex {
         match self.committer.land() {
             None => Ok(()),
             Some(Ok(landed)) => {
-                // `None` if redb panicked on the thread: the handle was leaked there.
+                // `None` if redb panicked on the thread (the handle gave its file up there).
                 self.db = landed.db;
-                if self.db.is_none() {
-                    unlink_leaked(&self.path);
-                }
                 self.spare = landed.rows;
                 // The fold and checksum may have moved on for the next commit; what committing
                 // computed is the seq runs' state, and the windows at its watermark.
@@ -556,30 +506,24 @@ impl WritableIndex {
     }
 
     /// Writes the queued rows and the current meta record in one durable commit. A panic
-    /// inside redb is contained: the database is leaked and the index reported damaged.
+    /// inside redb is contained: the handle is given up and the index reported damaged.
     pub(crate) fn commit_buffer(&mut self) -> Result<(), IndexError> {
         self.land()?;
-        let WritableIndex {
-            db,
-            path,
-            meta,
-            types,
-            buffer,
-            ..
-        } = self;
-        let Some(database) = db.as_ref() else {
-            return Err(IndexError::damaged_earlier(path));
+        let mut new_types = self.types.take_unsaved(&mut self.meta);
+        let Some(database) = self.db.as_ref() else {
+            return Err(IndexError::damaged_earlier(&self.path));
         };
-        let mut new_types = types.take_unsaved(meta);
-        match commit_rows(database, path, buffer, &mut new_types, meta) {
+        let (path, rows, meta) = (&self.path, &mut self.buffer, &mut self.meta);
+        match commit_rows(database, path, rows, &mut new_types, meta) {
             Ok(()) => Ok(()),
             Err(CommitError::Failed(e)) => {
                 // What the failed transaction did not take is still unsaved.
-                types.unsaved = new_types;
+                self.types.unsaved = new_types;
                 Err(e)
             }
             Err(CommitError::Panicked(e)) => {
-                leak(db, path);
+                // The handle redb panicked in gave its file up; dropping it forgets its database.
+                self.db = None;
                 Err(e)
             }
         }
@@ -597,31 +541,24 @@ impl Drop for WritableIndex {
     }
 }
 
-/// Whether a build of this log from scratch is one commit (at most `commit_bytes`), small
-/// enough to run unsynced and cheap to redo if a power cut tears it ([`UnsyncedBuild`]).
-/// Larger builds commit durably as they go, so a crash keeps their progress.
-fn small_build(log: &File, log_path: &Path, options: &IndexOptions) -> Result<bool, IndexError> {
-    Ok(log_len(log, log_path)? <= options.commit_bytes)
+/// The syncs a build of this log from scratch skips: all of them if it is one commit (at most
+/// `commit_bytes`), small enough to run unsynced and cheap to redo if a power cut tears it
+/// (`derived/unsynced.rs`). Larger builds commit durably as they go, so a crash keeps their
+/// progress.
+fn syncs(log: &File, log_path: &Path, options: &IndexOptions) -> Result<Syncs, IndexError> {
+    Ok(if log_len(log, log_path)? <= options.commit_bytes {
+        Syncs::SkippedForNewFile
+    } else {
+        Syncs::Kept
+    })
 }
 
-fn open_fresh(
-    path: &Path,
-    options: &IndexOptions,
-    defer_syncs: bool,
-) -> Result<Opened, Unwritable> {
-    match db::open_writable(
-        path,
-        &RepairFlag::default(),
-        options.repair_budget,
-        options.faults(),
-        defer_syncs,
-    ) {
+/// Opens a new index file where none is (the caller removed the old one).
+fn open_fresh(path: &Path, options: &IndexOptions, syncs: Syncs) -> Result<Opened, Unwritable> {
+    match storage::open_writable(path, &options.settings(syncs)) {
         Ok(opened) => Ok(opened),
-        Err(WritableOpenError::Busy) => Err(Unwritable::Busy),
-        Err(WritableOpenError::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
-        Err(WritableOpenError::Damaged(cause)) => Err(Unwritable::Failed(IndexError::storage(
-            path,
-            cause.into_source(),
-        ))),
+        Err(OpenFailure::Busy) => Err(Unwritable::Busy),
+        Err(OpenFailure::NotWritable(why)) => Err(Unwritable::NotWritable(why)),
+        Err(OpenFailure::Damaged(cause)) => Err(Unwritable::Failed(fresh_failed(path, cause))),
     }
 }

@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::blocks::{self, Entry};
+use super::derived::record::write_meta;
 use super::schema::{
-    self, BOUNDARIES, EventRow, INVALID, MAX_TYPES, META, META_KEY, Meta, OTHER_TYPE, SEQ_RUNS,
-    TYPES, TypesSum, flags,
+    self, BOUNDARIES, EventRow, INVALID, MAX_TYPES, Meta, OTHER_TYPE, SEQ_RUNS, TYPES, TypesSum,
+    flags,
 };
 use super::seq_runs;
 use crate::event::{EventKind, FoldState, Folded, FoldedEvent, GenerationStart, LineProblem};
@@ -262,13 +263,8 @@ impl RowBuffer {
         for (id, name) in new_types.drain(..) {
             names.insert(id, name.as_str())?;
         }
-        let mut table = txn.open_table(META)?;
-        table.insert(
-            schema::FORMAT_KEY,
-            schema::FORMAT_VERSION.to_le_bytes().as_slice(),
-        )?;
-        schema::encode(&*meta, &mut self.scratch);
-        table.insert(META_KEY, self.scratch.as_slice())?;
+        drop(names);
+        write_meta(txn, schema::FORMAT_VERSION, &*meta, &mut self.scratch)?;
         self.clear();
         Ok(())
     }

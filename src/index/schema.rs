@@ -6,10 +6,16 @@
 //! per line): a build writes about one redb row per 50 lines instead of three per line.
 
 use redb::TableDefinition;
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize};
 
+/// The meta table (`"format"` → u32 LE; `"meta"` → [`Meta`]), its keys, and the encoding of
+/// every value, shared by every index (`src/index/derived/record.rs`).
+#[cfg(feature = "testing")]
+pub use super::derived::record::FORMAT_KEY;
+pub use super::derived::record::{META, META_KEY, decode, encode};
+pub(crate) use super::derived::record::{checked_body, seal};
 use crate::event::{EventKind, FoldState, GenerationStart, Timestamp, Totals};
-use crate::log::WindowSum;
+use crate::log::{Coverage, WindowSum};
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
 pub const FORMAT_VERSION: u32 = 4;
@@ -21,8 +27,6 @@ pub const PARSER_VERSION: u32 = 2;
 /// are block `b`. 64 makes a block's events of one type one `u64` mask ([`TYPE_BLOCKS`]).
 pub const BLOCK_EVENTS: u64 = 64;
 
-/// `"format"` → u32 LE; `"meta"` → [`Meta`].
-pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Block number → [`Block`]. Every block but the last holds [`BLOCK_EVENTS`] events.
 pub const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
 /// Offset of each block's first event → its block number.
@@ -40,11 +44,6 @@ pub const TYPES: TableDefinition<u32, &str> = TableDefinition::new("types");
 pub const TYPE_BLOCKS: TableDefinition<(u32, u64), u64> = TableDefinition::new("type_blocks");
 /// Offset of each invalid line → its problem code.
 pub const INVALID: TableDefinition<u64, u8> = TableDefinition::new("invalid");
-
-/// The key of the format version in [`META`].
-pub const FORMAT_KEY: &str = "format";
-/// The key of [`Meta`] in [`META`].
-pub const META_KEY: &str = "meta";
 
 /// How many distinct event types get an id; later new types share [`OTHER_TYPE`].
 pub const MAX_TYPES: u32 = 65_536;
@@ -105,6 +104,16 @@ impl Meta {
     /// The watermark: bytes of the log that are indexed, always just after a `\n`.
     pub fn watermark(&self) -> u64 {
         self.fold.end
+    }
+
+    /// What the index covers of the log: the watermark, the two windows, the running crc.
+    pub fn coverage(&self) -> Coverage {
+        Coverage {
+            end: self.fold.end,
+            head: self.head,
+            tail: self.tail,
+            crc: self.running_crc,
+        }
     }
 }
 
@@ -224,36 +233,6 @@ pub struct BlockEntry {
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub type BoundaryRow = GenerationStart;
 
-/// Encodes a value as postcard plus crc32, appending to `out`.
-pub fn encode<T: Serialize>(value: &T, out: &mut Vec<u8>) {
-    out.clear();
-    // Serializing plain structs into a Vec cannot fail; an empty value would fail its crc
-    // check on read and so be treated as damage, never believed.
-    if let Ok(bytes) = postcard::to_extend(value, std::mem::take(out)) {
-        *out = bytes;
-    }
-    seal(out);
-}
-
-/// Appends the little-endian crc32 of the value bytes in `out`, as [`encode`] does.
-pub(crate) fn seal(out: &mut Vec<u8>) {
-    let crc = crc32fast::hash(out);
-    out.extend_from_slice(&crc.to_le_bytes());
-}
-
-/// The value bytes of a stored value (postcard, before its crc); `None` if the crc is wrong.
-pub(crate) fn checked_body(bytes: &[u8]) -> Option<&[u8]> {
-    let split = bytes.len().checked_sub(4)?;
-    let (body, crc) = bytes.split_at(split);
-    let crc = u32::from_le_bytes(crc.try_into().ok()?);
-    (crc32fast::hash(body) == crc).then_some(body)
-}
-
-/// Decodes a value written by [`encode`]; `None` if the checksum or the encoding is wrong.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    postcard::from_bytes(checked_body(bytes)?).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,15 +257,7 @@ mod tests {
                 tokens: Some([1, 2, 3, 4]),
             }],
         };
-        let mut buf = Vec::new();
-        encode(&block, &mut buf);
-        assert_eq!(decode::<Block>(&buf), Some(block));
-        for i in 0..buf.len() {
-            let mut damaged = buf.clone();
-            damaged[i] ^= 0x40;
-            assert_eq!(decode::<Block>(&damaged), None, "flip at {i}");
-        }
-        assert_eq!(decode::<Block>(&buf[..3]), None);
+        crate::index::derived::record::assert_round_trips(&block);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::ops::Bound;
 
-use redb::{ReadOnlyTable, ReadableTable, Table};
+use redb::{AccessGuard, ReadOnlyTable, ReadableTable, Table};
 
 use super::schema::{SeqRun, SeqState};
 
@@ -73,18 +73,19 @@ fn held(
         return Ok(true);
     }
     Ok(match table.range(..=seq)?.next_back() {
-        Some(row) => {
-            let (start, value) = row?;
-            let (event, len) = value.value();
-            let run = SeqRun {
-                start: start.value(),
-                event,
-                len,
-            };
-            run.covers(seq)
-        }
+        Some(row) => stored(row?).covers(seq),
         None => false,
     })
+}
+
+/// The run a stored row holds.
+fn stored((start, value): (AccessGuard<'_, u64>, AccessGuard<'_, (u64, u64)>)) -> SeqRun {
+    let (event, len) = value.value();
+    SeqRun {
+        start: start.value(),
+        event,
+        len,
+    }
 }
 
 /// The runs holding any seq in `from..=to`, in seq order, each cut to that range. A stored
@@ -102,15 +103,9 @@ pub(crate) fn runs_within(
     let before = table.range(..from)?.next_back().transpose()?;
     let starting = table.range((Bound::Included(from), Bound::Included(to)))?;
     for row in before.into_iter().map(Ok).chain(starting) {
-        let (start, value) = row?;
-        let (event, len) = value.value();
-        let run = SeqRun {
-            start: start.value(),
-            event,
-            len,
-        };
+        let run = stored(row?);
         // A run holds at least one seq, and its seqs and events stay within u64.
-        let last = len.checked_sub(1);
+        let last = run.len.checked_sub(1);
         let whole = last.is_some_and(|last| {
             run.start.checked_add(last).is_some() && run.event.checked_add(last).is_some()
         });

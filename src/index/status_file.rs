@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::IndexOptions;
+use super::derived::validate::SourceCheck;
 use super::schema::{FORMAT_VERSION, Meta};
-use super::validate::{self, Expected, Validity};
+use super::validate::{self, Expected};
 use crate::event::FoldState;
 use crate::log::LogPaths;
 
@@ -151,10 +152,9 @@ pub(crate) fn answer(paths: &LogPaths, options: &IndexOptions) -> Option<StatusA
     }
     let meta = read(&status_path(&paths.index))?;
     let log = open_regular(&paths.log)?;
-    let len = log.metadata().ok()?.len();
-    match validate::validate(&meta, &Expected::of(options), &log, len) {
-        Ok(Validity::Current) => {}
-        Ok(Validity::Behind | Validity::Stale(_)) | Err(_) => return None,
+    match validate::check(&meta, &Expected::of(options), &log) {
+        Ok(SourceCheck::Current) => {}
+        Ok(SourceCheck::Grew { .. } | SourceCheck::Changed(_)) | Err(_) => return None,
     }
     Some(StatusAnswer {
         bytes_read: meta.head.len + meta.tail.len,

@@ -1,5 +1,7 @@
-//! The open-time checks. Each costs O(1) in the log's size: two 64 KiB windows, a handful of
-//! table lookups.
+//! The agent log index's open-time checks, run by the core in its order
+//! (`derived/validate.rs`): versions and profile, the tables against the meta record, the
+//! log's length and windows, then the type names. Each costs O(1) in the log's size: two
+//! 64 KiB windows, a handful of table lookups.
 
 use std::fs::File;
 use std::io;
@@ -7,69 +9,13 @@ use std::io;
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
 
 use super::blocks;
+use super::derived::validate::{Checks, SourceCheck, check_lines};
 use super::rows::TypeMap;
 use super::schema::{
-    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, BOUNDARIES, FORMAT_KEY, FORMAT_VERSION, META,
-    META_KEY, Meta, PARSER_VERSION,
+    self, BLOCK_EVENTS, BLOCK_STARTS, BLOCKS, BOUNDARIES, FORMAT_VERSION, Meta, PARSER_VERSION,
 };
 use super::{IndexOptions, StaleReason};
 use crate::event::{GenerationStart, Totals};
-
-/// What reading the meta record found.
-pub(crate) enum MetaRead {
-    /// A new, empty index.
-    Empty,
-    /// A meta record of this format.
-    Found(Box<Meta>),
-    /// Something that cannot be used as is.
-    Stale(StaleReason),
-}
-
-/// What the index's last commit holds, read from the index alone.
-pub(crate) enum Loaded {
-    /// A new index without any commit.
-    Empty,
-    /// A commit that cannot be used as is.
-    Stale(StaleReason),
-    /// A commit whose tables agree with its meta record, and its type names.
-    Found(Box<Meta>, TypeMap),
-}
-
-/// Reads the meta record, checks the tables against it and loads the type names (checked
-/// against their sum in the meta record). Touches only the index (the log is checked by
-/// [`validate`]), so its errors are the index's.
-pub(crate) fn load(txn: &ReadTransaction) -> Result<Loaded, redb::Error> {
-    let meta = match read_meta(txn)? {
-        MetaRead::Empty => return Ok(Loaded::Empty),
-        MetaRead::Stale(reason) => return Ok(Loaded::Stale(reason)),
-        MetaRead::Found(meta) => meta,
-    };
-    if let Some(reason) = check_structure(txn, &meta)? {
-        return Ok(Loaded::Stale(reason));
-    }
-    let types = TypeMap::load(txn)?;
-    if types.sum() != meta.types {
-        return Ok(Loaded::Stale(StaleReason::Inconsistent {
-            detail: format!(
-                "the types table ({} names) does not match the meta record's sum ({} names)",
-                types.sum().count,
-                meta.types.count
-            ),
-        }));
-    }
-    Ok(Loaded::Found(meta, types))
-}
-
-/// How an index relates to its log.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Validity {
-    /// It covers exactly the log's complete lines (or there may be a torn tail after W).
-    Current,
-    /// The log has bytes after the watermark.
-    Behind,
-    /// It must not be used.
-    Stale(StaleReason),
-}
 
 /// What the index must have been built with to be usable.
 pub(crate) struct Expected {
@@ -87,81 +33,82 @@ impl Expected {
     }
 }
 
-fn read_meta(txn: &ReadTransaction) -> Result<MetaRead, redb::Error> {
-    let unreadable = |detail: &str| {
-        MetaRead::Stale(StaleReason::Unreadable {
-            detail: detail.to_owned(),
-        })
-    };
-    let table = match txn.open_table(META) {
-        Ok(table) => table,
-        // A new file has no tables at all. Rows without a meta record are what is left of a
-        // damaged file: building on top of them would keep the rows a new build does not
-        // overwrite (and count every seq it writes again as a duplicate).
-        Err(redb::TableError::TableDoesNotExist(_)) => {
-            return Ok(match txn.list_tables()?.next() {
-                None => MetaRead::Empty,
-                Some(_) => unreadable("tables without a meta record"),
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let Some(format) = table.get(FORMAT_KEY)? else {
-        return Ok(unreadable("no format record"));
-    };
-    let Ok(format) = <[u8; 4]>::try_from(format.value()) else {
-        return Ok(unreadable("malformed format record"));
-    };
-    let format = u32::from_le_bytes(format);
-    if format != FORMAT_VERSION {
-        return Ok(MetaRead::Stale(StaleReason::FormatChanged {
-            found: format,
-            expected: FORMAT_VERSION,
-        }));
-    }
-    let Some(meta) = table.get(META_KEY)? else {
-        return Ok(unreadable("no meta record"));
-    };
-    Ok(match schema::decode::<Meta>(meta.value()) {
-        Some(meta) => MetaRead::Found(Box::new(meta)),
-        None => unreadable("meta record fails its checksum"),
-    })
+/// The agent log index's checks, bound to its log.
+pub(crate) struct LogChecks<'a> {
+    pub(crate) expected: Expected,
+    pub(crate) log: &'a File,
 }
 
-/// Compares the meta record with the log: versions, length, head and tail windows.
-pub(crate) fn validate(
-    meta: &Meta,
-    expected: &Expected,
-    log: &File,
-    log_len: u64,
-) -> io::Result<Validity> {
+impl<'a> LogChecks<'a> {
+    /// The checks `options` require, against `log`.
+    pub(crate) fn new(options: &IndexOptions, log: &'a File) -> LogChecks<'a> {
+        LogChecks {
+            expected: Expected::of(options),
+            log,
+        }
+    }
+}
+
+impl Checks for LogChecks<'_> {
+    type Meta = Meta;
+    type Loaded = TypeMap;
+    const FORMAT_VERSION: u32 = FORMAT_VERSION;
+
+    fn check_meta(&self, meta: &Meta) -> Option<StaleReason> {
+        check_versions(meta, &self.expected)
+    }
+
+    fn check_tables(
+        &self,
+        txn: &ReadTransaction,
+        meta: &Meta,
+    ) -> Result<Option<StaleReason>, redb::Error> {
+        check_structure(txn, meta)
+    }
+
+    fn check_source(&self, meta: &Meta) -> io::Result<SourceCheck> {
+        check_lines(&meta.coverage(), self.log)
+    }
+
+    /// The type names, checked against their sum in the meta record.
+    fn load(
+        &self,
+        txn: &ReadTransaction,
+        meta: &Meta,
+    ) -> Result<Result<TypeMap, StaleReason>, redb::Error> {
+        let types = TypeMap::load(txn)?;
+        if types.sum() != meta.types {
+            return Ok(Err(StaleReason::Inconsistent {
+                detail: format!(
+                    "the types table ({} names) does not match the meta record's sum ({} names)",
+                    types.sum().count,
+                    meta.types.count
+                ),
+            }));
+        }
+        Ok(Ok(types))
+    }
+}
+
+/// The parser version, profile and line limit the index was built with.
+fn check_versions(meta: &Meta, expected: &Expected) -> Option<StaleReason> {
     if meta.parser != PARSER_VERSION {
-        return Ok(Validity::Stale(StaleReason::ParserChanged {
+        return Some(StaleReason::ParserChanged {
             found: meta.parser,
             expected: PARSER_VERSION,
-        }));
+        });
     }
-    if meta.profile != expected.profile || meta.max_line != expected.max_line {
-        return Ok(Validity::Stale(StaleReason::ProfileChanged));
+    (meta.profile != expected.profile || meta.max_line != expected.max_line)
+        .then_some(StaleReason::ProfileChanged)
+}
+
+/// A meta record read without its tables (the status file's, or one validated again)
+/// against the log: versions, length, head and tail windows.
+pub(crate) fn check(meta: &Meta, expected: &Expected, log: &File) -> io::Result<SourceCheck> {
+    match check_versions(meta, expected) {
+        Some(reason) => Ok(SourceCheck::Changed(reason)),
+        None => check_lines(&meta.coverage(), log),
     }
-    let watermark = meta.watermark();
-    if log_len < watermark {
-        return Ok(Validity::Stale(StaleReason::LogTruncated {
-            indexed: watermark,
-            len: log_len,
-        }));
-    }
-    if !meta.head.matches(log)? {
-        return Ok(Validity::Stale(StaleReason::HeadChanged));
-    }
-    if !meta.tail.matches(log)? {
-        return Ok(Validity::Stale(StaleReason::TailChanged));
-    }
-    Ok(if log_len > watermark {
-        Validity::Behind
-    } else {
-        Validity::Current
-    })
 }
 
 /// Cheap self-consistency checks of the tables against the meta record (in the spirit of

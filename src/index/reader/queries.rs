@@ -16,7 +16,7 @@ use crate::index::seq_runs;
 impl Index {
     /// Every boundary in file order (the start of generations 1, 2, ...): O(generations).
     pub fn boundaries(&self) -> Result<Vec<GenerationStart>, IndexError> {
-        let count = self.meta.fold.boundaries;
+        let count = self.view.meta.fold.boundaries;
         let mut out = self.read(|txn| {
             let table = txn
                 .open_table(BOUNDARIES)
@@ -37,7 +37,7 @@ impl Index {
         if out.len() as u64 != count {
             return Err(self.damaged("boundary rows are missing"));
         }
-        out.extend(self.tail.boundaries.iter().cloned());
+        out.extend(self.view.tail.boundaries.iter().cloned());
         Ok(out)
     }
 
@@ -59,10 +59,17 @@ impl Index {
 
     /// Totals of the token events strictly before `offset`: one block read.
     pub fn totals_before(&self, offset: u64) -> Result<Totals, IndexError> {
-        if let Some((_, totals)) = self.tail.prefix.iter().rev().find(|(at, _)| *at < offset) {
+        if let Some((_, totals)) = self
+            .view
+            .tail
+            .prefix
+            .iter()
+            .rev()
+            .find(|(at, _)| *at < offset)
+        {
             return Ok(*totals);
         }
-        let end = offset.min(self.meta.watermark());
+        let end = offset.min(self.view.meta.watermark());
         self.with_blocks(|_, blocks| {
             Ok(blocks
                 .block_before(end)?
@@ -77,7 +84,7 @@ impl Index {
 
     /// The stored row of the event line at `offset`, if it is an indexed event.
     pub fn event_at(&self, offset: u64) -> Result<Option<EventRow>, IndexError> {
-        if offset >= self.meta.watermark() {
+        if offset >= self.view.meta.watermark() {
             return Ok(None);
         }
         self.with_blocks(|_, blocks| {
@@ -146,7 +153,7 @@ impl Index {
     /// (offset, line) of the indexed events at `offsets`, in one read transaction; offsets
     /// that are not indexed events are left out.
     pub fn lines_at(&self, offsets: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
-        let watermark = self.meta.watermark();
+        let watermark = self.view.meta.watermark();
         let rows = self.with_blocks(|_, blocks| {
             let mut rows = Vec::new();
             for &offset in offsets.iter().filter(|o| **o < watermark) {
@@ -193,7 +200,7 @@ impl Index {
 
     /// The offset of the last indexed event of type `name`.
     pub fn last_offset_of_type(&self, name: &str) -> Result<Option<u64>, IndexError> {
-        let Some(id) = self.types.get(name) else {
+        let Some(id) = self.view.types.get(name) else {
             return Ok(None);
         };
         self.with_blocks(|txn, blocks| {
@@ -211,7 +218,7 @@ impl Index {
 
     /// The last indexed event strictly before `offset`, with its row.
     pub fn last_event_before(&self, offset: u64) -> Result<Option<(u64, EventRow)>, IndexError> {
-        let end = offset.min(self.meta.watermark());
+        let end = offset.min(self.view.meta.watermark());
         self.with_blocks(|_, blocks| {
             Ok(blocks.block_before(end)?.and_then(|block| {
                 block
@@ -248,7 +255,7 @@ impl Index {
     /// [`Index::lines_at`] give together, reading each block once.
     pub fn lines_of_type(&self, name: &str, end: u64) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
         let mut rows = Vec::new();
-        let end = end.min(self.meta.watermark());
+        let end = end.min(self.view.meta.watermark());
         self.for_type(name, 0, end, |entry| {
             rows.push((entry.offset, entry.row.len));
             true
@@ -265,7 +272,7 @@ impl Index {
         end: u64,
         mut f: impl FnMut(&Entry) -> bool,
     ) -> Result<(), IndexError> {
-        let Some(id) = self.types.get(name) else {
+        let Some(id) = self.view.types.get(name) else {
             return Ok(());
         };
         self.with_blocks(|txn, blocks| {
@@ -303,7 +310,7 @@ impl Index {
 
     /// The name of a type id found in an [`EventRow`].
     pub fn type_name(&self, id: u32) -> Option<&str> {
-        self.types.name(id)
+        self.view.types.name(id)
     }
 
     /// Every invalid line (offset and problem) of the indexed prefix.

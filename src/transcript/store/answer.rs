@@ -6,15 +6,14 @@ use std::path::Path;
 
 use redb::ReadableDatabase;
 
-use super::db::{self, Close, Held, Leak};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
-use super::schema::{BUCKETS, KEYS, MARKS, Meta};
+use super::schema::Meta;
 use super::source::Source;
-use super::validate::{Validity, validate};
 use super::{OpenOptions, Transcript};
+use crate::index::derived::contain::{Close, Held, Leak};
 use crate::index::{IndexOutcome, ReadOnlyReason};
-use crate::log::{Coverage, CoverageBuilder, CoverageCheck};
+use crate::log::{Coverage, CoverageBuilder};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::fold::{Dedup, Fold, Summary};
 
@@ -24,23 +23,37 @@ pub(super) fn not_writable(detail: &str) -> ReadOnlyReason {
 
 /// Answers from a commit that covers every complete line.
 pub(super) fn fresh(source: &Source, index: &Path, meta: Meta, rows: Option<Dedup>) -> Transcript {
-    answer(
-        source,
-        Some(index),
-        meta.coverage,
-        meta.summary,
-        IndexOutcome::Fresh,
-        rows,
-    )
+    let covered = Covered {
+        coverage: meta.coverage,
+        summary: meta.summary,
+        dedup: rows,
+    };
+    answer(source, Some(index), covered, IndexOutcome::Fresh)
+}
+
+/// The answer from a commit (its rows, if loaded) and `fold`, which continued it up to
+/// `coverage`.
+pub(super) fn after_commit(
+    source: &Source,
+    index: &Path,
+    fold: Fold,
+    coverage: Coverage,
+    rows: Option<Dedup>,
+    outcome: IndexOutcome,
+) -> Transcript {
+    let dedup = overlay(rows, &fold.dedup);
+    answer(source, Some(index), covered(fold, coverage, dedup), outcome)
 }
 
 /// Every row of the index with a fold's touched entries laid over them.
-pub(super) fn overlay(mut rows: Dedup, touched: Dedup) -> Dedup {
+fn overlay(rows: Option<Dedup>, touched: &Dedup) -> Option<Dedup> {
+    let mut rows = rows?;
+    let touched = touched.clone();
     rows.messages.extend(touched.messages);
     rows.entries.extend(touched.entries);
     rows.buckets.extend(touched.buckets);
     rows.marks.extend(touched.marks);
-    rows
+    Some(rows)
 }
 
 /// Answers from the index's last commit and a fold, in memory, of the lines after it.
@@ -61,11 +74,7 @@ pub(super) fn memory_tail<D: ReadableDatabase + Close>(
     let mut fold = Fold::resume(meta.summary.clone());
     let folded = db.run("reading the index", |db| -> Result<_, redb::Error> {
         let txn = Leak::new(db.begin_read()?);
-        let mut tables = Leak::new(Tables {
-            keys: txn.get()?.open_table(KEYS)?,
-            buckets: txn.get()?.open_table(BUCKETS)?,
-            marks: txn.get()?.open_table(MARKS)?,
-        });
+        let mut tables = Leak::new(Tables::read(txn.get()?)?);
         Ok(fold_rest(
             source,
             &mut builder,
@@ -88,37 +97,7 @@ pub(super) fn memory_tail<D: ReadableDatabase + Close>(
         tail_bytes: coverage.end - start,
         tail_events: lines,
     };
-    let dedup = rows.map(|rows| overlay(rows, fold.dedup.clone()));
-    Ok(answer(
-        source,
-        Some(index),
-        coverage,
-        fold.summary,
-        outcome,
-        dedup,
-    ))
-}
-
-/// The answer without writing: through the index read-only if it is usable, else from a fold
-/// of the whole transcript.
-pub(super) fn read_only(
-    source: &Source,
-    index: &Path,
-    options: &OpenOptions,
-    why: ReadOnlyReason,
-) -> Result<Transcript, TranscriptError> {
-    let Some(db) = db::open_read_only(index) else {
-        return from_scratch(source, Some(index), options, why);
-    };
-    match validate(&db, source, options)? {
-        Validity::Usable(meta, CoverageCheck::Current { .. }, rows) => {
-            Ok(fresh(source, index, *meta, rows))
-        }
-        Validity::Usable(meta, _, rows) => {
-            memory_tail(source, index, &db, options, (*meta, rows), why)
-        }
-        Validity::Empty | Validity::Stale(_) => from_scratch(source, Some(index), options, why),
-    }
+    Ok(after_commit(source, index, fold, coverage, rows, outcome))
 }
 
 /// The answer from a fold of the whole transcript, in memory.
@@ -135,36 +114,45 @@ pub(super) fn from_scratch(
         tail_bytes: coverage.end,
         tail_events: fold.summary.lines,
     };
-    if let Some(index) = index {
-        outcome.trace(index);
-    }
     let dedup = options.wants_rows().then(|| fold.dedup.clone());
     Ok(answer(
         source,
         index,
-        coverage,
-        fold.summary,
+        covered(fold, coverage, dedup),
         outcome,
-        dedup,
     ))
+}
+
+/// What an answer covers of a transcript, and what that adds up to.
+pub(super) struct Covered {
+    pub(super) coverage: Coverage,
+    pub(super) summary: Summary,
+    pub(super) dedup: Option<Dedup>,
+}
+
+/// What `fold` answers for `coverage`, with `dedup` as the rows asked for.
+pub(super) fn covered(fold: Fold, coverage: Coverage, dedup: Option<Dedup>) -> Covered {
+    Covered {
+        coverage,
+        summary: fold.summary,
+        dedup,
+    }
 }
 
 /// The answer as the caller sees it.
 pub(super) fn answer(
     source: &Source,
     index: Option<&Path>,
-    coverage: Coverage,
-    summary: Summary,
+    covered: Covered,
     outcome: IndexOutcome,
-    dedup: Option<Dedup>,
 ) -> Transcript {
     Transcript {
         path: source.path.clone(),
         format: source.format,
         index: index.map(Path::to_path_buf),
-        coverage,
-        summary,
+        coverage: covered.coverage,
+        summary: covered.summary,
         outcome,
-        dedup,
+        dedup: covered.dedup,
     }
 }

@@ -1,11 +1,12 @@
-//! The per-transcript index: a redb file in the cache directory, validated against the
-//! transcript on every open exactly as the core index is (versions, length, head and tail
-//! windows), caught up in O(new bytes) after appends, rebuilt after a rewrite, a truncation or
-//! damage, and stepped around (the answer folded in memory) when another process holds it or
-//! it cannot be written. The protocol: docs/TRANSCRIPTS.md, "The index".
+//! The per-transcript index: a redb file in the cache directory, on the derived-index core
+//! (`index/derived/`) as the agent log's index is: validated against the transcript on every
+//! open (versions, length, head and tail windows), caught up in O(new bytes) after appends,
+//! rebuilt after a rewrite, a truncation or damage, and stepped around (the answer folded in
+//! memory) when another process holds it or it cannot be written. This module keeps only the
+//! transcript's schema, its checks and its fold into rows. The protocol: docs/TRANSCRIPTS.md,
+//! "The index".
 
 mod answer;
-mod db;
 mod open;
 mod recall;
 mod scan;
@@ -22,6 +23,8 @@ pub use open::open;
 pub use verify::{Verification, verify};
 
 use crate::index::IndexOutcome;
+use crate::index::derived::storage::Settings;
+use crate::index::derived::unsynced::Syncs;
 use crate::log::{Coverage, DEFAULT_MAX_LINE};
 use crate::transcript::fold::{BucketKey, Dedup, Summary};
 use crate::transcript::format::Format;
@@ -66,6 +69,23 @@ impl Default for OpenOptions {
             load_ids: false,
             buckets_from: None,
         }
+    }
+}
+
+/// redb's page cache for a transcript index: a transcript index is small, and an open reads
+/// a handful of pages.
+const CACHE_BYTES: usize = 4 << 20;
+
+/// How a transcript index's file is kept: private (0600), and every write session without
+/// syncs behind the core's marker (a power cut costs one transcript's rebuild).
+pub(crate) fn settings(options: &OpenOptions) -> Settings<'static> {
+    Settings {
+        cache_bytes: CACHE_BYTES,
+        repair_budget: options.repair_budget,
+        syncs: Syncs::SkippedForSession,
+        mode: 0o600,
+        faults: None,
+        sidecars: |_| {},
     }
 }
 

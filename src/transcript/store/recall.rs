@@ -1,9 +1,12 @@
 //! Reading back what earlier lines left in the index, as a catch-up's new lines need it.
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{
+    Key, ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table,
+    TableDefinition, WriteTransaction,
+};
 
-use super::db::Leak;
 use super::schema::{BUCKETS, KEYS, MARKS, decode};
+use crate::index::derived::contain::Leak;
 use crate::transcript::fold::{BucketKey, Dedup, Entry, Message, Recall, RecallError};
 use crate::transcript::tally::Tally;
 
@@ -12,6 +15,42 @@ pub(crate) struct Tables<K, B, M> {
     pub(crate) keys: K,
     pub(crate) buckets: B,
     pub(crate) marks: M,
+}
+
+/// The tables as a read transaction sees them.
+type ReadTables = Tables<
+    ReadOnlyTable<&'static str, &'static [u8]>,
+    ReadOnlyTable<(i64, u32), &'static [u8]>,
+    ReadOnlyTable<&'static str, &'static [u8]>,
+>;
+
+/// The tables as a write transaction sees them (a catch-up's lookups and its writes).
+pub(crate) type WriteTables<'t> = Tables<
+    Table<'t, &'static str, &'static [u8]>,
+    Table<'t, (i64, u32), &'static [u8]>,
+    Table<'t, &'static str, &'static [u8]>,
+>;
+
+impl ReadTables {
+    /// Opens the three tables for reading.
+    pub(crate) fn read(txn: &ReadTransaction) -> Result<ReadTables, redb::Error> {
+        Ok(Tables {
+            keys: txn.open_table(KEYS)?,
+            buckets: txn.open_table(BUCKETS)?,
+            marks: txn.open_table(MARKS)?,
+        })
+    }
+}
+
+impl<'t> WriteTables<'t> {
+    /// Opens the three tables for writing.
+    pub(crate) fn write(txn: &'t WriteTransaction) -> Result<WriteTables<'t>, redb::Error> {
+        Ok(Tables {
+            keys: txn.open_table(KEYS)?,
+            buckets: txn.open_table(BUCKETS)?,
+            marks: txn.open_table(MARKS)?,
+        })
+    }
 }
 
 fn damaged(what: &str) -> RecallError {
@@ -56,161 +95,124 @@ where
 }
 
 /// The number of rows of the key, bucket and mark tables (0 for a table that does not exist).
-pub(crate) fn row_counts(db: &impl ReadableDatabase) -> Result<(u64, u64, u64), RecallError> {
-    let txn = Leak::new(db.begin_read().map_err(storage)?);
-    let txn = txn.get().map_err(storage)?;
-    let keys = match txn.open_table(KEYS) {
-        Ok(t) => Leak::new(t)
-            .get()
-            .map_err(storage)?
-            .len()
-            .map_err(storage)?,
-        Err(redb::TableError::TableDoesNotExist(_)) => 0,
-        Err(e) => return Err(storage(e)),
-    };
-    let buckets = match txn.open_table(BUCKETS) {
-        Ok(t) => Leak::new(t)
-            .get()
-            .map_err(storage)?
-            .len()
-            .map_err(storage)?,
-        Err(redb::TableError::TableDoesNotExist(_)) => 0,
-        Err(e) => return Err(storage(e)),
-    };
-    let marks = match txn.open_table(MARKS) {
-        Ok(t) => Leak::new(t)
-            .get()
-            .map_err(storage)?
-            .len()
-            .map_err(storage)?,
-        Err(redb::TableError::TableDoesNotExist(_)) => 0,
-        Err(e) => return Err(storage(e)),
-    };
-    Ok((keys, buckets, marks))
+pub(crate) fn row_counts(txn: &ReadTransaction) -> Result<(u64, u64, u64), redb::Error> {
+    Ok((count(txn, KEYS)?, count(txn, BUCKETS)?, count(txn, MARKS)?))
+}
+
+fn count<K: Key + 'static>(
+    txn: &ReadTransaction,
+    table: TableDefinition<K, &'static [u8]>,
+) -> Result<u64, redb::Error> {
+    match txn.open_table(table) {
+        Ok(t) => Ok(Leak::new(t).get()?.len()?),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Every key, bucket and mark the index holds, for a comparison with a fold. `expected` is
 /// the (keys, buckets, marks) row counts of the meta record: a damaged tree can make an
 /// iteration go round in circles, so rows out of order or beyond the count are damage.
 pub(crate) fn load_all(
-    db: &impl ReadableDatabase,
+    txn: &ReadTransaction,
     claude: bool,
     expected: (u64, u64, u64),
 ) -> Result<Dedup, RecallError> {
-    let mut dedup = load_rows(db, claude, (expected.0, expected.1), false)?;
-    let txn = Leak::new(db.begin_read().map_err(storage)?);
-    let txn = txn.get().map_err(storage)?;
-    match txn.open_table(MARKS) {
-        Ok(marks) => {
-            let marks = Leak::new(marks);
-            let mut last: Option<String> = None;
-            for row in marks.get().map_err(storage)?.iter().map_err(storage)? {
-                let (uuid, value) = row.map_err(storage)?;
-                let uuid = uuid.value().to_owned();
-                if dedup.marks.len() as u64 >= expected.2
-                    || last.as_ref().is_some_and(|l| *l >= uuid)
-                {
-                    return Err(damaged("mark (out of order)"));
-                }
-                decode::<()>(value.value()).ok_or_else(|| damaged("mark"))?;
-                dedup.marks.insert(uuid.clone());
-                last = Some(uuid);
-            }
+    let mut dedup = load_rows(txn, claude, (expected.0, expected.1), false)?;
+    let Some(marks) = open(txn, MARKS)? else {
+        return Ok(dedup);
+    };
+    let mut last: Option<String> = None;
+    for row in marks.get().map_err(storage)?.iter().map_err(storage)? {
+        let (uuid, value) = row.map_err(storage)?;
+        let uuid = uuid.value().to_owned();
+        if dedup.marks.len() as u64 >= expected.2 || last.as_ref().is_some_and(|l| *l >= uuid) {
+            return Err(damaged("mark (out of order)"));
         }
-        Err(redb::TableError::TableDoesNotExist(_)) => {}
-        Err(e) => return Err(storage(e)),
+        decode::<()>(value.value()).ok_or_else(|| damaged("mark"))?;
+        dedup.marks.insert(uuid.clone());
+        last = Some(uuid);
     }
     Ok(dedup)
+}
+
+/// A table of encoded rows, for reading.
+type RowTable<K> = ReadOnlyTable<K, &'static [u8]>;
+
+/// A table for reading, `None` if nothing was ever written to it.
+fn open<K: Key + 'static>(
+    txn: &ReadTransaction,
+    table: TableDefinition<K, &'static [u8]>,
+) -> Result<Option<Leak<RowTable<K>>>, RecallError> {
+    match txn.open_table(table) {
+        Ok(t) => Ok(Some(Leak::new(t))),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(storage(e)),
+    }
 }
 
 /// [`load_all`], or with `ids_only` every Claude Code message id without its messages (pi
 /// entries are loaded whole either way).
 pub(crate) fn load_rows(
-    db: &impl ReadableDatabase,
+    txn: &ReadTransaction,
     claude: bool,
     expected: (u64, u64),
     ids_only: bool,
 ) -> Result<Dedup, RecallError> {
-    let txn = Leak::new(db.begin_read().map_err(storage)?);
-    let txn = txn.get().map_err(storage)?;
     let mut dedup = Dedup::default();
-    match txn.open_table(KEYS) {
-        Ok(keys) => {
-            let keys = Leak::new(keys);
-            let mut last: Option<String> = None;
-            let mut seen = 0u64;
-            for row in keys.get().map_err(storage)?.iter().map_err(storage)? {
-                let (id, value) = row.map_err(storage)?;
-                let id = id.value().to_owned();
-                seen += 1;
-                if seen > expected.0 || last.as_ref().is_some_and(|l| *l >= id) {
-                    return Err(damaged("key (out of order)"));
-                }
-                if claude && !ids_only {
-                    let messages =
-                        decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
-                    dedup.messages.insert(id.clone(), messages);
-                } else if claude {
-                    // The id alone (a merge looks up the few ids other files hold too).
-                    dedup.messages.insert(id.clone(), Vec::new());
-                } else {
-                    // A pi entry is small: loaded whole either way.
-                    let entry = decode::<Entry>(value.value()).ok_or_else(|| damaged("entry"))?;
-                    dedup.entries.insert(id.clone(), entry);
-                }
-                last = Some(id);
+    if let Some(keys) = open(txn, KEYS)? {
+        let mut last: Option<String> = None;
+        let mut seen = 0u64;
+        for row in keys.get().map_err(storage)?.iter().map_err(storage)? {
+            let (id, value) = row.map_err(storage)?;
+            let id = id.value().to_owned();
+            seen += 1;
+            if seen > expected.0 || last.as_ref().is_some_and(|l| *l >= id) {
+                return Err(damaged("key (out of order)"));
             }
+            if claude && !ids_only {
+                let messages =
+                    decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
+                dedup.messages.insert(id.clone(), messages);
+            } else if claude {
+                // The id alone (a merge looks up the few ids other files hold too).
+                dedup.messages.insert(id.clone(), Vec::new());
+            } else {
+                // A pi entry is small: loaded whole either way.
+                let entry = decode::<Entry>(value.value()).ok_or_else(|| damaged("entry"))?;
+                dedup.entries.insert(id.clone(), entry);
+            }
+            last = Some(id);
         }
-        Err(redb::TableError::TableDoesNotExist(_)) => {}
-        Err(e) => return Err(storage(e)),
     }
-    match txn.open_table(BUCKETS) {
-        Ok(buckets) => {
-            let buckets = Leak::new(buckets);
-            let mut last = None;
-            let mut seen = 0u64;
-            for row in buckets.get().map_err(storage)?.iter().map_err(storage)? {
-                let (key, value) = row.map_err(storage)?;
-                let key = key.value();
-                seen += 1;
-                if seen > expected.1 || last.is_some_and(|l| l >= key) {
-                    return Err(damaged("bucket (out of order)"));
-                }
-                let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
-                dedup.buckets.insert(key, tally);
-                last = Some(key);
+    if let Some(buckets) = open(txn, BUCKETS)? {
+        let mut last = None;
+        let mut seen = 0u64;
+        for row in buckets.get().map_err(storage)?.iter().map_err(storage)? {
+            let (key, value) = row.map_err(storage)?;
+            let key = key.value();
+            seen += 1;
+            if seen > expected.1 || last.is_some_and(|l| l >= key) {
+                return Err(damaged("bucket (out of order)"));
             }
+            let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
+            dedup.buckets.insert(key, tally);
+            last = Some(key);
         }
-        Err(redb::TableError::TableDoesNotExist(_)) => {}
-        Err(e) => return Err(storage(e)),
     }
     Ok(dedup)
 }
 
 /// The buckets from quarter-hour `from` on (a day's total reads only these).
-pub(crate) fn load_buckets_from(
-    db: &impl ReadableDatabase,
-    from: i64,
-) -> Result<Dedup, RecallError> {
-    let txn = Leak::new(db.begin_read().map_err(storage)?);
-    let txn = txn.get().map_err(storage)?;
+pub(crate) fn load_buckets_from(txn: &ReadTransaction, from: i64) -> Result<Dedup, RecallError> {
     let mut dedup = Dedup::default();
-    match txn.open_table(BUCKETS) {
-        Ok(buckets) => {
-            let buckets = Leak::new(buckets);
-            for row in buckets
-                .get()
-                .map_err(storage)?
-                .range((from, 0)..)
-                .map_err(storage)?
-            {
-                let (key, value) = row.map_err(storage)?;
-                let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
-                dedup.buckets.insert(key.value(), tally);
-            }
+    if let Some(buckets) = open(txn, BUCKETS)? {
+        let rows = buckets.get().map_err(storage)?;
+        for row in rows.range((from, 0)..).map_err(storage)? {
+            let (key, value) = row.map_err(storage)?;
+            let tally = decode::<Tally>(value.value()).ok_or_else(|| damaged("bucket"))?;
+            dedup.buckets.insert(key.value(), tally);
         }
-        Err(redb::TableError::TableDoesNotExist(_)) => {}
-        Err(e) => return Err(storage(e)),
     }
     Ok(dedup)
 }

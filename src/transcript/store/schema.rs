@@ -1,10 +1,13 @@
-//! The on-disk schema of a transcript index (see docs/TRANSCRIPTS.md, "The index").
+//! The on-disk schema of a transcript index (see docs/TRANSCRIPTS.md, "The index"): the meta
+//! table every index has, and the rows a transcript's fold leaves.
 //!
 //! Every value is postcard followed by a little-endian crc32 of the postcard bytes, so a
-//! damaged row is detected rather than believed.
+//! damaged row is detected rather than believed (the core's encoding).
 
 use redb::TableDefinition;
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize};
+
+pub(crate) use crate::index::derived::record::{decode, encoded as encode};
 
 use crate::log::Coverage;
 use crate::transcript::fold::{Message, Summary};
@@ -17,8 +20,6 @@ pub(crate) const FORMAT_VERSION: u32 = 2;
 /// Bumped whenever a reader could give a different answer for the same bytes.
 pub(crate) const PARSER_VERSION: u32 = 1;
 
-/// `"format"` → u32 LE; `"meta"` → [`Meta`].
-pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Dedup keys: a Claude Code `message.id` → its messages (`Vec<Message>`); a pi entry id →
 /// its [`Entry`](crate::transcript::fold::Entry).
 pub(crate) const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("keys");
@@ -27,11 +28,6 @@ pub(crate) const BUCKETS: TableDefinition<(i64, u32), &[u8]> = TableDefinition::
 /// Claude Code boundary and summary line uuids seen → an empty value: a replayed boundary is
 /// recognized by its uuid. Kept out of the meta record, which every open reads.
 pub(crate) const MARKS: TableDefinition<&str, &[u8]> = TableDefinition::new("marks");
-
-/// The key of the format version in [`META`].
-pub(crate) const FORMAT_KEY: &str = "format";
-/// The key of [`Meta`] in [`META`].
-pub(crate) const META_KEY: &str = "meta";
 
 /// What the index is of and what it covers: read and checked on every open.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,25 +44,6 @@ pub(crate) struct Meta {
     pub(crate) coverage: Coverage,
     /// What the covered lines add up to.
     pub(crate) summary: Summary,
-}
-
-/// postcard, then the crc32 of the postcard bytes.
-pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut bytes = postcard::to_stdvec(value).unwrap_or_default();
-    let crc = crc32fast::hash(&bytes);
-    bytes.extend_from_slice(&crc.to_le_bytes());
-    bytes
-}
-
-/// The value if its crc holds and it decodes.
-pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    let split = bytes.len().checked_sub(4)?;
-    let (body, crc) = bytes.split_at(split);
-    let crc = u32::from_le_bytes(crc.try_into().ok()?);
-    if crc32fast::hash(body) != crc {
-        return None;
-    }
-    postcard::from_bytes(body).ok()
 }
 
 /// The value stored under a Claude Code message id.
@@ -90,13 +67,7 @@ mod tests {
             cost: 0.25,
             events: 3,
         };
-        let bytes = encode_tally(&tally);
-        assert_eq!(decode::<Tally>(&bytes), Some(tally));
-        for i in 0..bytes.len() {
-            let mut bad = bytes.clone();
-            bad[i] ^= 0x10;
-            assert_eq!(decode::<Tally>(&bad), None, "byte {i}");
-        }
-        assert_eq!(decode::<Tally>(&bytes[..3]), None);
+        assert_eq!(decode::<Tally>(&encode_tally(&tally)), Some(tally));
+        crate::index::derived::record::assert_round_trips(&tally);
     }
 }

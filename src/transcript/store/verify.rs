@@ -3,13 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-use super::OpenOptions;
-use super::db;
+use redb::ReadableDatabase;
+
 use super::recall::load_all;
 use super::scan::{FoldFailure, fold_until};
 use super::source::Source;
-use super::validate::{Validity, validate};
+use super::validate::{SourceChecks, unreadable};
+use super::{OpenOptions, settings};
 use crate::index::StaleReason;
+use crate::index::derived::contain::Leak;
+use crate::index::derived::storage;
+use crate::index::derived::validate::{Unread, Validity, validate};
 use crate::log::{CoverageBuilder, CoverageCheck};
 use crate::transcript::cache::{default_index_dir, index_file};
 use crate::transcript::error::TranscriptError;
@@ -51,26 +55,43 @@ pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, Transc
         coverage: None,
         agrees: false,
     };
-    let Some(db) = index.as_deref().and_then(db::open_read_only) else {
+    let opened = index
+        .as_deref()
+        .and_then(|index| storage::open_read_only(index, &settings(options)).ok())
+        .flatten();
+    let Some(db) = opened else {
         found.stale = Some(StaleReason::Unreadable {
             detail: "no index, or it cannot be opened read-only now".to_owned(),
         });
         return Ok(found);
     };
-    let meta = match validate(&db, &source, options)? {
-        Validity::Usable(meta, _, _) => {
-            let deep = meta.coverage.check_deep(&source.file);
+    let checks = SourceChecks {
+        source: &source,
+        options,
+    };
+    let meta = match validate(&checks, &db) {
+        Ok(Validity::Usable(commit)) => {
+            let deep = commit.meta.coverage.check_deep(&source.file);
             found.coverage = Some(deep.map_err(|e| TranscriptError::io("read", &source.path, e))?);
-            meta
+            commit.meta
         }
-        Validity::Stale(reason) => {
+        Ok(Validity::Stale(reason)) => {
             found.stale = Some(reason);
             return Ok(found);
         }
-        Validity::Empty => {
+        Ok(Validity::Empty) => {
             found.stale = Some(StaleReason::Unreadable {
                 detail: "an index without a commit".to_owned(),
             });
+            return Ok(found);
+        }
+        Err(Unread::Source(e)) => return Err(TranscriptError::io("read", &source.path, e)),
+        Err(Unread::Index(e)) => {
+            found.stale = Some(unreadable(e.to_string()));
+            return Ok(found);
+        }
+        Err(Unread::Panicked(detail)) => {
+            found.stale = Some(unreadable(detail));
             return Ok(found);
         }
     };
@@ -90,9 +111,12 @@ pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, Transc
     }
     let claude = source.format == Format::ClaudeCode;
     let counts = (meta.summary.keys, meta.summary.buckets, meta.summary.marks);
-    let rows = db.run("reading the index", |db| load_all(db, claude, counts));
+    let rows = db.run("reading the index", |db| -> Result<_, redb::Error> {
+        let txn = Leak::new(db.begin_read()?);
+        Ok(load_all(txn.get()?, claude, counts))
+    });
     found.agrees = builder.coverage() == meta.coverage
         && fold.summary == meta.summary
-        && matches!(rows, Ok(Ok(rows)) if rows == fold.dedup);
+        && matches!(rows, Ok(Ok(Ok(rows))) if rows == fold.dedup);
     Ok(found)
 }

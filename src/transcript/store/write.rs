@@ -1,25 +1,58 @@
-//! Writing the index: a build from the first line, or a catch-up of the lines after what it
-//! covers, each in one write transaction. A file redb panics in is replaced by a new one.
+//! Writing the index, held for writing: a build from the first line, or a catch-up of the
+//! lines after what it covers, each in one write transaction of the core's contained handle
+//! (`index/derived/contain.rs`). A file redb panics in is replaced by a new one.
 
 use std::path::Path;
 
 use redb::{Database, ReadableTableMetadata, WriteTransaction};
 
-use super::answer::{answer, fresh, memory_tail, not_writable};
-use super::db::{self, Held, Leak, Unsynced};
+use super::answer::{after_commit, answer, covered, fresh, memory_tail, not_writable};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
 use super::schema::{
-    BUCKETS, FORMAT_KEY, FORMAT_VERSION, KEYS, MARKS, META, META_KEY, Meta, PARSER_VERSION, encode,
-    encode_messages, encode_tally,
+    BUCKETS, FORMAT_VERSION, KEYS, MARKS, Meta, PARSER_VERSION, encode, encode_messages,
+    encode_tally,
 };
 use super::source::Source;
-use super::validate::unreadable;
-use super::{OpenOptions, Transcript};
+use super::validate::{SourceChecks, unreadable};
+use super::{OpenOptions, Transcript, settings};
+use crate::index::derived::contain::{Held, Leak, Txn, WriteError};
+use crate::index::derived::record::{META, write_meta};
+use crate::index::derived::sequence::replace;
+use crate::index::derived::storage::{OpenFailure, Opened};
+use crate::index::derived::validate::{Unread, Validity, validate};
 use crate::index::{IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::log::{Coverage, CoverageBuilder};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::fold::{Dedup, Fold};
+
+/// The answer through an index this process holds for writing: catch it up, build it, or
+/// rebuild it.
+pub(super) fn writable(
+    source: &Source,
+    index: &Path,
+    opened: Opened,
+    options: &OpenOptions,
+) -> Result<Transcript, TranscriptError> {
+    let db = opened.db;
+    if let Some(reason) = opened.replaced {
+        return build(source, index, db, options, Some(reason), true);
+    }
+    let reason = match validate(&SourceChecks { source, options }, &db) {
+        Ok(Validity::Empty) => return build(source, index, db, options, None, true),
+        Ok(Validity::Stale(reason)) => reason,
+        Ok(Validity::Usable(commit)) if commit.behind == 0 => {
+            return Ok(fresh(source, index, *commit.meta, commit.loaded));
+        }
+        Ok(Validity::Usable(commit)) => {
+            return catch_up(source, index, db, options, (*commit.meta, commit.loaded));
+        }
+        Err(Unread::Source(e)) => return Err(read_error(source, e)),
+        Err(Unread::Index(e)) => unreadable(e.to_string()),
+        Err(Unread::Panicked(detail)) => unreadable(detail),
+    };
+    build(source, index, db, options, Some(reason), false)
+}
 
 /// Builds the index from the first line. Into `db` itself when its file is new (`new_file`);
 /// otherwise into a new file that replaces it: an index found stale may also hide damage redb
@@ -45,35 +78,27 @@ pub(super) fn build(
     if let Err(Failed::Damaged(detail)) = &written {
         // A stale file, or one that made redb panic or holds structures redb refuses: a new
         // file takes its place.
-        reason = Some(reason.unwrap_or_else(|| unreadable(detail.clone())));
-        written = replace_file(index, options)
+        let why = reason.clone().unwrap_or_else(|| unreadable(detail.clone()));
+        reason = Some(why.clone());
+        written = replace_file(index, options, why)
             .map_err(Failed::Io)
             .and_then(|db| commit_and_close(db, source, options, &fold, &coverage));
     }
-    let written = written.map_err(|(Failed::Io(d) | Failed::Damaged(d))| d);
+    let written = written.map_err(Failed::detail);
     let outcome = match written {
-        Ok(()) => match reason {
-            None => IndexOutcome::Created { bytes, events },
-            Some(reason) => IndexOutcome::Rebuilt {
-                reason,
-                bytes,
-                events,
-            },
-        },
+        Ok(()) => IndexOutcome::built(reason, bytes, events),
         Err(detail) => IndexOutcome::ReadOnly {
             why: not_writable(&detail),
             tail_bytes: bytes,
             tail_events: events,
         },
     };
-    let dedup = options.wants_rows().then_some(fold.dedup);
+    let dedup = options.wants_rows().then(|| fold.dedup.clone());
     Ok(answer(
         source,
         Some(index),
-        coverage,
-        fold.summary,
+        covered(fold, coverage, dedup),
         outcome,
-        dedup,
     ))
 }
 
@@ -85,16 +110,25 @@ fn commit_and_close(
     fold: &Fold,
     coverage: &Coverage,
 ) -> Result<(), Failed> {
-    let committed = commit(&db, source, options, fold, coverage);
-    let closed = db.close().map_err(Failed::Damaged);
+    let written = db.write("writing the index", |txn| {
+        write_rows(txn, source, options, fold, coverage, true).map(Txn::Commit)
+    });
+    let committed = written.map_err(Failed::of);
+    let closed = db.close().map_err(|e| Failed::Damaged(e.to_string()));
     committed.and(closed)
 }
 
-/// Removes an index file redb panicked in and opens a new one in its place.
-fn replace_file(index: &Path, options: &OpenOptions) -> Result<Held<Database>, String> {
-    let _ = std::fs::remove_file(index);
-    Unsynced::remove_marker(index);
-    db::open_writable(index, options.repair_budget).map_err(|e| format!("{e:?}"))
+/// Removes an index file that cannot be used and opens a new one in its place.
+fn replace_file(
+    index: &Path,
+    options: &OpenOptions,
+    reason: StaleReason,
+) -> Result<Held<Database>, String> {
+    match replace(index, &settings(options), reason) {
+        Ok(opened) => Ok(opened.db),
+        Err(OpenFailure::Busy) => Err("another process holds the index for writing".to_owned()),
+        Err(OpenFailure::NotWritable(cause) | OpenFailure::Damaged(cause)) => Err(cause.detail),
+    }
 }
 
 /// Why a commit failed.
@@ -106,20 +140,25 @@ enum Failed {
 }
 
 impl Failed {
-    fn of(e: redb::Error) -> Failed {
+    fn of(e: WriteError) -> Failed {
         match e {
-            redb::Error::Io(_) => Failed::Io(e.to_string()),
-            other => Failed::Damaged(other.to_string()),
+            WriteError::Storage(e @ redb::Error::Io(_)) => Failed::Io(e.to_string()),
+            WriteError::Storage(other) => Failed::Damaged(other.to_string()),
+            WriteError::Panicked(detail) => Failed::Damaged(detail),
+        }
+    }
+
+    fn detail(self) -> String {
+        match self {
+            Failed::Io(detail) | Failed::Damaged(detail) => detail,
         }
     }
 }
 
-/// How a catch-up's write transaction ended.
+/// How a catch-up's write transaction ended, once it did not fail.
 enum Step {
     /// New lines folded and committed.
-    Committed(u64),
-    /// New lines folded; the commit failed (the answer stands, the index stays behind).
-    Unwritten(u64, Failed),
+    Committed,
     /// No new complete line.
     Nothing,
     /// The fold failed.
@@ -141,74 +180,53 @@ pub(super) fn catch_up(
     let Some(mut builder) =
         CoverageBuilder::resume(&meta.coverage, &source.file).map_err(|e| read_error(source, e))?
     else {
-        return build(
-            source,
-            index,
-            db,
-            options,
-            Some(StaleReason::TailChanged),
-            false,
-        );
+        let reason = Some(StaleReason::TailChanged);
+        return build(source, index, db, options, reason, false);
     };
     let start = meta.coverage.end;
     let mut fold = Fold::resume(meta.summary.clone());
-    let stepped = db.run("catching up the index", |db| -> Result<Step, redb::Error> {
-        let txn = Leak::new(db.begin_write()?);
-        let mut tables = Leak::new(Tables {
-            keys: txn.get()?.open_table(KEYS)?,
-            buckets: txn.get()?.open_table(BUCKETS)?,
-            marks: txn.get()?.open_table(MARKS)?,
-        });
+    // The lines folded, also when the commit fails.
+    let mut folded_lines = 0;
+    let stepped = db.write("catching up the index", |txn| {
+        let mut tables = Leak::new(Tables::write(txn)?);
         let folded = fold_rest(source, &mut builder, &mut fold, tables.get_mut()?, options);
         drop(tables);
-        match folded {
-            Ok(0) => {
-                txn.take()?.abort()?;
-                Ok(Step::Nothing)
-            }
+        Ok(match folded {
+            Ok(0) => Txn::Abort(Step::Nothing),
             Ok(lines) => {
-                let coverage = builder.coverage();
-                let written = write_rows(txn.get()?, source, options, &fold, &coverage, false)
-                    .and_then(|()| Ok(txn.take()?.commit()?));
-                Ok(match written {
-                    Ok(()) => Step::Committed(lines),
-                    Err(e) => Step::Unwritten(lines, Failed::of(e)),
-                })
+                folded_lines = lines;
+                write_rows(txn, source, options, &fold, &builder.coverage(), false)?;
+                Txn::Commit(Step::Committed)
             }
-            Err(failure) => {
-                txn.take()?.abort()?;
-                Ok(Step::Failed(failure))
-            }
-        }
+            Err(failure) => Txn::Abort(Step::Failed(failure)),
+        })
     });
-    let (lines, unwritten) = match stepped {
-        Ok(Ok(Step::Committed(lines))) => (lines, None),
-        Ok(Ok(Step::Unwritten(lines, Failed::Io(detail)))) => (lines, Some(detail)),
-        // Damage redb reported, or a panic it raised: a new file takes this one's place.
-        Ok(Ok(Step::Unwritten(_, Failed::Damaged(detail)))) | Err(detail) => {
-            return build(source, index, db, options, Some(unreadable(detail)), false);
-        }
+    let after = match stepped {
+        Ok(Step::Committed) => Ok(None),
         // Only a torn tail after the covered lines: nothing new to count yet.
-        Ok(Ok(Step::Nothing)) => return Ok(fresh(source, index, meta, rows)),
-        Ok(Ok(Step::Failed(FoldFailure::Read(e)))) => return Err(read_error(source, e)),
-        Ok(Ok(Step::Failed(FoldFailure::Recall(e)))) => {
-            let reason = StaleReason::Inconsistent { detail: e.0 };
-            return build(source, index, db, options, Some(reason), false);
-        }
-        Ok(Err(e)) => {
-            let reason = Some(unreadable(e.to_string()));
-            return build(source, index, db, options, reason, false);
-        }
+        Ok(Step::Nothing) => return Ok(fresh(source, index, meta, rows)),
+        Ok(Step::Failed(FoldFailure::Read(e))) => return Err(read_error(source, e)),
+        Ok(Step::Failed(FoldFailure::Recall(e))) => Err(StaleReason::Inconsistent { detail: e.0 }),
+        // Nothing was folded: the transaction or its tables could not be had.
+        Err(e) if folded_lines == 0 => Err(unreadable(Failed::of(e).detail())),
+        Err(e) => match Failed::of(e) {
+            // The answer stands; the index stays behind.
+            Failed::Io(detail) => Ok(Some(detail)),
+            // Damage redb reported, or a panic it raised: a new file takes this one's place.
+            Failed::Damaged(detail) => Err(unreadable(detail)),
+        },
     };
-    let mut unwritten = unwritten;
+    let (lines, mut unwritten) = match after {
+        Ok(unwritten) => (folded_lines, unwritten),
+        Err(reason) => return build(source, index, db, options, Some(reason), false),
+    };
     if unwritten.is_none()
         && let Err(detail) = db.close()
     {
         // The commit stands only if the file closed cleanly: build it again, in a new file.
-        match replace_file(index, options) {
-            Ok(db) => {
-                return build(source, index, db, options, Some(unreadable(detail)), true);
-            }
+        let reason = unreadable(detail.to_string());
+        match replace_file(index, options, reason.clone()) {
+            Ok(db) => return build(source, index, db, options, Some(reason), true),
             Err(e) => unwritten = Some(format!("{detail}; {e}")),
         }
     }
@@ -225,35 +243,7 @@ pub(super) fn catch_up(
             tail_events: lines,
         },
     };
-    let dedup = rows.map(|rows| super::answer::overlay(rows, fold.dedup.clone()));
-    Ok(answer(
-        source,
-        Some(index),
-        coverage,
-        fold.summary,
-        outcome,
-        dedup,
-    ))
-}
-
-/// Builds the index's rows from scratch in one commit.
-fn commit(
-    db: &Held<Database>,
-    source: &Source,
-    options: &OpenOptions,
-    fold: &Fold,
-    coverage: &Coverage,
-) -> Result<(), Failed> {
-    let run = db.run("writing the index", |db| -> Result<(), redb::Error> {
-        let txn = Leak::new(db.begin_write()?);
-        write_rows(txn.get()?, source, options, fold, coverage, true)?;
-        txn.take()?.commit()?;
-        Ok(())
-    });
-    match run {
-        Ok(result) => result.map_err(Failed::of),
-        Err(panicked) => Err(Failed::Damaged(panicked)),
-    }
+    Ok(after_commit(source, index, fold, coverage, rows, outcome))
 }
 
 /// Writes what a fold touched and the meta record (after emptying every table, for a fold
@@ -272,41 +262,34 @@ fn write_rows(
         txn.delete_table(MARKS)?;
         txn.delete_table(META)?;
     }
-    let mut keys = Leak::new(txn.open_table(KEYS)?);
+    let mut tables = Leak::new(Tables::write(txn)?);
+    let Tables {
+        keys,
+        buckets,
+        marks,
+    } = tables.get_mut()?;
     for (id, messages) in &fold.dedup.messages {
-        keys.get_mut()?
-            .insert(id.as_str(), encode_messages(messages).as_slice())?;
+        keys.insert(id.as_str(), encode_messages(messages).as_slice())?;
     }
     for (id, entry) in &fold.dedup.entries {
-        keys.get_mut()?
-            .insert(id.as_str(), encode(entry).as_slice())?;
+        keys.insert(id.as_str(), encode(entry).as_slice())?;
     }
-    let mut buckets = Leak::new(txn.open_table(BUCKETS)?);
     for (key, tally) in &fold.dedup.buckets {
-        buckets
-            .get_mut()?
-            .insert(*key, encode_tally(tally).as_slice())?;
+        buckets.insert(*key, encode_tally(tally).as_slice())?;
     }
-    let mut marks = Leak::new(txn.open_table(MARKS)?);
     let empty = encode(&());
     for uuid in &fold.dedup.marks {
-        marks.get_mut()?.insert(uuid.as_str(), empty.as_slice())?;
+        marks.insert(uuid.as_str(), empty.as_slice())?;
     }
     // The row counts the next open checks against the meta record.
-    let counts = (
-        keys.get()?.len()?,
-        buckets.get()?.len()?,
-        marks.get()?.len()?,
-    );
+    let counts = (keys.len()?, buckets.len()?, marks.len()?);
     let s = &fold.summary;
     if counts != (s.keys, s.buckets, s.marks) {
         return Err(redb::Error::Corrupted(
             "the row counts disagree with the fold".to_owned(),
         ));
     }
-    let mut meta = Leak::new(txn.open_table(META)?);
-    meta.get_mut()?
-        .insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+    drop(tables);
     let record = Meta {
         parser: PARSER_VERSION,
         transcript: source.path_bytes(),
@@ -315,7 +298,5 @@ fn write_rows(
         coverage: *coverage,
         summary: fold.summary.clone(),
     };
-    meta.get_mut()?
-        .insert(META_KEY, encode(&record).as_slice())?;
-    Ok(())
+    write_meta(txn, FORMAT_VERSION, &record, &mut Vec::new())
 }

@@ -158,29 +158,51 @@ pub enum IndexOutcome {
 }
 
 impl IndexOutcome {
+    /// What a build from the first line did: built a new index, or (`reason`, why the old one
+    /// was not used) rebuilt one.
+    pub(crate) fn built(reason: Option<StaleReason>, bytes: u64, events: u64) -> IndexOutcome {
+        match reason {
+            None => IndexOutcome::Created { bytes, events },
+            Some(reason) => IndexOutcome::Rebuilt {
+                reason,
+                bytes,
+                events,
+            },
+        }
+    }
+
+    /// What a catch-up of a valid index did: nothing, when no complete line followed it.
+    pub(crate) fn updated(bytes: u64, events: u64) -> IndexOutcome {
+        if bytes == 0 {
+            IndexOutcome::Fresh
+        } else {
+            IndexOutcome::CaughtUp { bytes, events }
+        }
+    }
+
     /// A stable `snake_case` name for scripts.
     pub fn code(&self) -> &'static str {
-        match self {
-            IndexOutcome::Fresh => "fresh",
-            IndexOutcome::CaughtUp { .. } => "caught_up",
-            IndexOutcome::Created { .. } => "created",
-            IndexOutcome::Rebuilt { .. } => "rebuilt",
-            IndexOutcome::ReadOnly { .. } => "read_only",
-        }
+        self.summary().0
     }
 
     /// Bytes and events this open indexed or scanned.
     pub fn work(&self) -> (u64, u64) {
-        match self {
-            IndexOutcome::Fresh => (0, 0),
-            IndexOutcome::CaughtUp { bytes, events }
-            | IndexOutcome::Created { bytes, events }
-            | IndexOutcome::Rebuilt { bytes, events, .. } => (*bytes, *events),
+        let (_, bytes, events) = self.summary();
+        (bytes, events)
+    }
+
+    /// The name, and the bytes and events indexed or scanned.
+    fn summary(&self) -> (&'static str, u64, u64) {
+        match *self {
+            IndexOutcome::Fresh => ("fresh", 0, 0),
+            IndexOutcome::CaughtUp { bytes, events } => ("caught_up", bytes, events),
+            IndexOutcome::Created { bytes, events } => ("created", bytes, events),
+            IndexOutcome::Rebuilt { bytes, events, .. } => ("rebuilt", bytes, events),
             IndexOutcome::ReadOnly {
                 tail_bytes,
                 tail_events,
                 ..
-            } => (*tail_bytes, *tail_events),
+            } => ("read_only", tail_bytes, tail_events),
         }
     }
 
