@@ -435,6 +435,47 @@ fn an_unsynced_build_marker_left_behind_is_never_believed() {
     }
 }
 
+/// A marker that names this boot is a build running now or one whose process died: the page
+/// cache holds what redb wrote, so a read-only open uses the file, while the next open that
+/// writes rebuilds it (the build may have aborted inside redb) and removes the marker.
+#[test]
+fn an_unsynced_marker_of_this_boot_is_read_and_the_next_writer_rebuilds() {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .expect("a Linux boot id (elsewhere no reader uses a marked file)");
+    let agent = Agent::with_log(&common::synthetic(40, 5));
+    drop(agent.open_index());
+    let marker = agent.paths.index.with_extension("redb.unsynced");
+    std::fs::write(&marker, boot.trim()).unwrap();
+    let read_only = IndexOptions {
+        read_only: true,
+        ..IndexOptions::default()
+    };
+    let index = Index::open(&agent.paths, &read_only).unwrap();
+    assert!(
+        matches!(index.outcome(), IndexOutcome::ReadOnly { .. }),
+        "{:?}",
+        index.outcome()
+    );
+    assert_eq!(index.watermark(), agent.log().len() as u64);
+    assert_index_matches_oracle(&index, &agent.log());
+    drop(index);
+    agent.append_raw(common::token(1.0e9, 7, 3, 1).as_bytes());
+    let index = agent.open_index_committing();
+    assert!(
+        matches!(
+            index.outcome(),
+            IndexOutcome::Rebuilt {
+                reason: agentlog::index::StaleReason::CommitInterrupted,
+                ..
+            }
+        ),
+        "{:?}",
+        index.outcome()
+    );
+    assert!(!marker.exists(), "the rebuild removed the marker");
+    assert_index_matches_oracle(&index, &agent.log());
+}
+
 /// `whole`: the file is intact, so only the marker can make the open rebuild it.
 fn unsynced_marker_is_never_believed(agent: &Agent, marker: &std::path::Path, whole: bool) {
     let read_only = IndexOptions {

@@ -263,4 +263,25 @@ mod tests {
         remove_marker(&index);
         assert!(!left_behind(&index));
     }
+
+    /// The one sync that ends a session fails: the marker stays, emptied, so that it names no
+    /// boot and the file counts as torn for every process.
+    #[test]
+    fn a_failed_final_sync_leaves_a_marker_that_names_no_boot() {
+        use crate::log::{FaultKind, FaultPlan};
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("t.redb");
+        let file = File::create(&index).unwrap();
+        let session = Unsynced::new(&index, &file, Syncs::SkippedForNewFile, 0o600).unwrap();
+        session.begin();
+        assert!(session.is_deferring());
+        let faults = Arc::new(Faults::new(FaultPlan {
+            index_sync_fails: true,
+            kind: FaultKind::Io,
+            ..FaultPlan::default()
+        }));
+        assert!(session.finish(Some(&faults)).is_err());
+        assert_eq!(std::fs::read(marker(&index)).unwrap(), b"");
+        assert!(left_behind(&index) && torn(&index));
+    }
 }
