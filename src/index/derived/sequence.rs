@@ -126,7 +126,9 @@ pub(crate) trait Derived {
 
 /// What a read-only look at the index's last commit found.
 pub(crate) enum Look<C: Checks> {
+    /// A commit to answer from.
     Usable(Found<C>),
+    /// None, and why.
     Not(NoCommit),
 }
 
@@ -180,23 +182,31 @@ pub(crate) fn open<D: Derived>(d: &mut D) -> Result<D::Answer, D::Error> {
         }
         Look::Usable(_) | Look::Not(_) => {}
     }
-    let not_writable = |cause: Cause| ReadOnlyReason::NotWritable(cause.detail);
-    // `Err(None)`: busy; `Err(Some(cause))`: not writable.
-    let opened = d.prepare().map_err(Some).and_then(|()| {
-        let target = d.target();
-        open_for_writing(target.index, &target.settings).map_err(|failure| match failure {
-            OpenFailure::Busy => None,
-            // Even a new file could not be opened as an index: it cannot be written here.
-            OpenFailure::NotWritable(cause) | OpenFailure::Damaged(cause) => Some(cause),
-        })
-    });
-    let why = match opened.map(|opened| d.write(opened)) {
-        Ok(Ok(answer)) => return Ok(answer),
-        Ok(Err(Unwritable::Failed(e))) => return Err(e),
-        Ok(Err(Unwritable::Busy)) | Err(None) => ReadOnlyReason::HeldByAnotherProcess,
-        Ok(Err(Unwritable::NotWritable(cause))) | Err(Some(cause)) => not_writable(cause),
+    let why = match writable(d) {
+        Ok(opened) => match d.write(opened) {
+            Ok(answer) => return Ok(answer),
+            Err(Unwritable::Failed(e)) => return Err(e),
+            Err(Unwritable::Busy) => ReadOnlyReason::HeldByAnotherProcess,
+            Err(Unwritable::NotWritable(cause)) => not_writable(cause),
+        },
+        Err(why) => why,
     };
     step_aside(d, why)
+}
+
+/// Opens `d`'s index for writing, or says why it cannot be written here.
+fn writable<D: Derived>(d: &mut D) -> Result<Opened, ReadOnlyReason> {
+    d.prepare().map_err(not_writable)?;
+    let target = d.target();
+    open_for_writing(target.index, &target.settings).map_err(|failure| match failure {
+        OpenFailure::Busy => ReadOnlyReason::HeldByAnotherProcess,
+        // Even a new file could not be opened as an index: it cannot be written here.
+        OpenFailure::NotWritable(cause) | OpenFailure::Damaged(cause) => not_writable(cause),
+    })
+}
+
+fn not_writable(cause: Cause) -> ReadOnlyReason {
+    ReadOnlyReason::NotWritable(cause.detail)
 }
 
 /// The answer without writing, for `why`: from the last commit and a fold of what follows,

@@ -78,7 +78,7 @@ const CACHE_BYTES: usize = 4 << 20;
 
 /// How a transcript index's file is kept: private (0600), and every write session without
 /// syncs behind the core's marker (a power cut costs one transcript's rebuild).
-pub(crate) fn settings(options: &OpenOptions) -> Settings<'static> {
+fn settings(options: &OpenOptions) -> Settings<'static> {
     Settings {
         cache_bytes: CACHE_BYTES,
         repair_budget: options.repair_budget,
