@@ -20,10 +20,10 @@ use super::commit::{
 };
 use super::committer::{Committer, Job};
 use super::derived::contain::Held;
-use super::derived::sequence::open_for_writing;
+use super::derived::sequence::{self, open_for_writing};
 use super::derived::storage::{self, OpenFailure, Opened};
 use super::derived::unsynced::{Syncs, Unsynced};
-use super::derived::validate::{Unread, Validity, validate};
+use super::derived::validate::Unread;
 use super::error::Unwritable;
 use super::rows::{RowBuffer, TypeMap};
 use super::schema::{Meta, PARSER_VERSION, SeqState, TypesSum};
@@ -134,11 +134,7 @@ impl WritableIndex {
         if repaired {
             tracing::warn!(index = %paths.index.display(), "index repaired after an unclean shutdown");
         }
-        let plan = match replaced {
-            // The file was just recreated: nothing to reset.
-            Some(reason) => Plan::Build(Some(reason)),
-            None => index.plan(log, options)?,
-        };
+        let plan = index.plan(log, options, replaced)?;
         let outcome = index.run(plan, log, options, progress)?;
         Ok((index, outcome))
     }
@@ -216,7 +212,7 @@ impl WritableIndex {
         progress: Progress<'_>,
     ) -> Result<IndexOutcome, Unwritable> {
         self.settle();
-        let plan = self.plan(log, options)?;
+        let plan = self.plan(log, options, None)?;
         self.run(plan, log, options, progress)
     }
 
@@ -226,14 +222,38 @@ impl WritableIndex {
             .ok_or_else(|| IndexError::damaged_earlier(&self.path))
     }
 
-    /// Decides what to do; a stale index is reset to an empty one here.
-    fn plan(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, Unwritable> {
-        let plan = self.load(log, options)?;
-        if let Plan::Build(Some(reason)) = &plan {
-            let damaged = matches!(reason, StaleReason::Unreadable { .. });
-            self.reset(log, options, damaged)?;
+    /// Decides what to do (the core's plan); an index to rebuild is reset to an empty one
+    /// here, in a new file.
+    fn plan(
+        &mut self,
+        log: &File,
+        options: &IndexOptions,
+        replaced: Option<StaleReason>,
+    ) -> Result<Plan, Unwritable> {
+        let planned = match self.database() {
+            Ok(db) => sequence::plan(&LogChecks::new(options, log), db, replaced),
+            // redb panicked in the handle: nothing of the file is to be read.
+            Err(e) => Ok(sequence::Plan::Rebuild(StaleReason::Unreadable {
+                detail: e.to_string(),
+            })),
+        };
+        match planned {
+            Ok(sequence::Plan::Build(reason)) => Ok(Plan::Build(reason)),
+            Ok(sequence::Plan::Rebuild(reason)) => {
+                let damaged = matches!(reason, StaleReason::Unreadable { .. });
+                self.reset(log, options, damaged)?;
+                Ok(Plan::Build(Some(reason)))
+            }
+            Ok(sequence::Plan::Update(commit)) => {
+                self.meta = *commit.meta;
+                self.types = commit.loaded;
+                Ok(Plan::Update)
+            }
+            Err(Unread::Source(e)) => Err(IndexError::log_read(&self.log_path, e).into()),
+            // A failing disk is not a damaged index: report it, keep the file.
+            Err(Unread::Index(e)) => Err(IndexError::redb_failure(&self.path, e).into()),
+            Err(Unread::Panicked(detail)) => Err(IndexError::damaged(&self.path, detail).into()),
         }
-        Ok(plan)
     }
 
     fn run(
@@ -314,39 +334,6 @@ impl WritableIndex {
         self.types = TypeMap::default();
         self.buffer.clear();
         Ok(())
-    }
-
-    /// Reads the meta record and type names, checks them against the log, and decides what to
-    /// do.
-    fn load(&mut self, log: &File, options: &IndexOptions) -> Result<Plan, IndexError> {
-        let db = match self.database() {
-            Ok(db) => db,
-            Err(e) => {
-                return Ok(Plan::Build(Some(StaleReason::Unreadable {
-                    detail: e.to_string(),
-                })));
-            }
-        };
-        let commit = match validate(&LogChecks::new(options, log), db) {
-            Ok(Validity::Empty) => return Ok(Plan::Build(None)),
-            Ok(Validity::Stale(reason)) => return Ok(Plan::Build(Some(reason))),
-            Ok(Validity::Usable(commit)) => Ok(commit),
-            Err(Unread::Source(e)) => return Err(IndexError::log_read(&self.log_path, e)),
-            // A failing disk is not a damaged index: report it, keep the file.
-            Err(Unread::Index(e @ (redb::Error::Io(_) | redb::Error::PreviousIo))) => {
-                return Err(IndexError::redb_failure(&self.path, e));
-            }
-            // Any other read error or a panic inside redb means the file is damaged: rebuild.
-            Err(Unread::Index(e)) => Err(e.to_string()),
-            Err(Unread::Panicked(detail)) => Err(detail),
-        };
-        let commit = match commit {
-            Ok(commit) => commit,
-            Err(detail) => return Ok(Plan::Build(Some(StaleReason::Unreadable { detail }))),
-        };
-        self.meta = *commit.meta;
-        self.types = commit.loaded;
-        Ok(Plan::Update)
     }
 
     /// Closes the database handle and opens a new one on the same file, keeping its contents:

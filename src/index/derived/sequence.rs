@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use redb::ReadOnlyDatabase;
+use redb::{Database, ReadOnlyDatabase};
 
 use super::cause::Cause;
 use super::contain::Held;
@@ -223,6 +223,49 @@ pub(crate) fn step_aside<D: Derived>(
         Look::Usable(found) => d.with_tail(found, why),
         Look::Not(not) => d.without_commit(why, not),
     }
+}
+
+/// What a holder of the write lock does with the index it opened.
+pub(crate) enum Plan<C: Checks> {
+    /// Build from the first line into the file as it is (new, or just replaced: `reason`
+    /// says why the old one was not used).
+    Build(Option<StaleReason>),
+    /// Rebuild from the first line into a new file in place of this one: it must not be used,
+    /// and may hide damage redb has not met yet, which a build in place would inherit.
+    Rebuild(StaleReason),
+    /// Catch up on what follows the last commit (nothing, if it covers the source).
+    Update(Commit<C>),
+}
+
+/// Decides what to do with the index `db` held for writing (`replaced`: the file was just
+/// replaced, for that reason). A read of the index that fails for damage (a redb error other
+/// than the disk's, or a panic) means a rebuild.
+///
+/// # Errors
+///
+/// The disk failed reading the index (the file is kept), or the source could not be read.
+pub(crate) fn plan<C: Checks>(
+    checks: &C,
+    db: &Held<Database>,
+    replaced: Option<StaleReason>,
+) -> Result<Plan<C>, Unread> {
+    if replaced.is_some() {
+        return Ok(Plan::Build(replaced));
+    }
+    Ok(match validate(checks, db) {
+        Ok(Validity::Empty) => Plan::Build(None),
+        Ok(Validity::Stale(reason)) => Plan::Rebuild(reason),
+        Ok(Validity::Usable(commit)) => Plan::Update(commit),
+        Err(
+            e @ (Unread::Source(_) | Unread::Index(redb::Error::Io(_) | redb::Error::PreviousIo)),
+        ) => {
+            return Err(e);
+        }
+        Err(Unread::Index(e)) => Plan::Rebuild(StaleReason::Unreadable {
+            detail: e.to_string(),
+        }),
+        Err(Unread::Panicked(detail)) => Plan::Rebuild(StaleReason::Unreadable { detail }),
+    })
 }
 
 /// Opens the index for writing. A marker left behind ([`CommitMarker`], or an unsynced

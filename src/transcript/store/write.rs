@@ -18,9 +18,9 @@ use super::validate::{SourceChecks, unreadable};
 use super::{OpenOptions, Transcript, settings};
 use crate::index::derived::contain::{Held, Leak, Txn, WriteError};
 use crate::index::derived::record::{META, write_meta};
-use crate::index::derived::sequence::replace;
+use crate::index::derived::sequence::{Plan, plan, replace};
 use crate::index::derived::storage::{OpenFailure, Opened};
-use crate::index::derived::validate::{Unread, Validity, validate};
+use crate::index::derived::validate::Unread;
 use crate::index::{IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::log::{Coverage, CoverageBuilder};
 use crate::transcript::error::TranscriptError;
@@ -34,24 +34,23 @@ pub(super) fn writable(
     opened: Opened,
     options: &OpenOptions,
 ) -> Result<Transcript, TranscriptError> {
-    let db = opened.db;
-    if let Some(reason) = opened.replaced {
-        return build(source, index, db, options, Some(reason), true);
-    }
-    let reason = match validate(&SourceChecks { source, options }, &db) {
-        Ok(Validity::Empty) => return build(source, index, db, options, None, true),
-        Ok(Validity::Stale(reason)) => reason,
-        Ok(Validity::Usable(commit)) if commit.behind == 0 => {
+    let checks = SourceChecks { source, options };
+    let (db, new_file, reason) = match plan(&checks, &opened.db, opened.replaced) {
+        Ok(Plan::Build(reason)) => (opened.db, true, reason),
+        Ok(Plan::Rebuild(reason)) => (opened.db, false, Some(reason)),
+        Ok(Plan::Update(commit)) if commit.behind == 0 => {
             return Ok(fresh(source, index, *commit.meta, commit.loaded));
         }
-        Ok(Validity::Usable(commit)) => {
-            return catch_up(source, index, db, options, (*commit.meta, commit.loaded));
+        Ok(Plan::Update(commit)) => {
+            let last = (*commit.meta, commit.loaded);
+            return catch_up(source, index, opened.db, options, last);
         }
         Err(Unread::Source(e)) => return Err(read_error(source, e)),
-        Err(Unread::Index(e)) => unreadable(e.to_string()),
-        Err(Unread::Panicked(detail)) => unreadable(detail),
+        // The index could not be read (a failing disk): rebuilt, in a new file.
+        Err(Unread::Index(e)) => (opened.db, false, Some(unreadable(e.to_string()))),
+        Err(Unread::Panicked(detail)) => (opened.db, false, Some(unreadable(detail))),
     };
-    build(source, index, db, options, Some(reason), false)
+    build(source, index, db, options, reason, new_file)
 }
 
 /// Builds the index from the first line. Into `db` itself when its file is new (`new_file`);
