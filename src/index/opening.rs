@@ -39,14 +39,14 @@ pub(super) struct View {
     /// The fold over every complete line: `meta.fold` plus the in-memory tail.
     pub(super) state: FoldState,
     pub(super) tail: Tail,
+    /// The read-only handle that found the commit, or one opened on the first query that
+    /// needs rows.
+    pub(super) db: OnceLock<Held<ReadOnlyDatabase>>,
     pub(super) types: TypeMap,
     pub(super) outcome: IndexOutcome,
     pub(super) repaired: bool,
     /// Bytes of the log this open read: validation windows and caught-up or scanned bytes.
     pub(super) bytes_read: u64,
-    /// The read-only handle that found the commit, or one opened on the first query that
-    /// needs rows.
-    pub(super) db: OnceLock<Held<ReadOnlyDatabase>>,
 }
 
 /// One reader's open of the index of one log.

@@ -199,12 +199,18 @@ pub(crate) fn sync_parent(path: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A scratch directory and an index path in it.
+    fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join(name);
+        (dir, index)
+    }
+
     /// Only a file still empty at the first write is built unsynced for a new file; a file
     /// someone else wrote first keeps every sync and gets no marker.
     #[test]
     fn an_unsynced_build_begins_only_on_an_empty_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let index = dir.path().join("events.index.redb");
+        let (_dir, index) = scratch("events.index.redb");
         let marker = marker(&index);
         let new = |file: &File| Unsynced::new(&index, file, Syncs::SkippedForNewFile, 0o644);
 
@@ -240,8 +246,7 @@ mod tests {
     /// never taken over, and one that names no boot is torn.
     #[test]
     fn a_marker_of_this_boot_is_readable_and_one_left_behind_is_never_taken_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let index = dir.path().join("t.redb");
+        let (_dir, index) = scratch("t.redb");
         let file = File::create(&index).unwrap();
         std::fs::write(&index, b"an index").unwrap();
         let session = Unsynced::new(&index, &file, Syncs::SkippedForSession, 0o600).unwrap();
@@ -269,8 +274,7 @@ mod tests {
     #[test]
     fn a_failed_final_sync_leaves_a_marker_that_names_no_boot() {
         use crate::log::{FaultKind, FaultPlan};
-        let dir = tempfile::tempdir().unwrap();
-        let index = dir.path().join("t.redb");
+        let (_dir, index) = scratch("t.redb");
         let file = File::create(&index).unwrap();
         let session = Unsynced::new(&index, &file, Syncs::SkippedForNewFile, 0o600).unwrap();
         session.begin();
