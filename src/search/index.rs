@@ -1,23 +1,23 @@
 //! [`SearchIndex`]: the search service over a [`Store`], with its derived index.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::query::{SessionFilter, SessionHeader, SurfaceClass, validate_session_id};
 use crate::query::{Store, compile_session_filters};
+use crate::search::catch_up::Caught;
 use crate::search::cursor::Cursor;
-use crate::search::db::{Db, STORE_SCHEMA, index_dir, is_damage, lock};
+use crate::search::db::{Db, Handle, index_dir};
 use crate::search::error::SearchError;
 use crate::search::live::LiveOverlay;
 use crate::search::predicate::{EVENT_PREDICATE_BUDGET, Predicates, SESSION_PREDICATE_BUDGET};
 use crate::search::rank::{RankedRow, rank_events, rank_sessions};
-use crate::search::reconcile::{Caught, reconcile};
 use crate::search::request::{
     EventSearchRequest, SessionSearchRequest, check_event_filters, check_limit, event_fingerprint,
     fts_expression, normalize_query, phrases, session_fingerprint,
 };
+use crate::search::sessions::{STORE_SCHEMA, reconcile};
 use crate::search::snippet::{DEFAULT_SNIPPET_CHARS, make_snippet};
 use crate::search::stamp::SETTLED;
 
@@ -122,9 +122,8 @@ pub struct EventSearchPage {
 #[derive(Debug)]
 pub struct SearchIndex<'s> {
     store: &'s Store,
-    dir: PathBuf,
     config: SearchConfig,
-    db: Option<Db>,
+    index: Handle,
     live: LiveOverlay,
 }
 
@@ -141,9 +140,8 @@ impl<'s> SearchIndex<'s> {
         let epoch = crate::search::db::new_instance_id();
         Self {
             store,
-            dir: index_dir(store.root()),
             config,
-            db: None,
+            index: Handle::new(index_dir(store.root()), &STORE_SCHEMA),
             live: LiveOverlay::new(epoch),
         }
     }
@@ -297,69 +295,38 @@ impl<'s> SearchIndex<'s> {
         )
     }
 
-    /// Takes the lock, opens and catches up the index, and runs `f`; a damaged index found on
-    /// the way is rebuilt and the whole attempt made once more.
+    /// Takes the lock, opens and catches up the index, and runs `f` (again, if the index
+    /// had to be rebuilt on the way).
     fn with_ready<T>(
         &mut self,
         f: impl Fn(&Ready<'_>) -> Result<T, SearchError>,
         caught: &mut Caught,
     ) -> Result<T, SearchError> {
-        let _lock = lock(&self.dir)?;
-        match self.attempt(&f, caught, false) {
-            Err(e) if is_damage(&e) => {
-                tracing::warn!(error = %e, "search index damaged; rebuilding it");
-                self.attempt(&f, caught, true)
+        let (store, settled, live) = (self.store, self.config.settled, &mut self.live);
+        let vocabulary = &store.config().vocabulary;
+        self.index.with_lock(|db, reopened| {
+            if reopened {
+                live.reset();
             }
-            other => other,
-        }
-    }
-
-    fn attempt<T>(
-        &mut self,
-        f: &impl Fn(&Ready<'_>) -> Result<T, SearchError>,
-        caught: &mut Caught,
-        rebuild: bool,
-    ) -> Result<T, SearchError> {
-        let reopen = rebuild || self.db.as_ref().is_none_or(|db| !db.is_current());
-        if reopen {
-            self.db = None;
-            self.live.reset();
-            self.db = Some(if rebuild {
-                Db::rebuild(&self.dir, &STORE_SCHEMA)?
-            } else {
-                Db::open(&self.dir, &STORE_SCHEMA)?
-            });
-        }
-        let Some(db) = self.db.as_mut() else {
-            return Err(SearchError::IndexFailed {
-                operation: "opening the index".into(),
-                cause: "no connection".into(),
-            });
-        };
-        let vocabulary = self.store.config().vocabulary.clone();
-        *caught = reconcile(
-            &mut db.conn,
-            self.store.root(),
-            &vocabulary,
-            self.config.settled,
-        )?;
-        let conn = &db.conn;
-        let persisted = |id: &str| {
-            conn.query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
-                .is_ok()
-        };
-        self.live.sync(conn, self.store, &persisted)?;
-        let generation: i64 = conn
-            .query_row(
-                "SELECT generation FROM state WHERE singleton = 1",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(|e| SearchError::index("reading the generation", e))?;
-        f(&Ready {
-            db,
-            live: &self.live,
-            generation,
+            *caught = reconcile(&mut db.conn, store.root(), vocabulary, settled)?;
+            let conn = &db.conn;
+            let persisted = |id: &str| {
+                conn.query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
+                    .is_ok()
+            };
+            live.sync(conn, store, &persisted)?;
+            let generation: i64 = conn
+                .query_row(
+                    "SELECT generation FROM state WHERE singleton = 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| SearchError::index("reading the generation", e))?;
+            f(&Ready {
+                db,
+                live,
+                generation,
+            })
         })
     }
 }

@@ -8,7 +8,7 @@
 //! transcripts' own indexes in the per-user cache directory (never beside a transcript), and
 //! is caught up before every search exactly as a store's is.
 
-mod reconcile;
+mod files;
 mod text;
 
 use std::path::{Path, PathBuf};
@@ -17,83 +17,22 @@ use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::search::catch_up::Caught;
 use crate::search::count::counted_sql;
 use crate::search::cursor::Cursor;
-use crate::search::db::{Db, Schema, is_damage, lock};
+use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
 use crate::search::marked::{PageDoc, Source, marked_texts};
-use crate::search::reconcile::Caught;
 use crate::search::request::{MatchMode, check_limit, fts_expression, normalize_query, phrases};
 use crate::search::snippet::make_snippet;
 use crate::transcript::{Format, default_index_dir, default_roots, discover};
-use reconcile::{Scope, Searched, reconcile, skipped_code, stored_path};
+use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile, stored_path};
 
 pub use text::{TranscriptLineText, transcript_line_text};
 
 /// The folder of the transcript search index inside the transcript index directory.
 pub const TRANSCRIPT_SEARCH_DIR: &str = "search";
-
-const SCHEMA: &str = "
-CREATE TABLE state(
-  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-  instance TEXT NOT NULL,
-  generation INTEGER NOT NULL
-) STRICT;
-CREATE TABLE files(
-  key INTEGER PRIMARY KEY,
-  path BLOB NOT NULL UNIQUE,
-  format TEXT,
-  session TEXT,
-  generation INTEGER NOT NULL,
-  error_code TEXT,
-  error TEXT,
-  dev INTEGER NOT NULL,
-  ino INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  mtime INTEGER NOT NULL,
-  ctime INTEGER NOT NULL,
-  settled INTEGER NOT NULL,
-  covered INTEGER NOT NULL,
-  head_len INTEGER NOT NULL,
-  head_crc INTEGER NOT NULL,
-  tail_start INTEGER NOT NULL,
-  tail_len INTEGER NOT NULL,
-  tail_crc INTEGER NOT NULL,
-  crc INTEGER NOT NULL,
-  lines INTEGER NOT NULL
-) STRICT;
-CREATE TABLE docs(
-  id INTEGER PRIMARY KEY, -- file key << 32 | line number
-  file INTEGER NOT NULL,
-  offset INTEGER NOT NULL,
-  line INTEGER NOT NULL,
-  generation INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  role TEXT,
-  time INTEGER,
-  length INTEGER NOT NULL
-) STRICT;
-CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
-";
-
-const TABLES: [&str; 8] = [
-    "docs",
-    "files",
-    "fts",
-    "fts_config",
-    "fts_content",
-    "fts_data",
-    "fts_idx",
-    "state",
-];
-
-/// The schema of the transcript search index.
-const TRANSCRIPT_SCHEMA: Schema = Schema {
-    version: 1,
-    sql: SCHEMA,
-    tables: &TABLES,
-};
 
 /// A search over transcripts.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -181,9 +120,8 @@ pub struct TranscriptSearchPage {
 #[derive(Debug)]
 pub struct TranscriptSearch {
     index_dir: PathBuf,
-    dir: PathBuf,
     config: SearchConfig,
-    db: Option<Db>,
+    index: Handle,
 }
 
 impl TranscriptSearch {
@@ -200,16 +138,15 @@ impl TranscriptSearch {
                             .into(),
                 })?;
         Ok(Self {
-            dir: index_dir.join(TRANSCRIPT_SEARCH_DIR),
+            index: Handle::new(index_dir.join(TRANSCRIPT_SEARCH_DIR), &TRANSCRIPT_SCHEMA),
             index_dir,
             config,
-            db: None,
         })
     }
 
     /// The directory holding the search index files.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.index.dir()
     }
 
     /// Catches the index up with the transcripts under `paths` without searching.
@@ -278,8 +215,8 @@ impl TranscriptSearch {
         Ok(page)
     }
 
-    /// Takes the lock, opens and catches up the index, and runs `f`; a damaged index found on
-    /// the way is rebuilt and the whole attempt made once more.
+    /// Takes the lock, opens and catches up the index, and runs `f` (again, if the index
+    /// had to be rebuilt on the way).
     fn with_ready<T>(
         &mut self,
         scope: &Scope,
@@ -288,40 +225,11 @@ impl TranscriptSearch {
         crate::transcript::ensure_private_dir(&self.index_dir).map_err(|e| {
             SearchError::index_io(format!("creating {}", self.index_dir.display()), e)
         })?;
-        let _lock = lock(&self.dir)?;
-        match self.attempt(scope, &f, false) {
-            Err(e) if is_damage(&e) => {
-                tracing::warn!(error = %e, "transcript search index damaged; rebuilding it");
-                self.attempt(scope, &f, true)
-            }
-            other => other,
-        }
-    }
-
-    fn attempt<T>(
-        &mut self,
-        scope: &Scope,
-        f: &impl Fn(&Db, &Searched) -> Result<T, SearchError>,
-        rebuild: bool,
-    ) -> Result<(Caught, T), SearchError> {
-        if rebuild || self.db.as_ref().is_none_or(|db| !db.is_current()) {
-            self.db = None;
-            self.db = Some(if rebuild {
-                Db::rebuild(&self.dir, &TRANSCRIPT_SCHEMA)?
-            } else {
-                Db::open(&self.dir, &TRANSCRIPT_SCHEMA)?
-            });
-        }
-        let Some(db) = self.db.as_mut() else {
-            return Err(SearchError::IndexFailed {
-                operation: "opening the index".into(),
-                cause: "no connection".into(),
-            });
-        };
-        let (caught, searched) =
-            reconcile(&mut db.conn, scope, &self.index_dir, self.config.settled)?;
-        let answer = f(db, &searched)?;
-        Ok((caught, answer))
+        let (index_dir, settled) = (&self.index_dir, self.config.settled);
+        self.index.with_lock(|db, _| {
+            let (caught, searched) = reconcile(&mut db.conn, scope, index_dir, settled)?;
+            Ok((caught, f(db, &searched)?))
+        })
     }
 }
 
@@ -345,7 +253,7 @@ fn scope(paths: &[PathBuf]) -> Scope {
         skipped: skipped
             .into_iter()
             .map(|s| UnreadableTranscript {
-                error: skipped_code(&s.error).into(),
+                error: error_code(&s.error).into(),
                 message: s.error.to_string(),
                 file: s.path,
             })
