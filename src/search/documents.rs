@@ -46,25 +46,35 @@ impl DocTables {
         let marks: Vec<String> = (1..=self.columns.len() + 2)
             .map(|i| format!("?{i}"))
             .collect();
-        let mut row = conn
-            .prepare_cached(&format!(
-                "INSERT INTO {}(id, {}, {}) VALUES ({})",
-                self.docs,
-                self.file,
-                self.columns.join(", "),
-                marks.join(", ")
-            ))
-            .map_err(fail)?;
-        let mut text = conn
-            .prepare_cached(&format!(
-                "INSERT INTO {}(rowid, text) VALUES (?1, ?2)",
-                self.fts
-            ))
-            .map_err(fail)?;
+        let (columns, marks) = (self.columns.join(", "), marks.join(", "));
+        let row_sql = format!(
+            "INSERT INTO {}(id, {}, {columns}) VALUES ({marks})",
+            self.docs, self.file
+        );
+        let text_sql = format!("INSERT INTO {}(rowid, text) VALUES (?1, ?2)", self.fts);
+        let mut row = conn.prepare_cached(&row_sql).map_err(fail)?;
+        let mut text = conn.prepare_cached(&text_sql).map_err(fail)?;
         for doc in docs {
             let id = doc_id(key, doc.number())?;
             doc.insert(&mut row, id, key).map_err(fail)?;
             text.execute((id, doc.text())).map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Sets `set` (an SQL assignment) on the documents `numbers` of the file `key`.
+    pub fn update(
+        &self,
+        conn: &Connection,
+        key: i64,
+        numbers: impl IntoIterator<Item = u64>,
+        set: &str,
+    ) -> Result<(), SearchError> {
+        let fail = |e| SearchError::index("reclassifying documents", e);
+        let sql = format!("UPDATE {} SET {set} WHERE id = ?1", self.docs);
+        let mut update = conn.prepare_cached(&sql).map_err(fail)?;
+        for number in numbers {
+            update.execute([doc_id(key, number)?]).map_err(fail)?;
         }
         Ok(())
     }

@@ -4,18 +4,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::query::Store;
 use crate::query::{SessionFilter, SessionHeader, SurfaceClass, validate_session_id};
-use crate::query::{Store, compile_session_filters};
 use crate::search::catch_up::Caught;
-use crate::search::cursor::Cursor;
+use crate::search::cursor::Pages;
 use crate::search::db::{Db, Handle, index_dir};
 use crate::search::error::SearchError;
 use crate::search::live::LiveOverlay;
 use crate::search::predicate::{EVENT_PREDICATE_BUDGET, Predicates, SESSION_PREDICATE_BUDGET};
 use crate::search::rank::{RankedRow, rank_events, rank_sessions};
 use crate::search::request::{
-    EventSearchRequest, SessionSearchRequest, check_event_filters, check_limit, event_fingerprint,
-    fts_expression, normalize_query, phrases, session_fingerprint,
+    EventSearchRequest, Query, SessionSearchRequest, event_fingerprint, session_fingerprint,
 };
 use crate::search::sessions::{STORE_SCHEMA, reconcile};
 use crate::search::snippet::{DEFAULT_SNIPPET_CHARS, make_snippet};
@@ -158,60 +157,41 @@ impl<'s> SearchIndex<'s> {
         &mut self,
         request: &SessionSearchRequest,
     ) -> Result<SessionSearchPage, SearchError> {
-        let query = normalize_query(&request.query)?;
-        let limit = check_limit(request.limit)?;
-        compile_session_filters(&request.session_filters)?;
-        check_event_filters(&request.event_filters)?;
-        let mut predicates = Predicates::default();
-        predicates.add_session_filters(&request.session_filters);
-        predicates.add_event_filters(&request.event_filters);
-        predicates.check_budget(SESSION_PREDICATE_BUDGET, 3)?;
+        let query = Query::new(&request.query, request.mode, request.limit)?;
+        let predicates = Predicates::of_filters(
+            &request.session_filters,
+            &request.event_filters,
+            SESSION_PREDICATE_BUDGET,
+            3,
+        )?;
         let fingerprint = session_fingerprint(
-            &query,
+            &query.text,
             request.mode,
             &request.session_filters,
             &request.event_filters,
-            limit,
+            query.limit,
         );
-        let expression = fts_expression(&query, request.mode);
-        let phrases = phrases(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let mut caught = Caught::default();
         self.with_ready(
             |ready| {
                 let generation = format!("{}{}", ready.generation, ready.live.generation_suffix());
-                let offset = match &request.cursor {
-                    Some(c) => {
-                        Cursor::check(c, &ready.db.instance, "sessions", &fingerprint, &generation)?
-                    }
-                    None => 0,
-                };
+                let pages = ready.pages("sessions", &fingerprint, &generation, query.limit);
+                let offset = pages.offset(request.cursor.as_deref())?;
                 let rows = rank_sessions(
                     ready.db,
                     ready.live.has_tables(),
-                    &expression,
-                    &phrases,
+                    &query,
                     &predicates,
-                    limit,
                     offset,
                 )?;
-                let (rows, more) = split_page(rows, limit);
-                let hits = rows
-                    .into_iter()
-                    .map(|row| session_hit(row, snippet_chars))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let (rows, next_cursor) = pages.page(rows, offset);
                 Ok(SessionSearchPage {
-                    hits,
-                    next_cursor: more.then(|| {
-                        Cursor::new(
-                            &ready.db.instance,
-                            "sessions",
-                            &fingerprint,
-                            &generation,
-                            offset + limit,
-                        )
-                        .encode()
-                    }),
+                    hits: rows
+                        .into_iter()
+                        .map(|row| session_hit(row, snippet_chars))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    next_cursor,
                     unreadable: unreadable(ready, &request.session_filters)?,
                 })
             },
@@ -224,21 +204,17 @@ impl<'s> SearchIndex<'s> {
         &mut self,
         request: &EventSearchRequest,
     ) -> Result<EventSearchPage, SearchError> {
-        let query = normalize_query(&request.query)?;
-        let limit = check_limit(request.limit)?;
+        let query = Query::new(&request.query, request.mode, request.limit)?;
         validate_session_id(&request.session_id)?;
-        check_event_filters(&request.filters)?;
-        let mut predicates = Predicates::default();
-        predicates.add_event_filters(&request.filters);
-        predicates.check_budget(EVENT_PREDICATE_BUDGET, 4)?;
+        // The session id takes the fourth bound value.
+        let predicates = Predicates::of_filters(&[], &request.filters, EVENT_PREDICATE_BUDGET, 4)?;
         let fingerprint = event_fingerprint(
             &request.session_id,
-            &query,
+            &query.text,
             request.mode,
             &request.filters,
-            limit,
+            query.limit,
         );
-        let expression = fts_expression(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let id = request.session_id.as_str();
         let store = self.store;
@@ -257,38 +233,24 @@ impl<'s> SearchIndex<'s> {
                     }
                     None => stored_target(ready, id)?,
                 };
-                let offset = match &request.cursor {
-                    Some(c) => {
-                        Cursor::check(c, &ready.db.instance, "events", &fingerprint, &generation)?
-                    }
-                    None => 0,
-                };
+                let pages = ready.pages("events", &fingerprint, &generation, query.limit);
+                let offset = pages.offset(request.cursor.as_deref())?;
                 let rows = rank_events(
                     ready.db,
                     ready.live.has_tables(),
                     id,
-                    &expression,
+                    &query,
                     &predicates,
-                    limit,
                     offset,
                 )?;
-                let (rows, more) = split_page(rows, limit);
+                let (rows, next_cursor) = pages.page(rows, offset);
                 Ok(EventSearchPage {
                     session,
                     hits: rows
                         .into_iter()
                         .map(|row| event_hit(row, snippet_chars))
                         .collect(),
-                    next_cursor: more.then(|| {
-                        Cursor::new(
-                            &ready.db.instance,
-                            "events",
-                            &fingerprint,
-                            &generation,
-                            offset + limit,
-                        )
-                        .encode()
-                    }),
+                    next_cursor,
                 })
             },
             &mut caught,
@@ -331,11 +293,23 @@ impl<'s> SearchIndex<'s> {
     }
 }
 
-fn split_page(mut rows: Vec<RankedRow>, limit: u64) -> (Vec<RankedRow>, bool) {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let more = rows.len() > limit;
-    rows.truncate(limit);
-    (rows, more)
+impl Ready<'_> {
+    /// The pages of a search of this index.
+    fn pages<'a>(
+        &'a self,
+        scope: &'a str,
+        fingerprint: &'a str,
+        generation: &'a str,
+        limit: u64,
+    ) -> Pages<'a> {
+        Pages {
+            instance: &self.db.instance,
+            scope,
+            fingerprint,
+            generation,
+            limit,
+        }
+    }
 }
 
 fn surface_class(name: &str) -> SurfaceClass {

@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, Statement, Transaction, params};
 use crate::query::{LOG_FILE_NAME, QueryError, SurfaceState, Vocabulary, validate_session_id};
 use crate::search::catch_up::{Caught, Listed, Read, Source, Step, Table, catch_up};
 use crate::search::db::{Schema, index_schema};
-use crate::search::documents::{DocTables, Document, doc_id};
+use crate::search::documents::{DocTables, Document};
 use crate::search::error::SearchError;
 use crate::search::predicate::surface_name;
 use crate::search::reader::{Delta, Doc, Read as LogRead, read_on, read_whole};
@@ -93,17 +93,7 @@ pub(super) fn shadow(
     key: i64,
     seqs: impl IntoIterator<Item = u64>,
 ) -> Result<(), SearchError> {
-    let fail = |e| SearchError::index("reclassifying documents", e);
-    let mut update = conn
-        .prepare_cached(&format!(
-            "UPDATE {} SET surface = 'shadowed' WHERE id = ?1",
-            docs.docs
-        ))
-        .map_err(fail)?;
-    for seq in seqs {
-        update.execute([doc_id(key, seq)?]).map_err(fail)?;
-    }
-    Ok(())
+    docs.update(conn, key, seqs, "surface = 'shadowed'")
 }
 
 /// What a read of a log gives besides its documents.

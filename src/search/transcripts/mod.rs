@@ -9,25 +9,23 @@
 //! is caught up before every search exactly as a store's is.
 
 mod files;
+mod formats;
+mod rank;
 mod text;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::search::catch_up::Caught;
-use crate::search::count::counted_sql;
-use crate::search::cursor::Cursor;
+use crate::search::cursor::Pages;
 use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
-use crate::search::marked::{PageDoc, Source, marked_texts};
-use crate::search::request::{MatchMode, check_limit, fts_expression, normalize_query, phrases};
-use crate::search::snippet::make_snippet;
+use crate::search::request::{MatchMode, Query, transcript_fingerprint};
 use crate::transcript::{Format, default_index_dir, default_roots, discover};
-use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile, stored_path};
+use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
+use rank::rank;
 
 pub use text::{TranscriptLineText, transcript_line_text};
 
@@ -161,54 +159,25 @@ impl TranscriptSearch {
         &mut self,
         request: &TranscriptSearchRequest,
     ) -> Result<TranscriptSearchPage, SearchError> {
-        let query = normalize_query(&request.query)?;
-        let limit = check_limit(request.limit)?;
+        let query = Query::new(&request.query, request.mode, request.limit)?;
         let scope = scope(&request.paths);
-        let fingerprint = json!({
-            "scope": "transcripts",
-            "query": query,
-            "match": request.mode,
-            "paths": scope.paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
-            "limit": limit,
-        })
-        .to_string();
-        let expression = fts_expression(&query, request.mode);
-        let phrases = phrases(&query, request.mode);
+        let fingerprint =
+            transcript_fingerprint(&query.text, request.mode, &scope.paths, query.limit);
         let snippet_chars = self.config.snippet_chars;
         let (_, page) = self.with_ready(&scope, |db, searched| {
-            let offset = match &request.cursor {
-                Some(c) => Cursor::check(
-                    c,
-                    &db.instance,
-                    "transcripts",
-                    &fingerprint,
-                    &searched.state,
-                )?,
-                None => 0,
+            let pages = Pages {
+                instance: &db.instance,
+                scope: "transcripts",
+                fingerprint: &fingerprint,
+                generation: &searched.state,
+                limit: query.limit,
             };
-            let mut hits = rank(
-                db,
-                searched,
-                &expression,
-                &phrases,
-                limit,
-                offset,
-                snippet_chars,
-            )?;
-            let more = hits.len() as u64 > limit;
-            hits.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            let offset = pages.offset(request.cursor.as_deref())?;
+            let hits = rank(db, searched, &query, offset, snippet_chars)?;
+            let (hits, next_cursor) = pages.page(hits, offset);
             Ok(TranscriptSearchPage {
                 hits,
-                next_cursor: more.then(|| {
-                    Cursor::new(
-                        &db.instance,
-                        "transcripts",
-                        &fingerprint,
-                        &searched.state,
-                        offset + limit,
-                    )
-                    .encode()
-                }),
+                next_cursor,
                 unreadable: searched.unreadable.clone(),
             })
         })?;
@@ -259,108 +228,4 @@ fn scope(paths: &[PathBuf]) -> Scope {
             })
             .collect(),
     }
-}
-
-/// The page of hits: match count descending, length ascending, time descending (unknown
-/// last), then file ascending and offset descending. Fetches `limit + 1` hits.
-fn rank(
-    db: &Db,
-    searched: &Searched,
-    expression: &str,
-    phrases: &[String],
-    limit: u64,
-    offset: u64,
-    snippet_chars: usize,
-) -> Result<Vec<TranscriptSearchHit>, SearchError> {
-    let failed = |e| SearchError::index("searching", e);
-    let conn = &db.conn;
-    let restrict = if searched.all {
-        ""
-    } else {
-        conn.execute_batch(
-            "CREATE TEMP TABLE IF NOT EXISTS searched(key INTEGER PRIMARY KEY);
-             DELETE FROM temp.searched;",
-        )
-        .map_err(failed)?;
-        let mut insert = conn
-            .prepare("INSERT OR IGNORE INTO temp.searched(key) VALUES (?1)")
-            .map_err(failed)?;
-        for key in &searched.keys {
-            insert.execute([key]).map_err(failed)?;
-        }
-        " AND d.file IN (SELECT key FROM temp.searched)"
-    };
-    // Match counts as a store search's (`rank`, `count`); the marked text for the page only.
-    let counted = counted_sql();
-    let sql = format!(
-        "WITH cand AS (
-           SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
-                  d.type AS type, d.role AS role, d.time AS time, d.length AS length,
-                  fts.rowid AS doc, {counted} AS mc
-           FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict})
-         SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
-                c.doc
-         FROM cand c JOIN files f ON f.key = c.file
-         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
-         LIMIT ?2 OFFSET ?3"
-    );
-    // A search of some of the indexed files counts with highlight(): its candidates may be
-    // few, while the positions read would be the whole index's.
-    let phrases = if searched.all { phrases } else { &[] };
-    let _counts = db.counter.activate(conn, phrases).map_err(failed)?;
-    let mut stmt = conn.prepare_cached(&sql).map_err(failed)?;
-    let params = [
-        SqlValue::Text(expression.into()),
-        SqlValue::Integer(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)),
-        SqlValue::Integer(i64::try_from(offset).unwrap_or(i64::MAX)),
-    ];
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(params), |r| {
-            let format: Option<String> = r.get(1)?;
-            // Only files read as a format have documents.
-            let format = format
-                .and_then(|f| f.parse::<Format>().ok())
-                .ok_or_else(|| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        1,
-                        rusqlite::types::Type::Text,
-                        "a file with documents but no format".into(),
-                    )
-                })?;
-            let hit = TranscriptSearchHit {
-                file: stored_path(r.get(0)?),
-                format,
-                session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                offset: r.get::<_, i64>(3)?.cast_unsigned(),
-                line: r.get::<_, i64>(4)?.cast_unsigned(),
-                generation: r.get(5)?,
-                kind: r.get(6)?,
-                role: r.get(7)?,
-                time: r.get(8)?,
-                snippet: String::new(),
-                marks: Vec::new(),
-            };
-            Ok((hit, r.get::<_, i64>(9)?))
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(failed)?;
-    // The marked texts, for the snippets, of the page's lines only.
-    let docs: Vec<PageDoc> = rows
-        .iter()
-        .map(|(_, doc)| PageDoc {
-            source: Source::Index,
-            doc: *doc,
-        })
-        .collect();
-    let marked = marked_texts(conn, expression, &docs).map_err(failed)?;
-    Ok(rows
-        .into_iter()
-        .zip(marked)
-        .map(|((mut hit, _), marked)| {
-            let snippet = make_snippet(&marked, snippet_chars);
-            hit.snippet = snippet.text;
-            hit.marks = snippet.marks;
-            hit
-        })
-        .collect())
 }
