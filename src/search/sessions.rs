@@ -126,6 +126,7 @@ impl Source for SessionLogs<'_> {
         position: &["next_seq"],
         named: &["header", "created_at", "cwd", "parent"],
         docs: DOCS,
+        states: false,
     };
 
     fn path(&self, name: &String) -> PathBuf {

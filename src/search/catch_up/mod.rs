@@ -52,7 +52,8 @@ pub(crate) struct FileState {
 pub(crate) struct CaughtUp {
     /// What it did.
     pub caught: Caught,
-    /// The row of each listed file, in the order listed; `None` for a file gone.
+    /// The row of each listed file, in the order listed (`None` for a file gone), when the
+    /// source asks for them ([`Table::states`]); empty otherwise.
     pub files: Vec<Option<FileState>>,
     /// How many files the index holds.
     pub total: usize,
@@ -60,9 +61,11 @@ pub(crate) struct CaughtUp {
 
 /// What the check of an unchanged file needs of its row (read for every file).
 struct Seen {
+    key: i64,
     stamp: Stamp,
     settled: bool,
-    state: FileState,
+    /// Its state, when the source asks for it ([`Table::states`]).
+    state: Option<FileState>,
 }
 
 /// A file's row as a catch-up needs it (read only for files with work).
@@ -89,17 +92,22 @@ pub(crate) fn catch_up<S: Source>(
     let taken_at = SystemTime::now();
     let rows = load_seen::<S>(conn, listed.len())?;
     let mut work = Vec::new();
-    let mut files = Vec::with_capacity(listed.len());
+    let states = S::TABLE.states;
+    let mut files = Vec::with_capacity(if states { listed.len() } else { 0 });
     let mut known = 0;
     for (i, file) in listed.iter().enumerate() {
         let row = rows.get(&file.name);
         known += usize::from(row.is_some());
         match row {
             Some(seen) if file.stamp == Some(seen.stamp) && seen.settled => {
-                files.push(Some(seen.state.clone()));
+                if states {
+                    files.push(seen.state.clone());
+                }
             }
             _ => {
-                files.push(None);
+                if states {
+                    files.push(None);
+                }
                 work.push(i);
             }
         }
@@ -112,7 +120,7 @@ pub(crate) fn catch_up<S: Source>(
         let names: HashSet<&S::Name> = listed.iter().map(|f| &f.name).collect();
         rows.iter()
             .filter(|(name, _)| !names.contains(name) && source.owns(name))
-            .map(|(_, seen)| seen.state.key)
+            .map(|(_, seen)| seen.key)
             .collect()
     };
     let mut caught = Caught::default();
@@ -146,15 +154,18 @@ pub(crate) fn catch_up<S: Source>(
         writer.drop_file(key)?;
     }
     for i in work {
-        let (Some(file), Some(slot)) = (listed.get(i), files.get_mut(i)) else {
+        let Some(file) = listed.get(i) else {
             continue;
         };
         caught.read += 1;
         let row = match rows.get(&file.name) {
-            Some(seen) => Some(load_row::<S>(&tx, seen.state.key)?),
+            Some(seen) => Some(load_row::<S>(&tx, seen.key)?),
             None => None,
         };
-        *slot = writer.file(file, row.as_ref())?;
+        let state = writer.file(file, row.as_ref())?;
+        if let Some(slot) = files.get_mut(i) {
+            *slot = state;
+        }
     }
     caught.changed = writer.changed;
     let total = writer.total;
@@ -181,10 +192,15 @@ fn load_seen<S: Source>(
 ) -> Result<HashMap<S::Name, Seen>, SearchError> {
     let table = &S::TABLE;
     let fail = |e| failed(&format!("reading the {}", table.files), e);
+    // A store's warm search reads every session's row: only what the check needs.
+    let state = if table.states {
+        ", generation, error_code, error"
+    } else {
+        ""
+    };
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {}, key, generation, error_code, error, dev, ino, size, mtime, ctime, settled
-             FROM {}",
+            "SELECT {}, key, dev, ino, size, mtime, ctime, settled{state} FROM {}",
             table.name, table.files
         ))
         .map_err(fail)?;
@@ -193,18 +209,25 @@ fn load_seen<S: Source>(
     let mut seen = HashMap::with_capacity(expected);
     while let Some(r) = rows.next().map_err(fail)? {
         let decode = || -> rusqlite::Result<(S::Name, Seen)> {
-            let code: Option<String> = r.get(3)?;
-            let state = FileState {
-                key: r.get(1)?,
-                generation: r.get(2)?,
-                error: match code {
-                    Some(code) => Some((code, r.get::<_, Option<String>>(4)?.unwrap_or_default())),
+            let key = r.get(1)?;
+            let state = if table.states {
+                let code: Option<String> = r.get(9)?;
+                let error = match code {
+                    Some(code) => Some((code, r.get::<_, Option<String>>(10)?.unwrap_or_default())),
                     None => None,
-                },
+                };
+                Some(FileState {
+                    key,
+                    generation: r.get(8)?,
+                    error,
+                })
+            } else {
+                None
             };
             let seen = Seen {
-                stamp: Stamp::from_row(r, 5)?,
-                settled: r.get(10)?,
+                key,
+                stamp: Stamp::from_row(r, 2)?,
+                settled: r.get(7)?,
                 state,
             };
             Ok((r.get(0)?, seen))

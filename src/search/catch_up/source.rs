@@ -29,6 +29,9 @@ pub(crate) struct Table {
     pub named: &'static [&'static str],
     /// Where the files' documents are.
     pub docs: DocTables,
+    /// Whether a catch-up gives each listed file's state ([`super::FileState`]): a transcript
+    /// search's cursors are bound to them, a store search's to the index's generation alone.
+    pub states: bool,
 }
 
 /// What a source's reader found in bytes of one file.

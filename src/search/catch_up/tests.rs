@@ -74,6 +74,7 @@ impl Source for Lines {
             file: "file",
             columns: &["length"],
         },
+        states: true,
     };
 
     fn path(&self, name: &String) -> PathBuf {

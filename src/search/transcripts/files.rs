@@ -160,6 +160,7 @@ impl Source for Transcripts<'_> {
                 "length",
             ],
         },
+        states: true,
     };
 
     fn path(&self, name: &Vec<u8>) -> PathBuf {
