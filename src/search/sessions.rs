@@ -14,7 +14,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Statement, Transaction, params};
 
 use crate::query::{LOG_FILE_NAME, QueryError, SurfaceState, Vocabulary, validate_session_id};
-use crate::search::catch_up::{Caught, Listed, Read, Source, Step, Table, catch_up};
+use crate::search::catch_up::{Caught, Chunk, Listed, Read, Source, Step, Table, catch_up};
 use crate::search::db::{Schema, index_schema};
 use crate::search::documents::{DocTables, Document};
 use crate::search::error::SearchError;
@@ -141,23 +141,18 @@ impl Source for SessionLogs<'_> {
         io_failure(path, error)
     }
 
-    fn position(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<u64> {
-        row.get::<_, i64>(first).map(i64::cast_unsigned)
-    }
-
-    fn position_values(next_seq: &u64) -> Vec<SqlValue> {
-        vec![SqlValue::Integer(next_seq.cast_signed())]
-    }
-
     fn read(
         &self,
         tx: &Transaction<'_>,
-        id: &String,
-        _path: &Path,
-        bytes: &[u8],
-        start: u64,
-        resumed: Option<(i64, &u64)>,
+        chunk: Chunk<'_, Self>,
     ) -> Result<Step<Self>, SearchError> {
+        let Chunk {
+            name: id,
+            bytes,
+            start,
+            resumed,
+            ..
+        } = chunk;
         let (header, read) = match resumed {
             Some((key, next_seq)) => {
                 let state = load_fold(tx, key)?;

@@ -26,7 +26,7 @@ use crate::search::error::SearchError;
 use crate::search::stamp::{FILE_COLUMNS, Stamp, stamp_and_coverage};
 use writer::Writer;
 
-pub(crate) use source::{Listed, Read, Source, Step, Table};
+pub(crate) use source::{Chunk, Listed, Position, Read, Source, Step, Table};
 
 /// What a catch-up did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -257,7 +257,7 @@ fn load_row<S: Source>(conn: &Connection, key: i64) -> Result<Row<S::Position>, 
                     error: r.get(2)?,
                     stamp,
                     coverage,
-                    position: S::position(r, 3 + FILE_COLUMNS.len())?,
+                    position: S::Position::from_row(r, 3 + FILE_COLUMNS.len())?,
                 })
             })
         })

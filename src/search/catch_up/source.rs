@@ -22,7 +22,7 @@ pub(crate) struct Table {
     /// Its column naming a file, unique ([`Source::Name`]).
     pub name: &'static str,
     /// Its columns saying where a read of a file stands ([`Source::Position`]), in the order
-    /// [`Source::position_values`] gives them.
+    /// [`Position::values`] gives them.
     pub position: &'static [&'static str],
     /// Its columns set when a file is read whole ([`Source::named`]), NULL for a file that
     /// cannot be read.
@@ -46,6 +46,20 @@ pub(crate) struct Read<S: Source> {
     pub extra: S::Extra,
 }
 
+/// Bytes of one file for a source to read: from offset 0, or on from where the file stood.
+pub(crate) struct Chunk<'a, S: Source> {
+    /// The file's name.
+    pub name: &'a S::Name,
+    /// Its path.
+    pub path: &'a Path,
+    /// Its bytes from `start` to its length.
+    pub bytes: &'a [u8],
+    /// Where they start: 0, or the end of the bytes covered.
+    pub start: u64,
+    /// When read on: the file's key, and where its read stood.
+    pub resumed: Option<(i64, &'a S::Position)>,
+}
+
 /// The outcome of a source's read.
 pub(crate) enum Step<S: Source> {
     /// The bytes as documents.
@@ -63,9 +77,8 @@ pub(crate) trait Source {
     type Name: ToSql + FromSql + Eq + Hash;
     /// Why a file cannot be read.
     type Error: Display;
-    /// Where a read of a file stands (the next seq; the lines read and the format); the default
-    /// is a file never read.
-    type Position: Default + PartialEq;
+    /// Where a read of a file stands (the next seq; the lines read and the format).
+    type Position: Position;
     /// One document.
     type Doc: Document;
     /// What else a read gives, written by [`Source::record`].
@@ -94,23 +107,8 @@ pub(crate) trait Source {
         None
     }
 
-    /// A position from its columns, read from column `first` on.
-    fn position(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self::Position>;
-
-    /// The values of the position's columns.
-    fn position_values(position: &Self::Position) -> Vec<SqlValue>;
-
-    /// Reads `bytes`, the file's bytes from `start`: from 0, or on from where the file `key`
-    /// stood (`resumed`).
-    fn read(
-        &self,
-        tx: &Transaction<'_>,
-        name: &Self::Name,
-        path: &Path,
-        bytes: &[u8],
-        start: u64,
-        resumed: Option<(i64, &Self::Position)>,
-    ) -> Result<Step<Self>, SearchError>
+    /// Reads `chunk`, bytes of one file.
+    fn read(&self, tx: &Transaction<'_>, chunk: Chunk<'_, Self>) -> Result<Step<Self>, SearchError>
     where
         Self: Sized;
 
@@ -137,6 +135,27 @@ pub(crate) trait Source {
     /// Deletes what the source keeps beside the row of the file `key`.
     fn forget(&self, _tx: &Transaction<'_>, _key: i64) -> Result<(), SearchError> {
         Ok(())
+    }
+}
+
+/// Where a read of a file stands, kept in its row's [`Table::position`] columns; the default is
+/// a file never read.
+pub(crate) trait Position: Default + PartialEq {
+    /// A position from its columns, read from column `first` on.
+    fn from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self>;
+
+    /// The values of its columns.
+    fn values(&self) -> Vec<SqlValue>;
+}
+
+/// A count in one column: the next seq, the lines read.
+impl Position for u64 {
+    fn from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<u64> {
+        row.get::<_, i64>(first).map(i64::cast_unsigned)
+    }
+
+    fn values(&self) -> Vec<SqlValue> {
+        vec![SqlValue::Integer(self.cast_signed())]
     }
 }
 

@@ -1,5 +1,6 @@
 //! The catch-up against a naive oracle, with a source of its own: plain text files, a document
-//! per non-empty complete line, a file holding the line `BAD` unreadable.
+//! (an event's, as a store's) per non-empty complete line, a file holding the line `BAD`
+//! unreadable.
 
 use std::cell::Cell;
 use std::fs::{self, Metadata, OpenOptions};
@@ -7,12 +8,15 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
+use rusqlite::Transaction;
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Statement, Transaction, params};
 
 use super::*;
+use crate::query::SurfaceClass;
 use crate::search::db::{Db, Schema, index_schema, lock};
-use crate::search::documents::{DocTables, Document};
+use crate::search::documents::DocTables;
+use crate::search::reader::Doc;
+use crate::search::sessions::EVENT_COLUMNS;
 
 const SCHEMA: Schema = Schema {
     version: 1,
@@ -26,29 +30,14 @@ const SCHEMA: Schema = Schema {
         more: "",
         docs: "
   file INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  surface TEXT NOT NULL,
   length INTEGER NOT NULL",
     ),
     tables: &["docs", "files", "state"],
 };
-
-struct LineDoc {
-    line: u64,
-    text: String,
-}
-
-impl Document for LineDoc {
-    fn number(&self) -> u64 {
-        self.line
-    }
-
-    fn text(&self) -> &str {
-        &self.text
-    }
-
-    fn insert(&self, insert: &mut Statement<'_>, id: i64, file: i64) -> rusqlite::Result<usize> {
-        insert.execute(params![id, file, i64::try_from(self.text.len()).unwrap()])
-    }
-}
 
 /// Text files in `dir`; counts the bytes it is given to read.
 struct Lines {
@@ -60,7 +49,7 @@ impl Source for Lines {
     type Name = String;
     type Error = String;
     type Position = u64;
-    type Doc = LineDoc;
+    type Doc = Doc;
     type Extra = ();
 
     const TABLE: Table = Table {
@@ -72,7 +61,7 @@ impl Source for Lines {
             docs: "docs",
             fts: "fts",
             file: "file",
-            columns: &["length"],
+            columns: EVENT_COLUMNS,
         },
         states: true,
     };
@@ -100,23 +89,8 @@ impl Source for Lines {
             .then(|| format!("{} is a directory", path.display()))
     }
 
-    fn position(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<u64> {
-        row.get::<_, i64>(first).map(i64::cast_unsigned)
-    }
-
-    fn position_values(lines: &u64) -> Vec<SqlValue> {
-        vec![SqlValue::Integer(lines.cast_signed())]
-    }
-
-    fn read(
-        &self,
-        _tx: &Transaction<'_>,
-        _name: &String,
-        _path: &Path,
-        bytes: &[u8],
-        start: u64,
-        resumed: Option<(i64, &u64)>,
-    ) -> Result<Step<Self>, SearchError> {
+    fn read(&self, _: &Transaction<'_>, chunk: Chunk<'_, Self>) -> Result<Step<Self>, SearchError> {
+        let (bytes, start, resumed) = (chunk.bytes, chunk.start, chunk.resumed);
         self.read.set(self.read.get() + bytes.len() as u64);
         let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let mut line = resumed.map_or(0, |(_, lines)| *lines);
@@ -128,9 +102,14 @@ impl Source for Lines {
                 return Ok(Step::Unreadable("a BAD line".into()));
             }
             if !text.is_empty() {
-                docs.push(LineDoc {
-                    line,
-                    text: String::from_utf8_lossy(text).into_owned(),
+                let text = String::from_utf8_lossy(text).into_owned();
+                docs.push(Doc {
+                    seq: line,
+                    event_type: "line".into(),
+                    time: 0,
+                    surface: SurfaceClass::Current,
+                    length: text.chars().count() as u64,
+                    text,
                 });
             }
         }
@@ -274,6 +253,11 @@ impl Fixture {
     }
 }
 
+/// What a catch-up did: files read, and whether the generation moved.
+fn did(read: usize, changed: bool) -> Caught {
+    Caught { read, changed }
+}
+
 #[test]
 fn new_bytes_alone_are_read_and_changed_files_whole() {
     let mut f = Fixture::new();
@@ -281,13 +265,7 @@ fn new_bytes_alone_are_read_and_changed_files_whole() {
     f.write("b", "one\n\ntwo\nthr");
     let names = ["a", "b"];
     let (first, read) = f.catch_up(&names);
-    assert_eq!(
-        first.caught,
-        Caught {
-            read: 2,
-            changed: true
-        }
-    );
+    assert_eq!(first.caught, did(2, true));
     assert_eq!(read, 11 + 12);
     assert_eq!(first.total, 2);
     assert_eq!(f.indexed(), f.oracle(&names));
@@ -298,24 +276,14 @@ fn new_bytes_alone_are_read_and_changed_files_whole() {
     assert_eq!(first_line.as_deref(), Some("one"), "set from a whole read");
 
     let (warm, read) = f.catch_up(&names);
-    assert_eq!(
-        (warm.caught, read),
-        (Caught::default(), 0),
-        "nothing changed"
-    );
+    assert_eq!((warm.caught, read), (did(0, false), 0), "nothing changed");
     assert_eq!(warm.files, first.files, "the same rows");
 
     // The torn line completes, and more: only the bytes after the covered ones are read.
     f.append("b", "ee\nfour\nfi");
     let generation = f.generation();
     let (grew, read) = f.catch_up(&names);
-    assert_eq!(
-        grew.caught,
-        Caught {
-            read: 1,
-            changed: true
-        }
-    );
+    assert_eq!(grew.caught, did(1, true));
     assert_eq!(
         read,
         "three\nfour\nfi".len() as u64,
@@ -341,13 +309,7 @@ fn new_bytes_alone_are_read_and_changed_files_whole() {
     f.append("a", "no newline yet");
     let generation = f.generation();
     let (torn, _) = f.catch_up(&names);
-    assert_eq!(
-        torn.caught,
-        Caught {
-            read: 1,
-            changed: false
-        }
-    );
+    assert_eq!(torn.caught, did(1, false));
     assert_eq!(f.generation(), generation);
     assert_eq!(f.indexed(), f.oracle(&names));
 }
@@ -368,13 +330,7 @@ fn unreadable_files_are_recorded_once_and_gone_files_dropped() {
     f.append("b", "more\n");
     let generation = f.generation();
     let (again, _) = f.catch_up(&["a", "b", "kept"]);
-    assert_eq!(
-        again.caught,
-        Caught {
-            read: 1,
-            changed: false
-        }
-    );
+    assert_eq!(again.caught, did(1, false));
     assert_eq!(f.generation(), generation);
     assert_eq!(again.files[1], first.files[1]);
 

@@ -1,5 +1,5 @@
-//! Catching one file up, and the rows and documents that writes: read on from its coverage,
-//! read whole, or recorded as unreadable.
+//! Catching one file up, and what that writes: its row and its documents, read on from its
+//! coverage or read whole, or the row of a file that cannot be read.
 
 use std::fs::File;
 use std::io;
@@ -11,7 +11,9 @@ use rusqlite::Transaction;
 use rusqlite::types::{ToSql, Value as SqlValue};
 
 use crate::log::{Coverage, CoverageBuilder};
-use crate::search::catch_up::{FileState, Listed, Read, Row, Source, Step, failed};
+use crate::search::catch_up::{
+    Chunk, FileState, Listed, Position, Read, Row, Source, Step, failed,
+};
 use crate::search::error::SearchError;
 use crate::search::stamp::{FILE_COLUMNS, Stamp, file_values};
 
@@ -32,7 +34,9 @@ enum Outcome<S: Source> {
 
 /// Writes the catch-up of the files with work, in one transaction.
 pub(super) struct Writer<'t, S: Source> {
+    /// The catch-up's transaction.
     pub tx: &'t Transaction<'t>,
+    /// The source of the files.
     pub source: &'t S,
     /// The generation the catch-up moves to.
     pub generation: i64,
@@ -122,16 +126,18 @@ impl<S: Source> Writer<'_, S> {
             Ok(bytes) => bytes,
             Err(e) => return Ok(Outcome::Unreadable(S::io_error(at.path, e))),
         };
-        let resumed = row.map(|r| (r.key, &r.position));
-        let read =
-            match self
-                .source
-                .read(self.tx, &at.listed.name, at.path, &bytes, start, resumed)?
-            {
-                Step::Read(read) => read,
-                Step::Unreadable(error) => return Ok(Outcome::Unreadable(error)),
-                Step::Whole => return Ok(Outcome::Whole),
-            };
+        let chunk = Chunk {
+            name: &at.listed.name,
+            path: at.path,
+            bytes: &bytes,
+            start,
+            resumed: row.map(|r| (r.key, &r.position)),
+        };
+        let read = match self.source.read(self.tx, chunk)? {
+            Step::Read(read) => read,
+            Step::Unreadable(error) => return Ok(Outcome::Unreadable(error)),
+            Step::Whole => return Ok(Outcome::Whole),
+        };
         // `None`: the file no longer holds the covered bytes' last bytes (rewritten meanwhile).
         Ok(
             match covered(file, row.map(|r| &r.coverage), &bytes, read.end)? {
@@ -253,10 +259,7 @@ impl<S: Source> Writer<'_, S> {
             marks.join(", ")
         );
         let (code, message) = error.unzip();
-        let own: Vec<SqlValue> = S::position_values(position)
-            .into_iter()
-            .chain(named)
-            .collect();
+        let own: Vec<SqlValue> = position.values().into_iter().chain(named).collect();
         let fixed: [&dyn ToSql; 4] = [&at.listed.name, &self.generation, &code, &message];
         self.write_row(&sql, &fixed, at, coverage, &own)?;
         self.changed = true;
@@ -285,7 +288,7 @@ impl<S: Source> Writer<'_, S> {
             table.files,
             sets.join(", ")
         );
-        let position = S::position_values(position);
+        let position = position.values();
         self.write_row(&sql, &[&key, &generation], at, coverage, &position)
     }
 

@@ -17,7 +17,9 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Statement, Transaction, params};
 
 use crate::log::DEFAULT_MAX_LINE;
-use crate::search::catch_up::{Caught, Listed, Read, Source, Step, Table, catch_up};
+use crate::search::catch_up::{
+    Caught, Chunk, Listed, Position, Read, Source, Step, Table, catch_up,
+};
 use crate::search::db::{Schema, index_schema};
 use crate::search::documents::{DocTables, Document};
 use crate::search::error::SearchError;
@@ -118,11 +120,29 @@ impl Document for Doc {
 
 /// Where a read of a transcript stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Position {
+pub(crate) struct TranscriptPosition {
     /// Lines read.
     lines: u64,
     /// The format it was read as (none for a file without a complete line).
     format: Option<Format>,
+}
+
+impl Position for TranscriptPosition {
+    fn from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<TranscriptPosition> {
+        let format: Option<String> = row.get(first + 1)?;
+        Ok(TranscriptPosition {
+            lines: row.get::<_, i64>(first)?.cast_unsigned(),
+            format: format.and_then(|f| f.parse().ok()),
+        })
+    }
+
+    fn values(&self) -> Vec<SqlValue> {
+        vec![
+            SqlValue::Integer(self.lines.cast_signed()),
+            self.format
+                .map_or(SqlValue::Null, |f| SqlValue::Text(f.name().into())),
+        ]
+    }
 }
 
 /// The transcripts of a search.
@@ -137,7 +157,7 @@ impl Source for Transcripts<'_> {
     /// The path's bytes.
     type Name = Vec<u8>;
     type Error = TranscriptError;
-    type Position = Position;
+    type Position = TranscriptPosition;
     type Doc = Doc;
     type Extra = ();
 
@@ -187,34 +207,16 @@ impl Source for Transcripts<'_> {
         })
     }
 
-    fn position(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Position> {
-        let format: Option<String> = row.get(first + 1)?;
-        Ok(Position {
-            lines: row.get::<_, i64>(first)?.cast_unsigned(),
-            format: format.and_then(|f| f.parse().ok()),
-        })
-    }
-
-    fn position_values(position: &Position) -> Vec<SqlValue> {
-        vec![
-            SqlValue::Integer(position.lines.cast_signed()),
-            position
-                .format
-                .map_or(SqlValue::Null, |f| SqlValue::Text(f.name().into())),
-        ]
-    }
-
     /// Takes the complete lines of `bytes`, each with its generation from the transcript's
     /// boundaries; a transcript that is another format now is read whole.
-    fn read(
-        &self,
-        _tx: &Transaction<'_>,
-        _name: &Vec<u8>,
-        path: &Path,
-        bytes: &[u8],
-        start: u64,
-        resumed: Option<(i64, &Position)>,
-    ) -> Result<Step<Self>, SearchError> {
+    fn read(&self, _: &Transaction<'_>, chunk: Chunk<'_, Self>) -> Result<Step<Self>, SearchError> {
+        let Chunk {
+            path,
+            bytes,
+            start,
+            resumed,
+            ..
+        } = chunk;
         let mut complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
         let mut format = resumed.and_then(|(_, p)| p.format);
         let mut boundaries = Vec::new();
@@ -283,7 +285,7 @@ impl Source for Transcripts<'_> {
         Ok(Step::Read(Read {
             end: start + complete as u64,
             docs,
-            position: Position {
+            position: TranscriptPosition {
                 lines: line,
                 format,
             },
