@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
+use serde::Serialize;
 
 use agentlog::query::{EventFilter, SurfaceClass};
 use agentlog::search::{
@@ -143,19 +144,14 @@ pub fn run(args: &SearchArgs) -> Result<u8, Failure> {
                 cursor: args.cursor.clone(),
                 mode,
             })?;
-            if args.json {
-                print_json(&page)?;
-                return Ok(EXIT_OK);
-            }
-            for u in &page.unreadable {
-                eprintln!(
-                    "agentlog: session {} left out of the search: {}",
-                    u.session_id, u.message
-                );
-            }
+            let left_out = page
+                .unreadable
+                .iter()
+                .map(|u| (format!("session {}", u.session_id), u.message.as_str()));
             let hits: Vec<&EventSearchHit> = page.hits.iter().map(|h| &h.best_match).collect();
-            print_table(&hits, true, highlight);
-            print_next(page.next_cursor.as_deref());
+            print_page(args.json, &page, left_out, || {
+                print_hits(&hits, true, highlight, page.next_cursor.as_deref());
+            })
         }
         Some(session) => {
             let page = index.search_events(&EventSearchRequest {
@@ -166,16 +162,12 @@ pub fn run(args: &SearchArgs) -> Result<u8, Failure> {
                 cursor: args.cursor.clone(),
                 mode,
             })?;
-            if args.json {
-                print_json(&page)?;
-                return Ok(EXIT_OK);
-            }
             let hits: Vec<&EventSearchHit> = page.hits.iter().collect();
-            print_table(&hits, false, highlight);
-            print_next(page.next_cursor.as_deref());
+            print_page(args.json, &page, std::iter::empty(), || {
+                print_hits(&hits, false, highlight, page.next_cursor.as_deref());
+            })
         }
     }
-    Ok(EXIT_OK)
 }
 
 fn run_transcripts(
@@ -192,51 +184,112 @@ fn run_transcripts(
         cursor: args.cursor.clone(),
         mode,
     })?;
-    if args.json {
-        print_json(&page)?;
+    let left_out = page
+        .unreadable
+        .iter()
+        .map(|u| (display(&u.file), u.message.as_str()));
+    print_page(args.json, &page, left_out, || {
+        print_transcript_hits(&page.hits, highlight, page.next_cursor.as_deref());
+    })
+}
+
+/// A page as one JSON object; or what was left out (on stderr), then `table`.
+fn print_page<'a, P: Serialize>(
+    json: bool,
+    page: &P,
+    left_out: impl Iterator<Item = (String, &'a str)>,
+    table: impl FnOnce(),
+) -> Result<u8, Failure> {
+    if json {
+        print_json(page)?;
         return Ok(EXIT_OK);
     }
-    for u in &page.unreadable {
-        eprintln!(
-            "agentlog: {} left out of the search: {}",
-            display(&u.file),
-            u.message
-        );
+    for (what, message) in left_out {
+        eprintln!("agentlog: {what} left out of the search: {message}");
     }
-    print_transcript_table(&page.hits, highlight);
-    print_next(page.next_cursor.as_deref());
+    table();
     Ok(EXIT_OK)
 }
 
-fn print_transcript_table(hits: &[TranscriptSearchHit], highlight: Highlight) {
-    if hits.is_empty() {
+fn print_transcript_hits(hits: &[TranscriptSearchHit], highlight: Highlight, next: Option<&str>) {
+    let rows = hits
+        .iter()
+        .map(|hit| {
+            let kind = match &hit.role {
+                Some(role) if *role != hit.kind => format!("{}/{role}", hit.kind),
+                _ => hit.kind.clone(),
+            };
+            vec![
+                hit.session.clone(),
+                hit.format.name().to_owned(),
+                hit.line.to_string(),
+                hit.generation.to_string(),
+                kind,
+            ]
+        })
+        .collect();
+    let snippets = hits.iter().map(|h| highlight.mark(&h.snippet, &h.marks));
+    print_table(
+        &["session", "format", "line", "gen", "type"],
+        rows,
+        snippets,
+        next,
+    );
+}
+
+fn print_hits(
+    hits: &[&EventSearchHit],
+    with_session: bool,
+    highlight: Highlight,
+    next: Option<&str>,
+) {
+    let header: &[&str] = if with_session {
+        &["session", "seq", "type", "surface"]
+    } else {
+        &["seq", "type", "surface"]
+    };
+    let rows = hits
+        .iter()
+        .map(|hit| {
+            let surface = serde_json::to_value(hit.surface)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let row = [hit.seq.to_string(), hit.event_type.clone(), surface];
+            with_session
+                .then(|| hit.session_id.clone())
+                .into_iter()
+                .chain(row)
+                .collect()
+        })
+        .collect();
+    let snippets = hits.iter().map(|h| highlight.mark(&h.snippet, &h.marks));
+    print_table(header, rows, snippets, next);
+}
+
+/// The hits as a table (`header` over `rows`, each row's marked snippet beside it), then the
+/// cursor of the next page; `no match` when there are none.
+fn print_table(
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    snippets: impl Iterator<Item = String>,
+    next: Option<&str>,
+) {
+    if rows.is_empty() {
         outln!("no match");
         return;
     }
-    let mut rows = vec![
-        ["session", "format", "line", "gen", "type"]
-            .map(String::from)
-            .to_vec(),
-    ];
-    for hit in hits {
-        let kind = match &hit.role {
-            Some(role) if *role != hit.kind => format!("{}/{role}", hit.kind),
-            _ => hit.kind.clone(),
-        };
-        rows.push(vec![
-            hit.session.clone(),
-            hit.format.name().to_owned(),
-            hit.line.to_string(),
-            hit.generation.to_string(),
-            kind,
-        ]);
-    }
+    let rows: Vec<Vec<String>> = std::iter::once(header.iter().map(|h| (*h).to_owned()).collect())
+        .chain(rows)
+        .collect();
     let table = render(&rows);
     let width = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-    let snippets = std::iter::once("match".to_owned())
-        .chain(hits.iter().map(|h| highlight.mark(&h.snippet, &h.marks)));
+    let snippets = std::iter::once("match".to_owned()).chain(snippets);
     for (line, snippet) in table.lines().zip(snippets) {
         outln!("{line:<width$}  {snippet}");
+    }
+    if let Some(cursor) = next {
+        outln!("next page: --cursor {cursor}");
     }
 }
 
@@ -254,10 +307,6 @@ impl Highlight {
         } else {
             Highlight::Brackets
         }
-    }
-
-    fn apply(self, hit: &EventSearchHit) -> String {
-        self.mark(&hit.snippet, &hit.marks)
     }
 
     fn mark(self, snippet: &str, marks: &[(usize, usize)]) -> String {
@@ -278,42 +327,5 @@ impl Highlight {
             }
         }
         out
-    }
-}
-
-fn print_table(hits: &[&EventSearchHit], with_session: bool, highlight: Highlight) {
-    if hits.is_empty() {
-        outln!("no match");
-        return;
-    }
-    let mut rows = vec![Vec::new()];
-    if with_session {
-        rows[0].push("session".to_owned());
-    }
-    rows[0].extend(["seq", "type", "surface"].map(String::from));
-    for hit in hits {
-        let mut row = Vec::new();
-        if with_session {
-            row.push(hit.session_id.clone());
-        }
-        let surface = serde_json::to_value(hit.surface)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        row.extend([hit.seq.to_string(), hit.event_type.clone(), surface]);
-        rows.push(row);
-    }
-    let table = render(&rows);
-    let width = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-    let snippets =
-        std::iter::once("match".to_owned()).chain(hits.iter().map(|h| highlight.apply(h)));
-    for (line, snippet) in table.lines().zip(snippets) {
-        outln!("{line:<width$}  {snippet}");
-    }
-}
-
-fn print_next(cursor: Option<&str>) {
-    if let Some(cursor) = cursor {
-        outln!("next page: --cursor {cursor}");
     }
 }

@@ -99,6 +99,55 @@ impl Cursor {
     }
 }
 
+/// What the pages of one search are bound to: the index, the kind of search, the normalized
+/// request and the state of what it searched.
+#[derive(Debug, Clone, Copy)]
+pub struct Pages<'a> {
+    /// The id of the index.
+    pub instance: &'a str,
+    /// The kind of search (`sessions`, `events`, `transcripts`).
+    pub scope: &'a str,
+    /// The normalized request.
+    pub fingerprint: &'a str,
+    /// The state of what it searched.
+    pub generation: &'a str,
+    /// The page size.
+    pub limit: u64,
+}
+
+impl Pages<'_> {
+    /// The offset of the page `cursor` points at; 0 without one.
+    pub fn offset(&self, cursor: Option<&str>) -> Result<u64, SearchError> {
+        cursor.map_or(Ok(0), |text| {
+            Cursor::check(
+                text,
+                self.instance,
+                self.scope,
+                self.fingerprint,
+                self.generation,
+            )
+        })
+    }
+
+    /// The page at `offset` of the `limit + 1` hits fetched from there, and the cursor of the
+    /// next page when there is one.
+    pub fn page<T>(&self, mut hits: Vec<T>, offset: u64) -> (Vec<T>, Option<String>) {
+        let more = hits.len() as u64 > self.limit;
+        hits.truncate(usize::try_from(self.limit).unwrap_or(usize::MAX));
+        let next = more.then(|| {
+            Cursor::new(
+                self.instance,
+                self.scope,
+                self.fingerprint,
+                self.generation,
+                offset + self.limit,
+            )
+            .encode()
+        });
+        (hits, next)
+    }
+}
+
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// base64url without padding.

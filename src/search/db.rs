@@ -28,38 +28,58 @@ const LOCK_FILE: &str = "lock";
 /// `PRAGMA application_id` of our index files: "AGLS".
 pub const APPLICATION_ID: i32 = 0x4147_4C53;
 /// An index's schema: its version (`PRAGMA user_version`; another value is rebuilt), its SQL,
-/// and the tables it makes (FTS5 shadow tables included, sorted): anything else means the file
-/// is not ours.
+/// and the tables it makes: anything else means the file is not ours.
 #[derive(Debug)]
 pub struct Schema {
     /// The schema version.
     pub version: i32,
-    /// The statements that create it.
+    /// The statements that create it ([`index_schema`]).
     pub sql: &'static str,
-    /// Its tables, sorted by name.
+    /// Its tables besides the FTS5 table `fts` and its shadow tables.
     pub tables: &'static [&'static str],
 }
 
-/// The schema of a store's index.
-pub const STORE_SCHEMA: Schema = Schema {
-    version: 3,
-    sql: SCHEMA,
-    tables: &TABLES,
-};
+/// The FTS5 table of every index and its shadow tables.
+const FTS_TABLES: [&str; 5] = ["fts", "fts_config", "fts_content", "fts_data", "fts_idx"];
 
-const SCHEMA: &str = "
+impl Schema {
+    /// Every table it makes, sorted by name.
+    fn all_tables(&self) -> Vec<&'static str> {
+        let mut tables: Vec<&str> = self.tables.iter().chain(&FTS_TABLES).copied().collect();
+        tables.sort_unstable();
+        tables
+    }
+}
+
+/// The SQL of an index: its `state`, its table of files (`files`, named by the column `name`,
+/// with the source's `own` columns, then the columns of every file row: its generation, its
+/// error, and [`FILE_COLUMNS`](crate::search::stamp::FILE_COLUMNS), then its `position`
+/// columns), any `more` tables, its `docs` (their id, then the `docs` columns) and `fts`.
+macro_rules! index_schema {
+    (
+        files: $files:literal,
+        name: $name:literal,
+        own: $own:literal,
+        position: $position:literal,
+        more: $more:literal,
+        docs: $docs:literal $(,)?
+    ) => {
+        concat!(
+            "
 CREATE TABLE state(
   singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
   instance TEXT NOT NULL,
   generation INTEGER NOT NULL
 ) STRICT;
-CREATE TABLE sessions(
+CREATE TABLE ",
+            $files,
+            "(
   key INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  header TEXT,
-  created_at INTEGER,
-  cwd TEXT,
-  parent TEXT,
+  ",
+            $name,
+            ",",
+            $own,
+            "
   generation INTEGER NOT NULL,
   error_code TEXT,
   error TEXT,
@@ -75,39 +95,23 @@ CREATE TABLE sessions(
   tail_start INTEGER NOT NULL,
   tail_len INTEGER NOT NULL,
   tail_crc INTEGER NOT NULL,
-  crc INTEGER NOT NULL,
-  next_seq INTEGER NOT NULL
-) STRICT;
-CREATE TABLE folds(
-  key INTEGER PRIMARY KEY,
-  fold BLOB NOT NULL
-) STRICT;
+  crc INTEGER NOT NULL,",
+            $position,
+            "
+) STRICT;",
+            $more,
+            "
 CREATE TABLE docs(
-  id INTEGER PRIMARY KEY, -- session key << 32 | seq
-  session INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  time INTEGER NOT NULL,
-  surface TEXT NOT NULL,
-  length INTEGER NOT NULL
+  id INTEGER PRIMARY KEY, -- file key << 32 | the document's number in its file",
+            $docs,
+            "
 ) STRICT;
 CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
-";
-
-/// The tables (and FTS5 shadow tables) of [`SCHEMA`].
-/// (Folds have a table of their own: inline, their blobs spread the session rows, which every
-/// search reads, over a page each.)
-const TABLES: [&str; 9] = [
-    "docs",
-    "folds",
-    "fts",
-    "fts_config",
-    "fts_content",
-    "fts_data",
-    "fts_idx",
-    "sessions",
-    "state",
-];
+"
+        )
+    };
+}
+pub(crate) use index_schema;
 
 /// An open index and the lock that serializes searches on it.
 #[derive(Debug)]
@@ -188,7 +192,7 @@ impl Db {
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| e.to_string())?;
         tables.sort();
-        if tables != schema.tables {
+        if tables != schema.all_tables() {
             return Err(format!("unexpected tables {tables:?}"));
         }
         let instance: String = conn
@@ -197,7 +201,16 @@ impl Db {
             })
             .map_err(|e| e.to_string())?;
         let counter = configure(&conn).map_err(|e| e.to_string())?;
-        let metadata = fs::metadata(path).map_err(|e| e.to_string())?;
+        Db::new(conn, instance, counter, path).map_err(|e| e.to_string())
+    }
+
+    fn new(
+        conn: Connection,
+        instance: String,
+        counter: MatchCounter,
+        path: &Path,
+    ) -> io::Result<Db> {
+        let metadata = fs::metadata(path)?;
         Ok(Db {
             conn,
             instance,
@@ -231,16 +244,66 @@ impl Db {
             [&instance],
         )
         .map_err(|e| fail("initializing", e))?;
-        let metadata = fs::metadata(path)
-            .map_err(|e| SearchError::index_io(format!("reading {}", path.display()), e))?;
         tracing::info!(index = %path.display(), "search index created");
-        Ok(Db {
-            conn,
-            instance,
-            counter,
-            identity: identity(&metadata),
-            path: path.to_path_buf(),
-        })
+        Db::new(conn, instance, counter, path)
+            .map_err(|e| SearchError::index_io(format!("reading {}", path.display()), e))
+    }
+}
+
+/// An index kept open between searches.
+#[derive(Debug)]
+pub struct Handle {
+    dir: PathBuf,
+    schema: &'static Schema,
+    db: Option<Db>,
+}
+
+impl Handle {
+    /// The index of `schema` in `dir`; nothing is read or written before the first attempt.
+    pub fn new(dir: PathBuf, schema: &'static Schema) -> Handle {
+        Handle {
+            dir,
+            schema,
+            db: None,
+        }
+    }
+
+    /// The directory of its files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Takes the search lock and runs `attempt` on the open index, telling it whether the
+    /// index was opened anew (so what it keeps of the last connection is gone); a damaged index
+    /// found on the way is rebuilt and the whole attempt made once more.
+    pub fn with_lock<T>(
+        &mut self,
+        mut attempt: impl FnMut(&mut Db, bool) -> Result<T, SearchError>,
+    ) -> Result<T, SearchError> {
+        let _lock = lock(&self.dir)?;
+        match self.attempt(&mut attempt, false) {
+            Err(e) if is_damage(&e) => {
+                tracing::warn!(index = %self.dir.display(), error = %e, "search index damaged; rebuilding it");
+                self.attempt(&mut attempt, true)
+            }
+            other => other,
+        }
+    }
+
+    fn attempt<T>(
+        &mut self,
+        attempt: &mut impl FnMut(&mut Db, bool) -> Result<T, SearchError>,
+        rebuild: bool,
+    ) -> Result<T, SearchError> {
+        // The connection kept is closed before a rebuild deletes its files.
+        let kept = self.db.take().filter(|db| !rebuild && db.is_current());
+        let reopened = kept.is_none();
+        let db = match kept {
+            Some(db) => db,
+            None if rebuild => Db::rebuild(&self.dir, self.schema)?,
+            None => Db::open(&self.dir, self.schema)?,
+        };
+        attempt(self.db.insert(db), reopened)
     }
 }
 
@@ -355,6 +418,7 @@ fn private_file(path: &Path, new: bool) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::sessions::STORE_SCHEMA;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

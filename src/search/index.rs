@@ -1,23 +1,22 @@
 //! [`SearchIndex`]: the search service over a [`Store`], with its derived index.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::query::Store;
 use crate::query::{SessionFilter, SessionHeader, SurfaceClass, validate_session_id};
-use crate::query::{Store, compile_session_filters};
-use crate::search::cursor::Cursor;
-use crate::search::db::{Db, STORE_SCHEMA, index_dir, is_damage, lock};
+use crate::search::catch_up::Caught;
+use crate::search::cursor::Pages;
+use crate::search::db::{Db, Handle, index_dir};
 use crate::search::error::SearchError;
 use crate::search::live::LiveOverlay;
 use crate::search::predicate::{EVENT_PREDICATE_BUDGET, Predicates, SESSION_PREDICATE_BUDGET};
 use crate::search::rank::{RankedRow, rank_events, rank_sessions};
-use crate::search::reconcile::{Caught, reconcile};
 use crate::search::request::{
-    EventSearchRequest, SessionSearchRequest, check_event_filters, check_limit, event_fingerprint,
-    fts_expression, normalize_query, phrases, session_fingerprint,
+    EventSearchRequest, Query, SessionSearchRequest, event_fingerprint, session_fingerprint,
 };
+use crate::search::sessions::{STORE_SCHEMA, reconcile};
 use crate::search::snippet::{DEFAULT_SNIPPET_CHARS, make_snippet};
 use crate::search::stamp::SETTLED;
 
@@ -122,9 +121,8 @@ pub struct EventSearchPage {
 #[derive(Debug)]
 pub struct SearchIndex<'s> {
     store: &'s Store,
-    dir: PathBuf,
     config: SearchConfig,
-    db: Option<Db>,
+    index: Handle,
     live: LiveOverlay,
 }
 
@@ -141,9 +139,8 @@ impl<'s> SearchIndex<'s> {
         let epoch = crate::search::db::new_instance_id();
         Self {
             store,
-            dir: index_dir(store.root()),
             config,
-            db: None,
+            index: Handle::new(index_dir(store.root()), &STORE_SCHEMA),
             live: LiveOverlay::new(epoch),
         }
     }
@@ -160,60 +157,41 @@ impl<'s> SearchIndex<'s> {
         &mut self,
         request: &SessionSearchRequest,
     ) -> Result<SessionSearchPage, SearchError> {
-        let query = normalize_query(&request.query)?;
-        let limit = check_limit(request.limit)?;
-        compile_session_filters(&request.session_filters)?;
-        check_event_filters(&request.event_filters)?;
-        let mut predicates = Predicates::default();
-        predicates.add_session_filters(&request.session_filters);
-        predicates.add_event_filters(&request.event_filters);
-        predicates.check_budget(SESSION_PREDICATE_BUDGET, 3)?;
+        let query = Query::new(&request.query, request.mode, request.limit)?;
+        let predicates = Predicates::of_filters(
+            &request.session_filters,
+            &request.event_filters,
+            SESSION_PREDICATE_BUDGET,
+            3,
+        )?;
         let fingerprint = session_fingerprint(
-            &query,
+            &query.text,
             request.mode,
             &request.session_filters,
             &request.event_filters,
-            limit,
+            query.limit,
         );
-        let expression = fts_expression(&query, request.mode);
-        let phrases = phrases(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let mut caught = Caught::default();
         self.with_ready(
             |ready| {
                 let generation = format!("{}{}", ready.generation, ready.live.generation_suffix());
-                let offset = match &request.cursor {
-                    Some(c) => {
-                        Cursor::check(c, &ready.db.instance, "sessions", &fingerprint, &generation)?
-                    }
-                    None => 0,
-                };
+                let pages = ready.pages("sessions", &fingerprint, &generation, query.limit);
+                let offset = pages.offset(request.cursor.as_deref())?;
                 let rows = rank_sessions(
                     ready.db,
                     ready.live.has_tables(),
-                    &expression,
-                    &phrases,
+                    &query,
                     &predicates,
-                    limit,
                     offset,
                 )?;
-                let (rows, more) = split_page(rows, limit);
-                let hits = rows
-                    .into_iter()
-                    .map(|row| session_hit(row, snippet_chars))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let (rows, next_cursor) = pages.page(rows, offset);
                 Ok(SessionSearchPage {
-                    hits,
-                    next_cursor: more.then(|| {
-                        Cursor::new(
-                            &ready.db.instance,
-                            "sessions",
-                            &fingerprint,
-                            &generation,
-                            offset + limit,
-                        )
-                        .encode()
-                    }),
+                    hits: rows
+                        .into_iter()
+                        .map(|row| session_hit(row, snippet_chars))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    next_cursor,
                     unreadable: unreadable(ready, &request.session_filters)?,
                 })
             },
@@ -226,21 +204,17 @@ impl<'s> SearchIndex<'s> {
         &mut self,
         request: &EventSearchRequest,
     ) -> Result<EventSearchPage, SearchError> {
-        let query = normalize_query(&request.query)?;
-        let limit = check_limit(request.limit)?;
+        let query = Query::new(&request.query, request.mode, request.limit)?;
         validate_session_id(&request.session_id)?;
-        check_event_filters(&request.filters)?;
-        let mut predicates = Predicates::default();
-        predicates.add_event_filters(&request.filters);
-        predicates.check_budget(EVENT_PREDICATE_BUDGET, 4)?;
+        // The session id takes the fourth bound value.
+        let predicates = Predicates::of_filters(&[], &request.filters, EVENT_PREDICATE_BUDGET, 4)?;
         let fingerprint = event_fingerprint(
             &request.session_id,
-            &query,
+            &query.text,
             request.mode,
             &request.filters,
-            limit,
+            query.limit,
         );
-        let expression = fts_expression(&query, request.mode);
         let snippet_chars = self.config.snippet_chars;
         let id = request.session_id.as_str();
         let store = self.store;
@@ -259,116 +233,83 @@ impl<'s> SearchIndex<'s> {
                     }
                     None => stored_target(ready, id)?,
                 };
-                let offset = match &request.cursor {
-                    Some(c) => {
-                        Cursor::check(c, &ready.db.instance, "events", &fingerprint, &generation)?
-                    }
-                    None => 0,
-                };
+                let pages = ready.pages("events", &fingerprint, &generation, query.limit);
+                let offset = pages.offset(request.cursor.as_deref())?;
                 let rows = rank_events(
                     ready.db,
                     ready.live.has_tables(),
                     id,
-                    &expression,
+                    &query,
                     &predicates,
-                    limit,
                     offset,
                 )?;
-                let (rows, more) = split_page(rows, limit);
+                let (rows, next_cursor) = pages.page(rows, offset);
                 Ok(EventSearchPage {
                     session,
                     hits: rows
                         .into_iter()
                         .map(|row| event_hit(row, snippet_chars))
                         .collect(),
-                    next_cursor: more.then(|| {
-                        Cursor::new(
-                            &ready.db.instance,
-                            "events",
-                            &fingerprint,
-                            &generation,
-                            offset + limit,
-                        )
-                        .encode()
-                    }),
+                    next_cursor,
                 })
             },
             &mut caught,
         )
     }
 
-    /// Takes the lock, opens and catches up the index, and runs `f`; a damaged index found on
-    /// the way is rebuilt and the whole attempt made once more.
+    /// Takes the lock, opens and catches up the index, and runs `f` (again, if the index
+    /// had to be rebuilt on the way).
     fn with_ready<T>(
         &mut self,
         f: impl Fn(&Ready<'_>) -> Result<T, SearchError>,
         caught: &mut Caught,
     ) -> Result<T, SearchError> {
-        let _lock = lock(&self.dir)?;
-        match self.attempt(&f, caught, false) {
-            Err(e) if is_damage(&e) => {
-                tracing::warn!(error = %e, "search index damaged; rebuilding it");
-                self.attempt(&f, caught, true)
+        let (store, settled, live) = (self.store, self.config.settled, &mut self.live);
+        let vocabulary = &store.config().vocabulary;
+        self.index.with_lock(|db, reopened| {
+            if reopened {
+                live.reset();
             }
-            other => other,
-        }
-    }
-
-    fn attempt<T>(
-        &mut self,
-        f: &impl Fn(&Ready<'_>) -> Result<T, SearchError>,
-        caught: &mut Caught,
-        rebuild: bool,
-    ) -> Result<T, SearchError> {
-        let reopen = rebuild || self.db.as_ref().is_none_or(|db| !db.is_current());
-        if reopen {
-            self.db = None;
-            self.live.reset();
-            self.db = Some(if rebuild {
-                Db::rebuild(&self.dir, &STORE_SCHEMA)?
-            } else {
-                Db::open(&self.dir, &STORE_SCHEMA)?
-            });
-        }
-        let Some(db) = self.db.as_mut() else {
-            return Err(SearchError::IndexFailed {
-                operation: "opening the index".into(),
-                cause: "no connection".into(),
-            });
-        };
-        let vocabulary = self.store.config().vocabulary.clone();
-        *caught = reconcile(
-            &mut db.conn,
-            self.store.root(),
-            &vocabulary,
-            self.config.settled,
-        )?;
-        let conn = &db.conn;
-        let persisted = |id: &str| {
-            conn.query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
-                .is_ok()
-        };
-        self.live.sync(conn, self.store, &persisted)?;
-        let generation: i64 = conn
-            .query_row(
-                "SELECT generation FROM state WHERE singleton = 1",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(|e| SearchError::index("reading the generation", e))?;
-        f(&Ready {
-            db,
-            live: &self.live,
-            generation,
+            *caught = reconcile(&mut db.conn, store.root(), vocabulary, settled)?;
+            let conn = &db.conn;
+            let persisted = |id: &str| {
+                conn.query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
+                    .is_ok()
+            };
+            live.sync(conn, store, &persisted)?;
+            let generation: i64 = conn
+                .query_row(
+                    "SELECT generation FROM state WHERE singleton = 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| SearchError::index("reading the generation", e))?;
+            f(&Ready {
+                db,
+                live,
+                generation,
+            })
         })
     }
 }
 
-fn split_page(mut rows: Vec<RankedRow>, limit: u64) -> (Vec<RankedRow>, bool) {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let more = rows.len() > limit;
-    rows.truncate(limit);
-    (rows, more)
+impl Ready<'_> {
+    /// The pages of a search of this index.
+    fn pages<'a>(
+        &'a self,
+        scope: &'a str,
+        fingerprint: &'a str,
+        generation: &'a str,
+        limit: u64,
+    ) -> Pages<'a> {
+        Pages {
+            instance: &self.db.instance,
+            scope,
+            fingerprint,
+            generation,
+            limit,
+        }
+    }
 }
 
 fn surface_class(name: &str) -> SurfaceClass {

@@ -13,9 +13,10 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{Connection, params};
 
 use crate::query::Store;
+use crate::search::documents::DocTables;
 use crate::search::error::SearchError;
-use crate::search::predicate::surface_name;
-use crate::search::reader::{Doc, documents};
+use crate::search::reader::documents;
+use crate::search::sessions::{EVENT_COLUMNS, shadow};
 
 const TABLES: &str = "
 CREATE TEMP TABLE IF NOT EXISTS live_sessions(
@@ -26,6 +27,14 @@ CREATE TEMP TABLE IF NOT EXISTS live_docs(
   time INTEGER NOT NULL, surface TEXT NOT NULL, length INTEGER NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.live_fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
 ";
+
+/// Where the live sessions' documents are: ids as the index's (session key and seq).
+const DOCS: DocTables = DocTables {
+    docs: "temp.live_docs",
+    fts: "temp.live_fts",
+    file: "session",
+    columns: EVENT_COLUMNS,
+};
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -167,14 +176,9 @@ impl LiveOverlay {
                 .map_err(failed)?;
                 conn.last_insert_rowid()
             };
-            insert(conn, key, &docs)?;
-            for seq in shadowed.iter().filter(|s| **s < from as u64) {
-                conn.execute(
-                    "UPDATE temp.live_docs SET surface = 'shadowed' WHERE session = ?1 AND seq = ?2",
-                    params![key, seq.cast_signed()],
-                )
-                .map_err(failed)?;
-            }
+            DOCS.insert(conn, key, &docs)?;
+            let earlier = shadowed.iter().copied().filter(|s| *s < from as u64);
+            shadow(&DOCS, conn, key, earlier)?;
             self.generation += 1;
             self.sessions.insert(
                 id,
@@ -192,37 +196,8 @@ impl LiveOverlay {
 }
 
 fn delete(conn: &Connection, key: i64) -> Result<(), SearchError> {
-    conn.execute(
-        "DELETE FROM temp.live_fts WHERE rowid IN (SELECT id FROM temp.live_docs WHERE session = ?1)",
-        [key],
-    )
-    .and_then(|_| conn.execute("DELETE FROM temp.live_docs WHERE session = ?1", [key]))
-    .and_then(|_| conn.execute("DELETE FROM temp.live_sessions WHERE key = ?1", [key]))
-    .map_err(failed)?;
-    Ok(())
-}
-
-fn insert(conn: &Connection, key: i64, docs: &[Doc]) -> Result<(), SearchError> {
-    for doc in docs {
-        conn.execute(
-            "INSERT INTO temp.live_docs(session, seq, type, time, surface, length)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                key,
-                doc.seq.cast_signed(),
-                doc.event_type,
-                doc.time,
-                surface_name(doc.surface),
-                doc.length.cast_signed()
-            ],
-        )
+    DOCS.delete(conn, key)?;
+    conn.execute("DELETE FROM temp.live_sessions WHERE key = ?1", [key])
         .map_err(failed)?;
-        let rowid = conn.last_insert_rowid();
-        conn.execute(
-            "INSERT INTO temp.live_fts(rowid, text) VALUES (?1, ?2)",
-            params![rowid, doc.text],
-        )
-        .map_err(failed)?;
-    }
     Ok(())
 }

@@ -51,9 +51,11 @@
     )
 )]
 
+mod catch_up;
 mod count;
 mod cursor;
 mod db;
+mod documents;
 mod error;
 mod index;
 mod live;
@@ -61,12 +63,13 @@ mod marked;
 mod predicate;
 mod rank;
 mod reader;
-mod reconcile;
 mod request;
+mod sessions;
 mod snippet;
 mod stamp;
 mod transcripts;
 
+pub use catch_up::Caught;
 pub use cursor::{base64url_decode, base64url_encode};
 pub use db::{INDEX_DIR, INDEX_FILE};
 pub use error::SearchError;
@@ -74,7 +77,6 @@ pub use index::{
     EventSearchHit, EventSearchPage, SearchConfig, SearchIndex, SessionSearchHit,
     SessionSearchPage, UnreadableSession,
 };
-pub use reconcile::Caught;
 pub use request::{
     DEFAULT_LIMIT, EventSearchRequest, MAX_LIMIT, MatchMode, SessionSearchRequest, normalize_query,
 };

@@ -11,6 +11,7 @@ use rusqlite::types::Value as SqlValue;
 
 use crate::query::{Availability, EventFilter, SessionFilter, SurfaceClass};
 use crate::search::error::SearchError;
+use crate::search::request::check_event_filters;
 
 /// The most predicates a session search may carry.
 pub const SESSION_PREDICATE_BUDGET: usize = 14;
@@ -139,6 +140,23 @@ impl Predicates {
                 EventFilter::Text { .. } => self.clauses.push("0".into()),
             }
         }
+    }
+
+    /// The predicates of a search's filters, checked (a `text` filter is refused) and within
+    /// `budget` (`fixed` more values are bound by the statement itself).
+    pub fn of_filters(
+        session: &[SessionFilter],
+        event: &[EventFilter],
+        budget: usize,
+        fixed: usize,
+    ) -> Result<Predicates, SearchError> {
+        crate::query::compile_session_filters(session)?;
+        check_event_filters(event)?;
+        let mut predicates = Predicates::default();
+        predicates.add_session_filters(session);
+        predicates.add_event_filters(event);
+        predicates.check_budget(budget, fixed)?;
+        Ok(predicates)
     }
 
     /// Refuses predicates over `budget` or too many bound values (`fixed` more are bound by

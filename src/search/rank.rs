@@ -18,6 +18,7 @@ use crate::search::db::Db;
 use crate::search::error::SearchError;
 use crate::search::marked::{PageDoc, Source, marked_texts};
 use crate::search::predicate::Predicates;
+use crate::search::request::Query;
 
 /// One ranked row.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,15 +79,12 @@ fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String
 }
 
 /// The page of sessions: each matching session's best event, ranked. Fetches `limit + 1` rows
-/// so the caller can tell whether a next page exists. `phrases` are the query's, for the
-/// match counts (`count`).
+/// so the caller can tell whether a next page exists.
 pub fn rank_sessions(
     db: &Db,
     live: bool,
-    expression: &str,
-    phrases: &[String],
+    query: &Query,
     predicates: &Predicates,
-    limit: u64,
     offset: u64,
 ) -> Result<Vec<RankedRow>, SearchError> {
     let sql = format!(
@@ -100,17 +98,12 @@ pub fn rank_sessions(
     );
     // A filtered search counts with highlight(): its candidates may be few, while the
     // positions read would be the whole index's.
-    let phrases = if predicates.is_empty() { phrases } else { &[] };
-    run(
-        db,
-        &sql,
-        expression,
-        phrases,
-        limit,
-        offset,
-        &[],
-        &predicates.values,
-    )
+    let counted = if predicates.is_empty() {
+        query.phrases.as_slice()
+    } else {
+        &[]
+    };
+    run(db, &sql, query, counted, offset, &[], &predicates.values)
 }
 
 /// The page of one session's matching events, ranked.
@@ -118,9 +111,8 @@ pub fn rank_events(
     db: &Db,
     live: bool,
     session_id: &str,
-    expression: &str,
+    query: &Query,
     predicates: &Predicates,
-    limit: u64,
     offset: u64,
 ) -> Result<Vec<RankedRow>, SearchError> {
     let sql = format!(
@@ -133,86 +125,86 @@ pub fn rank_events(
     let session = [SqlValue::Text(session_id.into())];
     // One session's candidates are counted with highlight(): the positions read would be the
     // whole index's.
-    run(
-        db,
-        &sql,
-        expression,
-        &[],
-        limit,
-        offset,
-        &session,
-        &predicates.values,
-    )
+    run(db, &sql, query, &[], offset, &session, &predicates.values)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run(
     db: &Db,
     sql: &str,
-    expression: &str,
-    phrases: &[String],
-    limit: u64,
+    query: &Query,
+    counted: &[String],
     offset: u64,
-    extra: &[SqlValue],
+    session: &[SqlValue],
     values: &[SqlValue],
 ) -> Result<Vec<RankedRow>, SearchError> {
+    let params: Vec<SqlValue> = session.iter().chain(values).cloned().collect();
+    let rows = ranked(db, sql, query, counted, offset, &params, |r| {
+        let live: bool = r.get(1)?;
+        let doc = r.get(7)?;
+        let row = RankedRow {
+            session_id: r.get(0)?,
+            header: String::new(),
+            live,
+            persisted: r.get(2)?,
+            seq: r.get::<_, i64>(3)?.cast_unsigned(),
+            event_type: r.get(4)?,
+            time: r.get(5)?,
+            surface: r.get(6)?,
+            marked: String::new(),
+            doc,
+        };
+        let source = if live { Source::Live } else { Source::Index };
+        Ok((row, PageDoc { source, doc }))
+    })?;
+    // Headers are read for the page only: carried through the ranking, every candidate's
+    // would be sorted along with it.
+    rows.into_iter()
+        .map(|(mut row, marked)| {
+            let header = if row.live {
+                "SELECT header FROM temp.live_sessions WHERE id = ?1"
+            } else {
+                "SELECT header FROM sessions WHERE id = ?1"
+            };
+            row.header = db
+                .conn
+                .prepare_cached(header)
+                .and_then(|mut s| s.query_row([&row.session_id], |r| r.get::<_, Option<String>>(0)))
+                .map_err(|e| SearchError::index("searching", e))?
+                .unwrap_or_default();
+            row.marked = marked;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// Runs the ranking statement `sql` (`?1` the query's expression, `?2` the page size + 1, `?3`
+/// the offset, then `params`) with the match counts of `counted` active (none: counted by
+/// `highlight()`), and gives each row, made by `row` with its document, and the document's text
+/// with its matches marked (for the page only: marked in the ranking, every candidate's text
+/// would be highlighted).
+pub(crate) fn ranked<T>(
+    db: &Db,
+    sql: &str,
+    query: &Query,
+    counted: &[String],
+    offset: u64,
+    params: &[SqlValue],
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<(T, PageDoc)>,
+) -> Result<Vec<(T, String)>, SearchError> {
     let failed = |e| SearchError::index("searching", e);
     let conn = &db.conn;
-    let _counts = db.counter.activate(conn, phrases).map_err(failed)?;
+    let _counts = db.counter.activate(conn, counted).map_err(failed)?;
     let mut stmt = conn.prepare_cached(sql).map_err(failed)?;
-    let mut params: Vec<SqlValue> = vec![
-        SqlValue::Text(expression.into()),
-        SqlValue::Integer(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)),
+    let fixed = [
+        SqlValue::Text(query.expression.clone()),
+        SqlValue::Integer(i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX)),
         SqlValue::Integer(i64::try_from(offset).unwrap_or(i64::MAX)),
     ];
-    params.extend_from_slice(extra);
-    params.extend_from_slice(values);
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(params), |r| {
-            Ok(RankedRow {
-                session_id: r.get(0)?,
-                header: String::new(),
-                live: r.get(1)?,
-                persisted: r.get(2)?,
-                seq: r.get::<_, i64>(3)?.cast_unsigned(),
-                event_type: r.get(4)?,
-                time: r.get(5)?,
-                surface: r.get(6)?,
-                marked: String::new(),
-                doc: r.get(7)?,
-            })
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+    let rows: Vec<(T, PageDoc)> = stmt
+        .query_map(rusqlite::params_from_iter(fixed.iter().chain(params)), row)
+        .and_then(Iterator::collect)
         .map_err(failed)?;
-    // Headers and marked texts are read for the page only: carried through the ranking, every
-    // candidate's would be sorted (and highlighted) along with it.
-    let mut rows = rows;
-    for row in &mut rows {
-        let header = if row.live {
-            "SELECT header FROM temp.live_sessions WHERE id = ?1"
-        } else {
-            "SELECT header FROM sessions WHERE id = ?1"
-        };
-        row.header = conn
-            .prepare_cached(header)
-            .and_then(|mut s| s.query_row([&row.session_id], |r| r.get::<_, Option<String>>(0)))
-            .map_err(failed)?
-            .unwrap_or_default();
-    }
-    let docs: Vec<PageDoc> = rows
-        .iter()
-        .map(|row| PageDoc {
-            source: if row.live {
-                Source::Live
-            } else {
-                Source::Index
-            },
-            doc: row.doc,
-        })
-        .collect();
-    let marked = marked_texts(conn, expression, &docs).map_err(failed)?;
-    for (row, marked) in rows.iter_mut().zip(marked) {
-        row.marked = marked;
-    }
-    Ok(rows)
+    let (rows, docs): (Vec<T>, Vec<PageDoc>) = rows.into_iter().unzip();
+    let marked = marked_texts(conn, &query.expression, &docs).map_err(failed)?;
+    Ok(rows.into_iter().zip(marked).collect())
 }

@@ -94,6 +94,33 @@ pub fn normalize_query(query: &str) -> Result<String, SearchError> {
     Ok(sanitize(&collapsed))
 }
 
+/// A request's query and page size, checked, and what the index is asked for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// The query, normalized ([`normalize_query`]).
+    pub text: String,
+    /// The page size ([`check_limit`]).
+    pub limit: u64,
+    /// Its FTS5 expression ([`fts_expression`]).
+    pub expression: String,
+    /// Its phrases ([`phrases`]), for the match counts.
+    pub phrases: Vec<String>,
+}
+
+impl Query {
+    /// Checks `query` and `limit` (in that order) for a search in `mode`.
+    pub fn new(query: &str, mode: MatchMode, limit: Option<u64>) -> Result<Query, SearchError> {
+        let text = normalize_query(query)?;
+        let limit = check_limit(limit)?;
+        Ok(Query {
+            limit,
+            expression: fts_expression(&text, mode),
+            phrases: phrases(&text, mode),
+            text,
+        })
+    }
+}
+
 /// The phrases of a normalized query, unquoted: the whole query, or in [`MatchMode::All`] each
 /// term that can hold a token (none: nothing can match).
 pub fn phrases(normalized: &str, mode: MatchMode) -> Vec<String> {
@@ -213,6 +240,23 @@ pub fn event_fingerprint(
         "query": query,
         "match": mode,
         "eventFilters": canonical_filters(filters),
+        "limit": limit,
+    })
+    .to_string()
+}
+
+/// What a transcript-search cursor is bound to: the normalized request and the paths searched.
+pub fn transcript_fingerprint(
+    query: &str,
+    mode: MatchMode,
+    paths: &[std::path::PathBuf],
+    limit: u64,
+) -> String {
+    json!({
+        "scope": "transcripts",
+        "query": query,
+        "match": mode,
+        "paths": paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
         "limit": limit,
     })
     .to_string()

@@ -82,36 +82,79 @@ impl Stamp {
     }
 }
 
-/// The stamp and the coverage a search index row stores in twelve columns from `first`, in
-/// this order: `dev, ino, size, mtime, ctime, covered, head_len, head_crc, tail_start,
-/// tail_len, tail_crc, crc` (the store's `sessions` table and the transcripts' `files` table).
+/// The columns a file row of an index keeps of its stamp, whether it had settled, and its
+/// coverage, in this order (the store's `sessions` table and the transcripts' `files` table).
+pub(crate) const FILE_COLUMNS: [&str; 13] = [
+    "dev",
+    "ino",
+    "size",
+    "mtime",
+    "ctime",
+    "settled",
+    "covered",
+    "head_len",
+    "head_crc",
+    "tail_start",
+    "tail_len",
+    "tail_crc",
+    "crc",
+];
+
+/// The values of [`FILE_COLUMNS`] (SQLite keeps integers as `i64`, so the unsigned ones are
+/// stored by their bits).
+pub(crate) fn file_values(stamp: &Stamp, settled: bool, coverage: &Coverage) -> [i64; 13] {
+    [
+        stamp.dev.cast_signed(),
+        stamp.ino.cast_signed(),
+        stamp.size.cast_signed(),
+        stamp.mtime,
+        stamp.ctime,
+        i64::from(settled),
+        coverage.end.cast_signed(),
+        coverage.head.len.cast_signed(),
+        i64::from(coverage.head.crc),
+        coverage.tail.start.cast_signed(),
+        coverage.tail.len.cast_signed(),
+        i64::from(coverage.tail.crc),
+        i64::from(coverage.crc),
+    ]
+}
+
+impl Stamp {
+    /// The stamp in the first five of [`FILE_COLUMNS`], read from column `first` on.
+    pub(crate) fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Stamp> {
+        let u = |i: usize| r.get::<_, i64>(first + i).map(i64::cast_unsigned);
+        Ok(Stamp {
+            dev: u(0)?,
+            ino: u(1)?,
+            size: u(2)?,
+            mtime: r.get(first + 3)?,
+            ctime: r.get(first + 4)?,
+        })
+    }
+}
+
+/// The stamp and the coverage in [`FILE_COLUMNS`], read from column `first` on.
 pub(crate) fn stamp_and_coverage(
     r: &rusqlite::Row<'_>,
     first: usize,
 ) -> rusqlite::Result<(Stamp, Coverage)> {
     let u = |i: usize| r.get::<_, i64>(first + i).map(i64::cast_unsigned);
-    let stamp = Stamp {
-        dev: u(0)?,
-        ino: u(1)?,
-        size: u(2)?,
-        mtime: r.get(first + 3)?,
-        ctime: r.get(first + 4)?,
-    };
     let coverage = Coverage {
-        end: u(5)?,
+        end: u(6)?,
         head: WindowSum {
             start: 0,
-            len: u(6)?,
-            crc: r.get(first + 7)?,
+            len: u(7)?,
+            crc: r.get(first + 8)?,
         },
         tail: WindowSum {
-            start: u(8)?,
-            len: u(9)?,
-            crc: r.get(first + 10)?,
+            start: u(9)?,
+            len: u(10)?,
+            crc: r.get(first + 11)?,
         },
-        crc: r.get(first + 11)?,
+        crc: r.get(first + 12)?,
     };
-    Ok((stamp, coverage))
+    Ok((Stamp::from_row(r, first)?, coverage))
 }
 
 #[cfg(test)]

@@ -8,92 +8,29 @@
 //! transcripts' own indexes in the per-user cache directory (never beside a transcript), and
 //! is caught up before every search exactly as a store's is.
 
-mod reconcile;
+mod files;
+mod formats;
+mod rank;
 mod text;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
-use serde_json::json;
 
-use crate::search::count::counted_sql;
-use crate::search::cursor::Cursor;
-use crate::search::db::{Db, Schema, is_damage, lock};
+use crate::search::catch_up::Caught;
+use crate::search::cursor::Pages;
+use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
-use crate::search::marked::{PageDoc, Source, marked_texts};
-use crate::search::reconcile::Caught;
-use crate::search::request::{MatchMode, check_limit, fts_expression, normalize_query, phrases};
-use crate::search::snippet::make_snippet;
+use crate::search::request::{MatchMode, Query, transcript_fingerprint};
 use crate::transcript::{Format, default_index_dir, default_roots, discover};
-use reconcile::{Scope, Searched, reconcile, skipped_code, stored_path};
+use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
+use rank::rank;
 
 pub use text::{TranscriptLineText, transcript_line_text};
 
 /// The folder of the transcript search index inside the transcript index directory.
 pub const TRANSCRIPT_SEARCH_DIR: &str = "search";
-
-const SCHEMA: &str = "
-CREATE TABLE state(
-  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-  instance TEXT NOT NULL,
-  generation INTEGER NOT NULL
-) STRICT;
-CREATE TABLE files(
-  key INTEGER PRIMARY KEY,
-  path BLOB NOT NULL UNIQUE,
-  format TEXT,
-  session TEXT,
-  generation INTEGER NOT NULL,
-  error_code TEXT,
-  error TEXT,
-  dev INTEGER NOT NULL,
-  ino INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  mtime INTEGER NOT NULL,
-  ctime INTEGER NOT NULL,
-  settled INTEGER NOT NULL,
-  covered INTEGER NOT NULL,
-  head_len INTEGER NOT NULL,
-  head_crc INTEGER NOT NULL,
-  tail_start INTEGER NOT NULL,
-  tail_len INTEGER NOT NULL,
-  tail_crc INTEGER NOT NULL,
-  crc INTEGER NOT NULL,
-  lines INTEGER NOT NULL
-) STRICT;
-CREATE TABLE docs(
-  id INTEGER PRIMARY KEY, -- file key << 32 | line number
-  file INTEGER NOT NULL,
-  offset INTEGER NOT NULL,
-  line INTEGER NOT NULL,
-  generation INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  role TEXT,
-  time INTEGER,
-  length INTEGER NOT NULL
-) STRICT;
-CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0);
-";
-
-const TABLES: [&str; 8] = [
-    "docs",
-    "files",
-    "fts",
-    "fts_config",
-    "fts_content",
-    "fts_data",
-    "fts_idx",
-    "state",
-];
-
-/// The schema of the transcript search index.
-const TRANSCRIPT_SCHEMA: Schema = Schema {
-    version: 1,
-    sql: SCHEMA,
-    tables: &TABLES,
-};
 
 /// A search over transcripts.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -181,9 +118,8 @@ pub struct TranscriptSearchPage {
 #[derive(Debug)]
 pub struct TranscriptSearch {
     index_dir: PathBuf,
-    dir: PathBuf,
     config: SearchConfig,
-    db: Option<Db>,
+    index: Handle,
 }
 
 impl TranscriptSearch {
@@ -200,16 +136,15 @@ impl TranscriptSearch {
                             .into(),
                 })?;
         Ok(Self {
-            dir: index_dir.join(TRANSCRIPT_SEARCH_DIR),
+            index: Handle::new(index_dir.join(TRANSCRIPT_SEARCH_DIR), &TRANSCRIPT_SCHEMA),
             index_dir,
             config,
-            db: None,
         })
     }
 
     /// The directory holding the search index files.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.index.dir()
     }
 
     /// Catches the index up with the transcripts under `paths` without searching.
@@ -224,62 +159,33 @@ impl TranscriptSearch {
         &mut self,
         request: &TranscriptSearchRequest,
     ) -> Result<TranscriptSearchPage, SearchError> {
-        let query = normalize_query(&request.query)?;
-        let limit = check_limit(request.limit)?;
+        let query = Query::new(&request.query, request.mode, request.limit)?;
         let scope = scope(&request.paths);
-        let fingerprint = json!({
-            "scope": "transcripts",
-            "query": query,
-            "match": request.mode,
-            "paths": scope.paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
-            "limit": limit,
-        })
-        .to_string();
-        let expression = fts_expression(&query, request.mode);
-        let phrases = phrases(&query, request.mode);
+        let fingerprint =
+            transcript_fingerprint(&query.text, request.mode, &scope.paths, query.limit);
         let snippet_chars = self.config.snippet_chars;
         let (_, page) = self.with_ready(&scope, |db, searched| {
-            let offset = match &request.cursor {
-                Some(c) => Cursor::check(
-                    c,
-                    &db.instance,
-                    "transcripts",
-                    &fingerprint,
-                    &searched.state,
-                )?,
-                None => 0,
+            let pages = Pages {
+                instance: &db.instance,
+                scope: "transcripts",
+                fingerprint: &fingerprint,
+                generation: &searched.state,
+                limit: query.limit,
             };
-            let mut hits = rank(
-                db,
-                searched,
-                &expression,
-                &phrases,
-                limit,
-                offset,
-                snippet_chars,
-            )?;
-            let more = hits.len() as u64 > limit;
-            hits.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            let offset = pages.offset(request.cursor.as_deref())?;
+            let hits = rank(db, searched, &query, offset, snippet_chars)?;
+            let (hits, next_cursor) = pages.page(hits, offset);
             Ok(TranscriptSearchPage {
                 hits,
-                next_cursor: more.then(|| {
-                    Cursor::new(
-                        &db.instance,
-                        "transcripts",
-                        &fingerprint,
-                        &searched.state,
-                        offset + limit,
-                    )
-                    .encode()
-                }),
+                next_cursor,
                 unreadable: searched.unreadable.clone(),
             })
         })?;
         Ok(page)
     }
 
-    /// Takes the lock, opens and catches up the index, and runs `f`; a damaged index found on
-    /// the way is rebuilt and the whole attempt made once more.
+    /// Takes the lock, opens and catches up the index, and runs `f` (again, if the index
+    /// had to be rebuilt on the way).
     fn with_ready<T>(
         &mut self,
         scope: &Scope,
@@ -288,40 +194,11 @@ impl TranscriptSearch {
         crate::transcript::ensure_private_dir(&self.index_dir).map_err(|e| {
             SearchError::index_io(format!("creating {}", self.index_dir.display()), e)
         })?;
-        let _lock = lock(&self.dir)?;
-        match self.attempt(scope, &f, false) {
-            Err(e) if is_damage(&e) => {
-                tracing::warn!(error = %e, "transcript search index damaged; rebuilding it");
-                self.attempt(scope, &f, true)
-            }
-            other => other,
-        }
-    }
-
-    fn attempt<T>(
-        &mut self,
-        scope: &Scope,
-        f: &impl Fn(&Db, &Searched) -> Result<T, SearchError>,
-        rebuild: bool,
-    ) -> Result<(Caught, T), SearchError> {
-        if rebuild || self.db.as_ref().is_none_or(|db| !db.is_current()) {
-            self.db = None;
-            self.db = Some(if rebuild {
-                Db::rebuild(&self.dir, &TRANSCRIPT_SCHEMA)?
-            } else {
-                Db::open(&self.dir, &TRANSCRIPT_SCHEMA)?
-            });
-        }
-        let Some(db) = self.db.as_mut() else {
-            return Err(SearchError::IndexFailed {
-                operation: "opening the index".into(),
-                cause: "no connection".into(),
-            });
-        };
-        let (caught, searched) =
-            reconcile(&mut db.conn, scope, &self.index_dir, self.config.settled)?;
-        let answer = f(db, &searched)?;
-        Ok((caught, answer))
+        let (index_dir, settled) = (&self.index_dir, self.config.settled);
+        self.index.with_lock(|db, _| {
+            let (caught, searched) = reconcile(&mut db.conn, scope, index_dir, settled)?;
+            Ok((caught, f(db, &searched)?))
+        })
     }
 }
 
@@ -345,114 +222,10 @@ fn scope(paths: &[PathBuf]) -> Scope {
         skipped: skipped
             .into_iter()
             .map(|s| UnreadableTranscript {
-                error: skipped_code(&s.error).into(),
+                error: error_code(&s.error).into(),
                 message: s.error.to_string(),
                 file: s.path,
             })
             .collect(),
     }
-}
-
-/// The page of hits: match count descending, length ascending, time descending (unknown
-/// last), then file ascending and offset descending. Fetches `limit + 1` hits.
-fn rank(
-    db: &Db,
-    searched: &Searched,
-    expression: &str,
-    phrases: &[String],
-    limit: u64,
-    offset: u64,
-    snippet_chars: usize,
-) -> Result<Vec<TranscriptSearchHit>, SearchError> {
-    let failed = |e| SearchError::index("searching", e);
-    let conn = &db.conn;
-    let restrict = if searched.all {
-        ""
-    } else {
-        conn.execute_batch(
-            "CREATE TEMP TABLE IF NOT EXISTS searched(key INTEGER PRIMARY KEY);
-             DELETE FROM temp.searched;",
-        )
-        .map_err(failed)?;
-        let mut insert = conn
-            .prepare("INSERT OR IGNORE INTO temp.searched(key) VALUES (?1)")
-            .map_err(failed)?;
-        for key in &searched.keys {
-            insert.execute([key]).map_err(failed)?;
-        }
-        " AND d.file IN (SELECT key FROM temp.searched)"
-    };
-    // Match counts as a store search's (`rank`, `count`); the marked text for the page only.
-    let counted = counted_sql();
-    let sql = format!(
-        "WITH cand AS (
-           SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
-                  d.type AS type, d.role AS role, d.time AS time, d.length AS length,
-                  fts.rowid AS doc, {counted} AS mc
-           FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict})
-         SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
-                c.doc
-         FROM cand c JOIN files f ON f.key = c.file
-         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
-         LIMIT ?2 OFFSET ?3"
-    );
-    // A search of some of the indexed files counts with highlight(): its candidates may be
-    // few, while the positions read would be the whole index's.
-    let phrases = if searched.all { phrases } else { &[] };
-    let _counts = db.counter.activate(conn, phrases).map_err(failed)?;
-    let mut stmt = conn.prepare_cached(&sql).map_err(failed)?;
-    let params = [
-        SqlValue::Text(expression.into()),
-        SqlValue::Integer(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX)),
-        SqlValue::Integer(i64::try_from(offset).unwrap_or(i64::MAX)),
-    ];
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(params), |r| {
-            let format: Option<String> = r.get(1)?;
-            // Only files read as a format have documents.
-            let format = format
-                .and_then(|f| f.parse::<Format>().ok())
-                .ok_or_else(|| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        1,
-                        rusqlite::types::Type::Text,
-                        "a file with documents but no format".into(),
-                    )
-                })?;
-            let hit = TranscriptSearchHit {
-                file: stored_path(r.get(0)?),
-                format,
-                session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                offset: r.get::<_, i64>(3)?.cast_unsigned(),
-                line: r.get::<_, i64>(4)?.cast_unsigned(),
-                generation: r.get(5)?,
-                kind: r.get(6)?,
-                role: r.get(7)?,
-                time: r.get(8)?,
-                snippet: String::new(),
-                marks: Vec::new(),
-            };
-            Ok((hit, r.get::<_, i64>(9)?))
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(failed)?;
-    // The marked texts, for the snippets, of the page's lines only.
-    let docs: Vec<PageDoc> = rows
-        .iter()
-        .map(|(_, doc)| PageDoc {
-            source: Source::Index,
-            doc: *doc,
-        })
-        .collect();
-    let marked = marked_texts(conn, expression, &docs).map_err(failed)?;
-    Ok(rows
-        .into_iter()
-        .zip(marked)
-        .map(|((mut hit, _), marked)| {
-            let snippet = make_snippet(&marked, snippet_chars);
-            hit.snippet = snippet.text;
-            hit.marks = snippet.marks;
-            hit
-        })
-        .collect())
 }

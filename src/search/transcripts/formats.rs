@@ -1,0 +1,204 @@
+//! What the lines of each transcript format hold for search: a [`LineParts`] per format,
+//! registered in [`super::text`].
+//!
+//! This is each format's own knowledge, beside its reader's: these functions (and the
+//! content-block walk they share) belong with the readers in `src/transcript/`, one per reader
+//! file, with only the registration left in the search.
+
+use serde_json::Value;
+
+use crate::query::push_value;
+
+/// A line's type and role.
+type Kind = (String, Option<String>);
+
+/// How one format's lines give text: from a line (a JSON object) and its `type`, the type and
+/// role a hit shows, with the text's parts pushed to `parts`; `None` for a line that holds no
+/// conversation.
+pub(crate) type LineParts = fn(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind>;
+
+fn role_of(value: Option<&Value>) -> Option<String> {
+    value.and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Claude Code: `user` and `assistant` lines, their `message.content` (a string, or blocks).
+pub(crate) fn claude(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    if !matches!(kind, "user" | "assistant") {
+        return None;
+    }
+    let message = line.get("message")?;
+    let content = message.get("content");
+    match content {
+        Some(Value::String(s)) => parts.push(s.clone()),
+        other => blocks(other, parts),
+    }
+    Some((kind.to_owned(), role_of(message.get("role"))))
+}
+
+/// Codex: `response_item` messages of the user and the assistant (developer and system
+/// messages are the agent's instructions), tool calls and their outputs; a `compacted` line's
+/// summary.
+pub(crate) fn codex(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    let payload = line.get("payload")?;
+    match kind {
+        "compacted" => {
+            push_value(payload.get("message"), parts);
+            return Some((kind.to_owned(), None));
+        }
+        "response_item" => {}
+        _ => return None,
+    }
+    let item = payload.get("type").and_then(Value::as_str)?;
+    let mut role = None;
+    match item {
+        "message" => {
+            role = role_of(payload.get("role"));
+            if !matches!(role.as_deref(), Some("user" | "assistant")) {
+                return None;
+            }
+            blocks(payload.get("content"), parts);
+        }
+        "function_call" => {
+            push_value(payload.get("name"), parts);
+            push_value(payload.get("arguments"), parts);
+        }
+        "custom_tool_call" => {
+            push_value(payload.get("name"), parts);
+            push_value(payload.get("input"), parts);
+        }
+        "local_shell_call" => push_value(payload.pointer("/action/command"), parts),
+        "function_call_output" | "custom_tool_call_output" => {
+            push_value(payload.get("output"), parts);
+        }
+        _ => return None,
+    }
+    Some((item.to_owned(), role))
+}
+
+/// pi: `message` entries (user, assistant, tool results, shell runs), and the summaries of
+/// `compaction` and `branch_summary` entries.
+pub(crate) fn pi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    match kind {
+        "compaction" | "branch_summary" => {
+            push_value(line.get("summary"), parts);
+            Some((kind.to_owned(), None))
+        }
+        "message" | "custom_message" => {
+            let message = if kind == "message" {
+                line.get("message")?
+            } else {
+                line
+            };
+            match message.get("content") {
+                Some(Value::String(s)) => parts.push(s.clone()),
+                other => blocks(other, parts),
+            }
+            let role = role_of(message.get("role"));
+            if role.as_deref() == Some("bashExecution") {
+                push_value(message.get("command"), parts);
+                push_value(message.get("output"), parts);
+            }
+            Some((kind.to_owned(), role))
+        }
+        _ => None,
+    }
+}
+
+/// The text of a content-block array in block order: text blocks, tool calls (name, then
+/// input), tool results (their content, recursively); reasoning, images and unknown blocks
+/// give nothing. An explicit stack, so nesting cannot overflow.
+fn blocks(content: Option<&Value>, parts: &mut Vec<String>) {
+    let mut stack: Vec<&Value> = match content.and_then(Value::as_array) {
+        Some(blocks) => blocks.iter().rev().collect(),
+        None => return,
+    };
+    while let Some(block) = stack.pop() {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text" | "input_text" | "output_text") => push_value(block.get("text"), parts),
+            // Claude Code's `tool_use`, pi's `toolCall`.
+            Some("tool_use") => {
+                push_value(block.get("name"), parts);
+                push_value(block.get("input"), parts);
+            }
+            Some("toolCall") => {
+                push_value(block.get("name"), parts);
+                push_value(block.get("arguments"), parts);
+            }
+            Some("tool_result") => match block.get("content") {
+                Some(Value::String(s)) => parts.push(s.clone()),
+                Some(Value::Array(inner)) => stack.extend(inner.iter().rev()),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::search::transcripts::text::transcript_line_text;
+    use crate::transcript::Format;
+
+    fn text(format: Format, line: &str) -> Option<String> {
+        transcript_line_text(format, line.as_bytes()).map(|t| t.text)
+    }
+
+    #[test]
+    fn claude_code_messages_tool_calls_and_results_but_not_thinking() {
+        let line = r#"{"type":"assistant","timestamp":"1970-01-01T00:00:01.5Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"secret"},{"type":"text","text":" hi "},{"type":"tool_use","name":"Bash","input":{"command":"ls"}}]}}"#;
+        let got = transcript_line_text(Format::ClaudeCode, line.as_bytes()).unwrap();
+        assert_eq!(got.text, "hi\nBash\n{\"command\":\"ls\"}");
+        assert_eq!(got.time, Some(1500));
+        assert_eq!(
+            (got.kind.as_str(), got.role.as_deref()),
+            ("assistant", Some("assistant"))
+        );
+        let result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"text","text":"out"},{"type":"image"}]},{"type":"tool_result","content":"plain"}]}}"#;
+        assert_eq!(text(Format::ClaudeCode, result).unwrap(), "out\nplain");
+        let string = r#"{"type":"user","message":{"role":"user","content":"hello"}}"#;
+        assert_eq!(text(Format::ClaudeCode, string).unwrap(), "hello");
+        for none in [
+            r#"{"type":"progress","message":{"content":"x"}}"#,
+            r#"{"type":"user","message":{"content":"  "}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"x"}]}}"#,
+            "[1]",
+            "not json",
+        ] {
+            assert_eq!(text(Format::ClaudeCode, none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn codex_user_and_assistant_messages_and_tools() {
+        let msg = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}}"#;
+        let got = transcript_line_text(Format::Codex, msg.as_bytes()).unwrap();
+        assert_eq!(
+            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
+            ("message", Some("user"), "fix it")
+        );
+        let dev = msg.replace("\"user\"", "\"developer\"");
+        assert_eq!(text(Format::Codex, &dev), None);
+        let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{\"cmd\":\"ls\"}"}}"#;
+        assert_eq!(text(Format::Codex, call).unwrap(), "exec\n{\"cmd\":\"ls\"}");
+        let out =
+            r#"{"type":"response_item","payload":{"type":"function_call_output","output":"done"}}"#;
+        assert_eq!(text(Format::Codex, out).unwrap(), "done");
+        let reasoning = r#"{"type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"x"}]}}"#;
+        assert_eq!(text(Format::Codex, reasoning), None);
+        let event = r#"{"type":"event_msg","payload":{"type":"user_message","message":"fix it"}}"#;
+        assert_eq!(text(Format::Codex, event), None, "a copy of the message");
+    }
+
+    #[test]
+    fn pi_messages_and_summaries() {
+        let msg = r#"{"type":"message","timestamp":"2026-01-01T00:00:00.001Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"no"},{"type":"toolCall","name":"write","arguments":{"path":"a"}},{"type":"text","text":"ok"}]}}"#;
+        let got = transcript_line_text(Format::Pi, msg.as_bytes()).unwrap();
+        assert_eq!(got.text, "write\n{\"path\":\"a\"}\nok");
+        assert_eq!(got.time, Some(1_767_225_600_001));
+        let bash = r#"{"type":"message","message":{"role":"bashExecution","command":"rm x","output":"gone"}}"#;
+        assert_eq!(text(Format::Pi, bash).unwrap(), "rm x\ngone");
+        let compaction = r#"{"type":"compaction","summary":"the story so far"}"#;
+        assert_eq!(text(Format::Pi, compaction).unwrap(), "the story so far");
+        assert_eq!(text(Format::Pi, r#"{"type":"model_change"}"#), None);
+    }
+}
