@@ -115,6 +115,8 @@ fn generated_transcripts_hold_every_hazard() {
             d.counter_resets += x.counter_resets;
             d.invalid_timestamps += x.invalid_timestamps;
             d.missing_usage += x.missing_usage;
+            d.unbalanced_values += x.unbalanced_values;
+            d.total_mismatches += x.total_mismatches;
         }
     }
     assert_eq!(kinds.len(), 5, "{kinds:?}");
@@ -131,6 +133,8 @@ fn generated_transcripts_hold_every_hazard() {
         ("counter_resets", d.counter_resets),
         ("invalid_timestamps", d.invalid_timestamps),
         ("missing_usage", d.missing_usage),
+        ("unbalanced_values", d.unbalanced_values),
+        ("total_mismatches", d.total_mismatches),
     ] {
         assert!(n > 0, "no {name} in the generated transcripts");
     }

@@ -281,6 +281,68 @@ mod tests {
         assert_eq!(Tally::from_counts(counts), None);
     }
 
+    fn any_usage() -> impl proptest::strategy::Strategy<Value = Usage> {
+        use proptest::prelude::*;
+        // Wholes first, then parts within them; some values near the top of u64.
+        let count = prop_oneof![
+            0u64..1_000_000,
+            (u64::MAX - 10)..=u64::MAX,
+            0u64..=(1 << 53)
+        ];
+        (
+            count.clone(),
+            count.clone(),
+            count.clone(),
+            count,
+            any::<u64>(),
+            any::<u64>(),
+        )
+            .prop_map(|(input, output, cache_creation, cache_read, r, h)| Usage {
+                input,
+                output,
+                cache_creation,
+                cache_read,
+                reasoning: r % output.saturating_add(1).max(1),
+                cache_creation_1h: h % cache_creation.saturating_add(1).max(1),
+            })
+    }
+
+    proptest::proptest! {
+        /// Sums and differences of tallies of messages stay consistent and add up, whatever
+        /// their sizes (saturating, never wrapping), and a message added then taken out leaves
+        /// what was there.
+        #[test]
+        fn arithmetic_keeps_the_invariant(
+            a in any_usage(),
+            b in any_usage(),
+            cost in 0u64..=(1 << 53),
+        ) {
+            let (x, y) = (Tally::message(a, Money(cost)), Tally::message(b, Money::default()));
+            for t in [x, y] {
+                proptest::prop_assert!(t.is_consistent());
+            }
+            let mut sum = x;
+            sum.add(&y);
+            proptest::prop_assert!(sum.is_consistent());
+            let u = &sum.usage;
+            let exact: u128 = [u.input, u.output, u.cache_creation, u.cache_read]
+                .iter()
+                .map(|&n| u128::from(n))
+                .sum();
+            proptest::prop_assert_eq!(u128::from(u.total()), exact.min(u128::from(u64::MAX)));
+            let fits = |t: &Tally| t.counts().iter().all(|&c| c < u64::MAX / 2);
+            if fits(&x) && fits(&y) {
+                let mut back = sum;
+                back.sub(&y);
+                proptest::prop_assert_eq!(back, x);
+            }
+            let mut less = x;
+            less.sub(&y);
+            proptest::prop_assert!(less.is_consistent());
+            proptest::prop_assert_eq!(Tally::from_counts(sum.counts()), Some(sum));
+        }
+    }
+
     #[test]
     fn money_is_exact_and_bounded() {
         assert_eq!(
