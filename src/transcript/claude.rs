@@ -8,10 +8,10 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{At, BoundaryKind, Fold, Message, Recall, RecallError};
+use super::fold::{BoundaryKind, Fold, Message, Recall, RecallError};
 use super::format::{Format, Probe, has};
-use super::json::{Flag, Obj, Text, TokenValue, parse_line};
-use super::reader::{Env, LineFacts, Reader, Slot};
+use super::json::{Flag, Obj, Text, TokenValue};
+use super::reader::{Env, LineFacts, Rules, Slot, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -35,9 +35,10 @@ const TYPES: [&str; 10] = [
     "attachment",
 ];
 
+/// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Line<'a> {
+pub(crate) struct Line<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     #[serde(borrow)]
@@ -98,49 +99,42 @@ struct CompactMetadata<'a> {
     pre_tokens: TokenValue,
 }
 
-/// Whether a line can carry usage or a boundary; any other line need not be parsed.
-fn may_matter(bytes: &[u8]) -> bool {
-    USAGE.find(bytes).is_some() || COMPACT.find(bytes).is_some()
-}
-
 /// The Claude Code reader.
 pub(crate) struct ClaudeCode;
 
-impl Reader for ClaudeCode {
-    fn format(&self) -> Format {
-        Format::ClaudeCode
+impl Rules for ClaudeCode {
+    const FORMAT: Format = Format::ClaudeCode;
+    const BOUNDARY_KINDS: &'static [BoundaryKind] = &[
+        BoundaryKind::CompactBoundary,
+        BoundaryKind::CompactSummaryWithoutBoundary,
+    ];
+    const NATIVE: &'static [(&'static str, Slot)] = &[
+        ("input_tokens", Slot::Input),
+        ("output_tokens", Slot::Output),
+        ("cache_creation_input_tokens", Slot::CacheCreation),
+        ("cache_read_input_tokens", Slot::CacheRead),
+        ("total_tokens", Slot::Total),
+        ("messages", Slot::Messages),
+    ];
+    type Line<'a> = Line<'a>;
+
+    fn shows(probe: &Probe<'_>) -> bool {
+        probe.kind.as_str().is_some_and(|kind| {
+            TYPES.contains(&kind)
+                && (has(&probe.session_id)
+                    || has(&probe.parent_uuid)
+                    || has(&probe.uuid)
+                    || matches!(kind, "summary" | "file-history-snapshot"))
+        })
     }
 
-    fn detect(&self, probe: &Probe<'_>) -> bool {
-        let Some(kind) = probe.kind.as_str() else {
-            return false;
-        };
-        TYPES.contains(&kind)
-            && (has(&probe.session_id)
-                || has(&probe.parent_uuid)
-                || has(&probe.uuid)
-                || matches!(kind, "summary" | "file-history-snapshot"))
+    /// Usage lines hold `"usage"` (so do the copies inside `progress` lines, parsed only to
+    /// be refused); boundaries hold `ompact` (`compact_boundary`, `isCompactSummary`).
+    fn may_matter(bytes: &[u8]) -> bool {
+        USAGE.find(bytes).is_some() || COMPACT.find(bytes).is_some()
     }
 
-    fn boundary_kinds(&self) -> &'static [BoundaryKind] {
-        &[
-            BoundaryKind::CompactBoundary,
-            BoundaryKind::CompactSummaryWithoutBoundary,
-        ]
-    }
-
-    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
-        &[
-            ("input_tokens", Slot::Input),
-            ("output_tokens", Slot::Output),
-            ("cache_creation_input_tokens", Slot::CacheCreation),
-            ("cache_read_input_tokens", Slot::CacheRead),
-            ("total_tokens", Slot::Total),
-            ("messages", Slot::Messages),
-        ]
-    }
-
-    fn roots(&self, env: &Env) -> Vec<PathBuf> {
+    fn roots(env: &Env) -> Vec<PathBuf> {
         let mut roots: Vec<PathBuf> = (env.var)("CLAUDE_CONFIG_DIR")
             .map(|dirs| {
                 dirs.to_string_lossy()
@@ -158,30 +152,16 @@ impl Reader for ClaudeCode {
         roots
     }
 
-    fn fold_line(
-        &self,
-        fold: &mut Fold,
-        at: At,
-        bytes: &[u8],
-        recall: &mut dyn Recall,
-    ) -> Result<(), RecallError> {
-        let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
-            return Ok(());
-        };
+    fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
         match line.kind.as_str() {
-            Some("system") if line.subtype.is("compact_boundary") => {
-                compact_boundary(fold, at, &line, recall)
-            }
-            Some("user") if line.is_compact_summary.0 => compact_summary(fold, at, &line, recall),
-            Some("assistant") => assistant(fold, &line, recall),
+            Some("system") if line.subtype.is("compact_boundary") => compact_boundary(step, line),
+            Some("user") if line.is_compact_summary.0 => compact_summary(step, line),
+            Some("assistant") => assistant(step.fold, line, step.recall),
             _ => Ok(()),
         }
     }
 
-    fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
-        let Some(line) = parse_line::<Line<'a>>(bytes) else {
-            return LineFacts::default();
-        };
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
         let mut facts = LineFacts {
             kind: line.kind.into_cow(),
             timestamp: line.timestamp.into_cow(),
@@ -204,15 +184,12 @@ impl Reader for ClaudeCode {
 
 /// Whether a boundary line was seen before (a replay re-appends it with its uuid): it starts
 /// no new generation. Remembers the uuid otherwise.
-fn replayed(
-    fold: &mut Fold,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<bool, RecallError> {
+fn replayed(step: &mut Step<'_>, line: &Line<'_>) -> Result<bool, RecallError> {
     let Some(uuid) = line.uuid.non_empty() else {
         return Ok(false);
     };
-    if fold.dedup.marks.contains(uuid) || recall.marked(uuid)? {
+    let fold = &mut *step.fold;
+    if fold.dedup.marks.contains(uuid) || step.recall.marked(uuid)? {
         fold.summary.diagnostics.replayed_boundaries += 1;
         return Ok(true);
     }
@@ -221,20 +198,16 @@ fn replayed(
     Ok(false)
 }
 
-fn compact_boundary(
-    fold: &mut Fold,
-    at: At,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
+fn compact_boundary(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
     // Even a replayed boundary line says nothing was sent since.
-    fold.context(0);
-    if replayed(fold, line, recall)? {
+    step.fold.context(0);
+    if replayed(step, line)? {
         return Ok(());
     }
     let meta = line.compact_metadata.get();
+    let fold = &mut *step.fold;
     fold.boundary(
-        at,
+        step.at,
         BoundaryKind::CompactBoundary,
         meta.and_then(|m| m.trigger.as_str()),
         meta.and_then(|m| m.pre_tokens.known()),
@@ -245,20 +218,21 @@ fn compact_boundary(
 
 /// A compact summary belongs to the boundary line before it when no message was counted
 /// since that line; otherwise (older versions wrote no boundary line) it marks one itself.
-fn compact_summary(
-    fold: &mut Fold,
-    at: At,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    if replayed(fold, line, recall)? {
+fn compact_summary(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+    if replayed(step, line)? {
         return Ok(());
     }
+    let fold = &mut *step.fold;
     if fold.summary.carry.pairable {
         fold.summary.carry.pairable = false;
         return Ok(());
     }
-    fold.boundary(at, BoundaryKind::CompactSummaryWithoutBoundary, None, None);
+    fold.boundary(
+        step.at,
+        BoundaryKind::CompactSummaryWithoutBoundary,
+        None,
+        None,
+    );
     Ok(())
 }
 

@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError, UNKNOWN_MODEL};
 use super::format::{Format, Probe};
-use super::json::{Obj, Text, TokenValue, parse_line};
-use super::reader::{Env, LineFacts, Reader, Slot};
+use super::json::{Obj, Text, TokenValue};
+use super::reader::{Env, LineFacts, Rules, Slot, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -33,9 +33,10 @@ const TYPES: [&str; 9] = [
     "security_risk_score",
 ];
 
+/// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Line<'a> {
+pub(crate) struct Line<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     #[serde(borrow)]
@@ -78,41 +79,35 @@ struct UsageField {
     total_tokens: TokenValue,
 }
 
-fn may_matter(bytes: &[u8]) -> bool {
-    TOKEN_COUNT.find(bytes).is_some()
-        || COMPACTED.find(bytes).is_some()
-        || TURN_CONTEXT.find(bytes).is_some()
-}
-
 /// The Codex reader.
 pub(crate) struct Codex;
 
-impl Reader for Codex {
-    fn format(&self) -> Format {
-        Format::Codex
-    }
+impl Rules for Codex {
+    const FORMAT: Format = Format::Codex;
+    const BOUNDARY_KINDS: &'static [BoundaryKind] =
+        &[BoundaryKind::Compacted, BoundaryKind::ContextCompacted];
+    const NATIVE: &'static [(&'static str, Slot)] = &[
+        ("input_tokens", Slot::InputWithCacheRead),
+        ("cached_input_tokens", Slot::CacheRead),
+        ("output_tokens", Slot::Output),
+        ("reasoning_output_tokens", Slot::Reasoning),
+        ("total_tokens", Slot::Total),
+        ("usage_events", Slot::Messages),
+    ];
+    type Line<'a> = Line<'a>;
 
-    fn detect(&self, probe: &Probe<'_>) -> bool {
+    fn shows(probe: &Probe<'_>) -> bool {
         matches!(probe.payload, Obj::Is(_))
             && probe.kind.as_str().is_some_and(|k| TYPES.contains(&k))
     }
 
-    fn boundary_kinds(&self) -> &'static [BoundaryKind] {
-        &[BoundaryKind::Compacted, BoundaryKind::ContextCompacted]
+    fn may_matter(bytes: &[u8]) -> bool {
+        TOKEN_COUNT.find(bytes).is_some()
+            || COMPACTED.find(bytes).is_some()
+            || TURN_CONTEXT.find(bytes).is_some()
     }
 
-    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
-        &[
-            ("input_tokens", Slot::InputWithCacheRead),
-            ("cached_input_tokens", Slot::CacheRead),
-            ("output_tokens", Slot::Output),
-            ("reasoning_output_tokens", Slot::Reasoning),
-            ("total_tokens", Slot::Total),
-            ("usage_events", Slot::Messages),
-        ]
-    }
-
-    fn roots(&self, env: &Env) -> Vec<PathBuf> {
+    fn roots(env: &Env) -> Vec<PathBuf> {
         match ((env.var)("CODEX_HOME"), &env.home) {
             (Some(codex), _) => vec![PathBuf::from(codex).join("sessions")],
             (None, Some(home)) => vec![home.join(".codex").join("sessions")],
@@ -121,27 +116,19 @@ impl Reader for Codex {
     }
 
     /// A rollout is a session of its own, in project `codex`.
-    fn session(&self, path: &Path) -> (String, String) {
+    fn session(path: &Path) -> (String, String) {
         let stem = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         (stem, "codex".to_owned())
     }
 
-    fn fold_line(
-        &self,
-        fold: &mut Fold,
-        at: At,
-        bytes: &[u8],
-        recall: &mut dyn Recall,
-    ) -> Result<(), RecallError> {
-        let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
-            return Ok(());
-        };
+    fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+        let Step { fold, at, recall } = step;
         let payload = line.payload.get();
         match line.kind.as_str() {
             Some("compacted") => {
-                fold.boundary(at, BoundaryKind::Compacted, None, None);
+                fold.boundary(*at, BoundaryKind::Compacted, None, None);
                 fold.summary.carry.pairable = true;
             }
             Some("turn_context") => {
@@ -152,9 +139,9 @@ impl Reader for Codex {
             }
             Some("event_msg") => match payload {
                 Some(p) if p.kind.is("token_count") => {
-                    return token_count(fold, &line, p, recall);
+                    return token_count(fold, line, p, *recall);
                 }
-                Some(p) if p.kind.is("context_compacted") => context_compacted(fold, at, p),
+                Some(p) if p.kind.is("context_compacted") => context_compacted(fold, *at, p),
                 _ => {}
             },
             _ => {}
@@ -162,10 +149,7 @@ impl Reader for Codex {
         Ok(())
     }
 
-    fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
-        let Some(line) = parse_line::<Line<'a>>(bytes) else {
-            return LineFacts::default();
-        };
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
         let mut facts = LineFacts {
             kind: line.kind.into_cow(),
             timestamp: line.timestamp.into_cow(),

@@ -8,10 +8,10 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{At, BoundaryKind, Entry, Fold, Recall, RecallError};
+use super::fold::{BoundaryKind, Entry, Fold, RecallError};
 use super::format::{Format, Probe, has};
-use super::json::{Amount, Obj, Text, TokenValue, parse_line};
-use super::reader::{Env, LineFacts, Reader, Slot};
+use super::json::{Amount, Obj, Text, TokenValue};
+use super::reader::{Env, LineFacts, Rules, Slot, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -32,9 +32,10 @@ const TYPES: [&str; 10] = [
     "session_info",
 ];
 
+/// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Line<'a> {
+pub(crate) struct Line<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     #[serde(borrow)]
@@ -79,81 +80,62 @@ struct Cost {
     total: Amount,
 }
 
-fn may_matter(bytes: &[u8]) -> bool {
-    USAGE.find(bytes).is_some() || COMPACTION.find(bytes).is_some()
-}
-
 /// The pi reader.
 pub(crate) struct Pi;
 
-impl Reader for Pi {
-    fn format(&self) -> Format {
-        Format::Pi
+impl Rules for Pi {
+    const FORMAT: Format = Format::Pi;
+    const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::Compaction];
+    const NATIVE: &'static [(&'static str, Slot)] = &[
+        ("input", Slot::Input),
+        ("output", Slot::Output),
+        ("cacheRead", Slot::CacheRead),
+        ("cacheWrite", Slot::CacheCreation),
+        ("totalTokens", Slot::Total),
+        ("cost_total", Slot::Cost),
+        ("messages", Slot::Messages),
+    ];
+    type Line<'a> = Line<'a>;
+
+    fn shows(probe: &Probe<'_>) -> bool {
+        probe.kind.as_str().is_some_and(|kind| {
+            (TYPES.contains(&kind) && has(&probe.parent_id))
+                || (kind == "session" && has(&probe.version))
+        })
     }
 
-    fn detect(&self, probe: &Probe<'_>) -> bool {
-        let Some(kind) = probe.kind.as_str() else {
-            return false;
-        };
-        (TYPES.contains(&kind) && has(&probe.parent_id))
-            || (kind == "session" && has(&probe.version))
+    fn may_matter(bytes: &[u8]) -> bool {
+        USAGE.find(bytes).is_some() || COMPACTION.find(bytes).is_some()
     }
 
-    fn boundary_kinds(&self) -> &'static [BoundaryKind] {
-        &[BoundaryKind::Compaction]
-    }
-
-    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
-        &[
-            ("input", Slot::Input),
-            ("output", Slot::Output),
-            ("cacheRead", Slot::CacheRead),
-            ("cacheWrite", Slot::CacheCreation),
-            ("totalTokens", Slot::Total),
-            ("cost_total", Slot::Cost),
-            ("messages", Slot::Messages),
-        ]
-    }
-
-    fn roots(&self, env: &Env) -> Vec<PathBuf> {
+    fn roots(env: &Env) -> Vec<PathBuf> {
         env.home
             .iter()
             .map(|home| home.join(".pi").join("agent").join("sessions"))
             .collect()
     }
 
-    fn fold_line(
-        &self,
-        fold: &mut Fold,
-        at: At,
-        bytes: &[u8],
-        recall: &mut dyn Recall,
-    ) -> Result<(), RecallError> {
-        let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
-            return Ok(());
-        };
+    fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
         match line.kind.as_str() {
             Some("compaction") => {
-                if seen_before(fold, &line, recall)? {
+                if seen_before(step, line)? {
                     return Ok(());
                 }
-                remember(fold, &line, Entry::Compaction);
+                remember(step.fold, line, Entry::Compaction);
                 let pre_tokens = line.tokens_before.known();
-                fold.boundary(at, BoundaryKind::Compaction, None, pre_tokens);
+                let kind = BoundaryKind::Compaction;
+                step.fold.boundary(step.at, kind, None, pre_tokens);
                 Ok(())
             }
             Some("message") => match line.message.get() {
-                Some(m) if m.role.is("assistant") => assistant(fold, &line, m, recall),
+                Some(m) if m.role.is("assistant") => assistant(step, line, m),
                 _ => Ok(()),
             },
             _ => Ok(()),
         }
     }
 
-    fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
-        let Some(line) = parse_line::<Line<'a>>(bytes) else {
-            return LineFacts::default();
-        };
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
         let mut facts = LineFacts {
             kind: line.kind.into_cow(),
             timestamp: line.timestamp.into_cow(),
@@ -175,15 +157,12 @@ impl Reader for Pi {
 
 /// Whether the entry's id was seen before (a cloned entry): it counts once. Entries without an
 /// id are never taken for one another.
-fn seen_before(
-    fold: &mut Fold,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<bool, RecallError> {
+fn seen_before(step: &mut Step<'_>, line: &Line<'_>) -> Result<bool, RecallError> {
     let Some(id) = line.id.non_empty() else {
         return Ok(false);
     };
-    if fold.dedup.entries.contains_key(id) || recall.seen(id)? {
+    let fold = &mut *step.fold;
+    if fold.dedup.entries.contains_key(id) || step.recall.seen(id)? {
         fold.summary.diagnostics.duplicate_lines += 1;
         if line.kind.is("compaction") {
             fold.summary.diagnostics.replayed_boundaries += 1;
@@ -240,18 +219,18 @@ fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
 }
 
 fn assistant(
-    fold: &mut Fold,
+    step: &mut Step<'_>,
     line: &Line<'_>,
     message: &MessageField<'_>,
-    recall: &mut dyn Recall,
 ) -> Result<(), RecallError> {
     let Some(u) = message.usage.get() else {
-        fold.missing_usage();
+        step.fold.missing_usage();
         return Ok(());
     };
-    if seen_before(fold, line, recall)? {
+    if seen_before(step, line)? {
         return Ok(());
     }
+    let fold = &mut *step.fold;
     let usage = normalised(fold, u);
     let cost = cost(fold, u.cost.get().map(|c| c.total));
     fold.context(usage.prompt());
@@ -259,5 +238,5 @@ fn assistant(
     let generation = fold.summary.generation();
     let tally = Tally::message(usage, cost);
     remember(fold, line, Entry::Message { tally, bucket });
-    fold.count(generation, bucket, &tally, recall)
+    fold.count(generation, bucket, &tally, step.recall)
 }

@@ -6,8 +6,11 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
+use super::json::parse_line;
 use super::tally::Tally;
 use super::{claude, codex, pi};
 
@@ -112,58 +115,126 @@ pub(crate) struct Env {
     pub(crate) var: fn(&str) -> Option<std::ffi::OsString>,
 }
 
-/// A format's reader.
+/// A line being folded: where it is, the fold, and what the index remembers.
+pub(crate) struct Step<'s> {
+    pub(crate) fold: &'s mut Fold,
+    pub(crate) at: At,
+    pub(crate) recall: &'s mut dyn Recall,
+}
+
+/// A format's rules: what it is called, how its lines look, and how they count. Each reader
+/// file implements this; the fold and everything else call it through [`Reader`].
+pub(crate) trait Rules: Sync + 'static {
+    /// The format.
+    const FORMAT: Format;
+    /// The boundary kinds its lines mark.
+    const BOUNDARY_KINDS: &'static [BoundaryKind];
+    /// The format's own names for a tally's figures, in its order.
+    const NATIVE: &'static [(&'static str, Slot)];
+
+    /// The fields of a line the rules read (every one tolerant: see `json`).
+    type Line<'a>: Deserialize<'a>;
+
+    /// Whether a line, by the fields that tell the formats apart, shows this format.
+    fn shows(probe: &Probe<'_>) -> bool;
+
+    /// Whether a line can carry usage or a boundary (a quick byte search): the other lines
+    /// are never parsed.
+    fn may_matter(bytes: &[u8]) -> bool;
+
+    /// The directories where the agent keeps its transcripts.
+    fn roots(env: &Env) -> Vec<PathBuf>;
+
+    /// The session and project of a transcript, from its path ([`session_in_project`] unless
+    /// the format says otherwise).
+    fn session(path: &Path) -> (String, String) {
+        session_in_project(path)
+    }
+
+    /// Folds a parsed line.
+    fn fold(step: &mut Step<'_>, line: &Self::Line<'_>) -> Result<(), RecallError>;
+
+    /// What a parsed line says of itself.
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_>;
+}
+
+/// The session and project of a transcript by the layout most agents use: the file's stem in
+/// its directory, and a Claude Code-style `<session>/subagents/agent-*.jsonl` file as part of
+/// `<session>`.
+pub(crate) fn session_in_project(path: &Path) -> (String, String) {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let parent = path.parent();
+    if parent
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "subagents")
+    {
+        let session_dir = parent.and_then(Path::parent);
+        return (name(session_dir), name(session_dir.and_then(Path::parent)));
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    (stem, name(parent))
+}
+
+/// A format's reader, as the fold, detection, discovery, the answers and the export call it.
 pub(crate) trait Reader: Sync {
     /// The format it reads.
     fn format(&self) -> Format;
-
-    /// Whether a line, by the fields that tell the formats apart, shows this format (the
-    /// first line that shows one decides).
+    /// [`Rules::shows`].
     fn detect(&self, probe: &Probe<'_>) -> bool;
-
-    /// The boundary kinds its lines mark.
+    /// [`Rules::BOUNDARY_KINDS`].
     fn boundary_kinds(&self) -> &'static [BoundaryKind];
-
-    /// The format's own names for a tally's figures, in its order.
+    /// [`Rules::NATIVE`].
     fn native_fields(&self) -> &'static [(&'static str, Slot)];
-
-    /// The directories where the agent keeps its transcripts (those that exist are read by
-    /// default).
+    /// [`Rules::roots`].
     fn roots(&self, env: &Env) -> Vec<PathBuf>;
-
-    /// The session and project a transcript belongs to, from its path: by default the file's
-    /// stem in its directory, and a Claude Code-style `<session>/subagents/agent-*.jsonl` file
-    /// is part of `<session>`.
-    fn session(&self, path: &Path) -> (String, String) {
-        let name = |p: Option<&Path>| {
-            p.and_then(Path::file_name)
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-        };
-        let parent = path.parent();
-        if parent
-            .and_then(Path::file_name)
-            .is_some_and(|n| n == "subagents")
-        {
-            let session_dir = parent.and_then(Path::parent);
-            return (name(session_dir), name(session_dir.and_then(Path::parent)));
-        }
-        let stem = path
-            .file_stem()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        (stem, name(parent))
-    }
-
-    /// Folds one complete line (without its `\n`) at `at`.
-    fn fold_line(
-        &self,
-        fold: &mut Fold,
-        at: At,
-        bytes: &[u8],
-        recall: &mut dyn Recall,
-    ) -> Result<(), RecallError>;
-
+    /// [`Rules::session`].
+    fn session(&self, path: &Path) -> (String, String);
+    /// Folds one complete line (without its `\n`) at the step's place.
+    fn fold_line(&self, step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError>;
     /// What a line says of itself.
     fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a>;
+}
+
+impl<R: Rules> Reader for R {
+    fn format(&self) -> Format {
+        R::FORMAT
+    }
+
+    fn detect(&self, probe: &Probe<'_>) -> bool {
+        R::shows(probe)
+    }
+
+    fn boundary_kinds(&self) -> &'static [BoundaryKind] {
+        R::BOUNDARY_KINDS
+    }
+
+    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
+        R::NATIVE
+    }
+
+    fn roots(&self, env: &Env) -> Vec<PathBuf> {
+        R::roots(env)
+    }
+
+    fn session(&self, path: &Path) -> (String, String) {
+        R::session(path)
+    }
+
+    fn fold_line(&self, mut step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError> {
+        match step.fold.parse::<R::Line<'_>>(bytes, R::may_matter) {
+            Some(line) => R::fold(&mut step, &line),
+            None => Ok(()),
+        }
+    }
+
+    fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
+        parse_line::<R::Line<'a>>(bytes).map_or_else(LineFacts::default, R::facts)
+    }
 }
 
 /// Every reader, in the order detection tries them.

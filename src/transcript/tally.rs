@@ -6,7 +6,7 @@ use serde::de::Deserializer;
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
-use super::tokens::{USAGE_COUNTS, Usage};
+use super::tokens::{USAGE_COUNTS, Usage, each};
 
 /// A prompt larger than this many tokens (input + cache creation + cache read) is a long
 /// prompt: some models price every token of such a request at higher rates (`LiteLLM`'s
@@ -100,21 +100,15 @@ impl Tally {
 
     /// Adds `other` into `self`, saturating.
     pub fn add(&mut self, other: &Tally) {
-        let (mut a, b) = (self.counts(), other.counts());
-        for (x, y) in a.iter_mut().zip(b) {
-            *x = x.saturating_add(y);
-        }
-        *self = Tally::from_counts_unchecked(a);
+        *self =
+            Tally::from_counts_unchecked(each(self.counts(), other.counts(), u64::saturating_add));
     }
 
     /// Takes `other` (a part of `self`: messages counted in it) out of `self`, each count at
     /// most down to 0; the result stays consistent whatever `other` was.
     pub fn sub(&mut self, other: &Tally) {
-        let (mut a, b) = (self.counts(), other.counts());
-        for (x, y) in a.iter_mut().zip(b) {
-            *x = x.saturating_sub(y);
-        }
-        *self = Tally::from_counts_unchecked(a).clamped();
+        let rest = each(self.counts(), other.counts(), u64::saturating_sub);
+        *self = Tally::from_counts_unchecked(rest).clamped();
     }
 
     /// Whether nothing was counted.
@@ -134,10 +128,7 @@ impl Tally {
     /// The parts cut to their wholes.
     fn clamped(self) -> Tally {
         let usage = self.usage.clamped();
-        let mut long = self.long_prompt.counts();
-        for (p, w) in long.iter_mut().zip(usage.counts()) {
-            *p = (*p).min(w);
-        }
+        let long = each(self.long_prompt.counts(), usage.counts(), u64::min);
         Tally {
             usage,
             long_prompt: Usage::from_counts_unchecked(long).clamped(),

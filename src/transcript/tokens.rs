@@ -68,21 +68,15 @@ impl Usage {
 
     /// Adds `other` into `self`, saturating.
     pub fn add(&mut self, other: &Usage) {
-        let (mut a, b) = (self.counts(), other.counts());
-        for (x, y) in a.iter_mut().zip(b) {
-            *x = x.saturating_add(y);
-        }
-        *self = Usage::from_counts_unchecked(a);
+        let sum = each(self.counts(), other.counts(), u64::saturating_add);
+        *self = Usage::from_counts_unchecked(sum);
     }
 
     /// Takes `other` (a part of `self`) out of `self`, at most down to 0; the parts are then
     /// cut to their wholes, so the result stays consistent whatever `other` was.
     pub fn sub(&mut self, other: &Usage) {
-        let (mut a, b) = (self.counts(), other.counts());
-        for (x, y) in a.iter_mut().zip(b) {
-            *x = x.saturating_sub(y);
-        }
-        *self = Usage::from_counts_unchecked(a).clamped();
+        let rest = each(self.counts(), other.counts(), u64::saturating_sub);
+        *self = Usage::from_counts_unchecked(rest).clamped();
     }
 
     /// The parts cut to their wholes.
@@ -110,23 +104,28 @@ impl Usage {
 
     /// The value of [`Usage::counts`], not checked.
     pub(crate) fn from_counts_unchecked(c: [u64; USAGE_COUNTS]) -> Usage {
-        let [
-            input,
-            output,
-            cache_creation,
-            cache_read,
-            reasoning,
-            cache_creation_1h,
-        ] = c;
+        let [input, output, created, read, reasoning, one_hour] = c;
         Usage {
             input,
             output,
-            cache_creation,
-            cache_read,
+            cache_creation: created,
+            cache_read: read,
             reasoning,
-            cache_creation_1h,
+            cache_creation_1h: one_hour,
         }
     }
+}
+
+/// `op` applied to `a` and `b` count by count.
+pub(crate) fn each<const N: usize>(
+    mut a: [u64; N],
+    b: [u64; N],
+    op: fn(u64, u64) -> u64,
+) -> [u64; N] {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = op(*x, y);
+    }
+    a
 }
 
 /// The serialized form: the fields under their JSON names, with the total.

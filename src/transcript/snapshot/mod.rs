@@ -24,7 +24,7 @@ use super::fold::{BucketKey, Fold, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
-use super::usage::merge::{outcome_name, read_and_merge};
+use super::usage::merge::read_and_merge;
 use super::usage::{Grouper, Skipped, UsageOptions, UsageReport, read_files, session_of};
 use crate::log::{Coverage, CoverageCheck};
 
@@ -661,7 +661,7 @@ fn warm(
         let t = open(&path, &open_options).map_err(|e| format!("{}: {e}", path.display()))?;
         *report
             .index_outcomes
-            .entry(outcome_name(&t.outcome))
+            .entry(t.outcome.code().to_owned())
             .or_default() += 1;
         let fresh = new_bytes(&path, &entry.coverage, &t)?;
         if t.format != entry.format {

@@ -3,10 +3,6 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
-
-use crate::transcript::json::{Obj, Text};
-
 /// The most stdin a status line reads (Claude Code sends well under a kilobyte).
 pub const MAX_STATUS_INPUT: usize = 1 << 20;
 
@@ -43,39 +39,9 @@ pub enum StatusInputError {
     NoTranscript,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Raw<'a> {
-    #[serde(borrow)]
-    session_id: Text<'a>,
-    #[serde(borrow)]
-    transcript_path: Text<'a>,
-    #[serde(borrow)]
-    cwd: Text<'a>,
-    #[serde(borrow)]
-    model: Obj<RawModel<'a>>,
-    #[serde(borrow)]
-    workspace: Obj<RawWorkspace<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RawModel<'a> {
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow)]
-    display_name: Text<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RawWorkspace<'a> {
-    #[serde(borrow)]
-    current_dir: Text<'a>,
-}
-
 /// Reads Claude Code's status line input: one JSON object with at least a `transcript_path`
-/// string; fields of another type are taken as absent, unknown fields are ignored.
+/// string; fields of another type are taken as absent, unknown fields are ignored (a key
+/// given twice: the last, as JSON readers take it).
 pub fn parse_status_input(bytes: &[u8]) -> Result<StatusInput, StatusInputError> {
     if bytes.len() > MAX_STATUS_INPUT {
         return Err(StatusInputError::TooLong);
@@ -88,17 +54,26 @@ pub fn parse_status_input(bytes: &[u8]) -> Result<StatusInput, StatusInputError>
     if !value.is_object() {
         return Err(StatusInputError::NotJson("another JSON value".to_owned()));
     }
-    let raw: Raw<'_> =
-        serde_json::from_slice(bytes).map_err(|e| StatusInputError::NotJson(e.to_string()))?;
-    let text = |t: &Text<'_>| t.non_empty().map(str::to_owned);
-    let model = raw.model.get();
-    let path = text(&raw.transcript_path).ok_or(StatusInputError::NoTranscript)?;
+    // A string field, if it is a non-empty string (an object field of another type is absent).
+    let text = |object: &str, key: &str| {
+        let holder = if object.is_empty() {
+            Some(&value)
+        } else {
+            value.get(object).filter(|v| v.is_object())
+        };
+        holder
+            .and_then(|h| h.get(key))
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let path = text("", "transcript_path").ok_or(StatusInputError::NoTranscript)?;
     Ok(StatusInput {
-        session_id: text(&raw.session_id),
+        session_id: text("", "session_id"),
         transcript_path: PathBuf::from(path),
-        model_id: model.and_then(|m| text(&m.id)),
-        model_name: model.and_then(|m| text(&m.display_name)),
-        cwd: text(&raw.cwd).or_else(|| raw.workspace.get().and_then(|w| text(&w.current_dir))),
+        model_id: text("model", "id"),
+        model_name: text("model", "display_name"),
+        cwd: text("", "cwd").or_else(|| text("workspace", "current_dir")),
     })
 }
 

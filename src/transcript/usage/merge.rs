@@ -8,7 +8,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Skipped, UsageOptions, UsageReport};
-use crate::index::IndexOutcome;
 use crate::transcript::claude::{merge_message, tally_of};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::fold::{BucketKey, Entry, Message};
@@ -96,7 +95,7 @@ pub(crate) fn read_and_merge(
                 *report.files.entry(t.format.name()).or_default() += 1;
                 *report
                     .index_outcomes
-                    .entry(outcome_name(&t.outcome))
+                    .entry(t.outcome.code().to_owned())
                     .or_default() += 1;
                 read.push(t);
             }
@@ -271,16 +270,4 @@ fn merge_entries(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>])
         }
     }
     copies
-}
-
-/// The `snake_case` name of an index outcome.
-pub(crate) fn outcome_name(outcome: &IndexOutcome) -> String {
-    match outcome {
-        IndexOutcome::Fresh => "fresh",
-        IndexOutcome::CaughtUp { .. } => "caught_up",
-        IndexOutcome::Created { .. } => "created",
-        IndexOutcome::Rebuilt { .. } => "rebuilt",
-        IndexOutcome::ReadOnly { .. } => "read_only",
-    }
-    .to_owned()
 }
