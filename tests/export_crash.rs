@@ -304,7 +304,7 @@ fn assert_transcript_exact(out: &Path, log: &[u8], what: &str) {
     let want: Vec<Option<i64>> = expected
         .generations
         .iter()
-        .map(|t| Some(t.tokens[1] as i64))
+        .map(|t| Some(t.output as i64))
         .collect();
     assert_eq!(outputs, want, "{what}: output tokens per generation");
     assert_no_leftovers(out);

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agentlog::export::{ExportError, ExportOptions, ExportReport, export};
-use agentlog::transcript::{Format, Tally};
+use agentlog::transcript::Format;
 use export_support::{Row, date_of, events_by_source, read_table, visible_files};
 use parquet::record::Field;
 
@@ -129,8 +129,28 @@ const TOKEN_COLUMNS: [&str; 6] = [
 ];
 
 /// A generation's figures as `agentlog transcript --json` names them.
-fn usage_json(format: Format, tally: &Tally) -> serde_json::Value {
-    tally.to_json(format)
+/// A generation's usage object as `agentlog transcript --json` writes it, from the oracle's
+/// figures: only its `native` part (the format's own names), which the columns carry.
+fn usage_json(format: Format, t: &oracle::Sum) -> serde_json::Value {
+    let native = match format {
+        Format::ClaudeCode => serde_json::json!({
+            "input_tokens": t.input, "output_tokens": t.output,
+            "cache_creation_input_tokens": t.cache_creation,
+            "cache_read_input_tokens": t.cache_read, "total_tokens": t.total,
+            "messages": t.messages,
+        }),
+        Format::Codex => serde_json::json!({
+            "input_tokens": t.input + t.cache_read, "cached_input_tokens": t.cache_read,
+            "output_tokens": t.output, "reasoning_output_tokens": t.reasoning,
+            "total_tokens": t.total, "usage_events": t.messages,
+        }),
+        Format::Pi => serde_json::json!({
+            "input": t.input, "output": t.output, "cacheRead": t.cache_read,
+            "cacheWrite": t.cache_creation, "totalTokens": t.total,
+            "cost_total": t.cost as f64 / 1e12, "messages": t.messages,
+        }),
+    };
+    serde_json::json!({ "native": native })
 }
 
 /// Asserts the generations rows of `id` equal `usages` (one `agentlog transcript --json`
@@ -141,7 +161,7 @@ fn assert_generation_figures(rows: &[Row], format: Format, usages: &[serde_json:
         assert_eq!(row.int("generation"), Some(g as i64), "{id}");
         let listed = figures(format);
         for (column, name) in listed {
-            let want = usage[*name].as_i64();
+            let want = usage["native"][*name].as_i64();
             assert!(want.is_some(), "{id}: {name} in the usage object");
             assert_eq!(row.int(column), want, "{id} generation {g}: {column}");
         }
@@ -156,7 +176,7 @@ fn assert_generation_figures(rows: &[Row], format: Format, usages: &[serde_json:
         }
         match (format, row.values.get("cost")) {
             (Format::Pi, Some(Field::Double(cost))) => {
-                let want = usage["cost_total"].as_f64().unwrap();
+                let want = usage["native"]["cost_total"].as_f64().unwrap();
                 assert!(
                     (cost - want).abs() <= 1e-9 * want.abs().max(1.0),
                     "{id}: cost"

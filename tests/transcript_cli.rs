@@ -99,7 +99,7 @@ fn the_json_has_the_issues_shape_in_each_formats_own_names() {
                 "messages",
             ],
         };
-        let mut keys: Vec<&str> = v["lifetime"]
+        let mut keys: Vec<&str> = v["lifetime"]["native"]
             .as_object()
             .unwrap()
             .keys()
@@ -109,7 +109,14 @@ fn the_json_has_the_issues_shape_in_each_formats_own_names() {
         let mut want = names.clone();
         want.sort_unstable();
         assert_eq!(keys, want, "{format}");
-        assert_eq!(v["lifetime"][names[4]], summary.lifetime.tokens[4]);
+        assert_eq!(
+            v["lifetime"]["native"][names[4]],
+            summary.lifetime.usage.total()
+        );
+        assert_eq!(
+            v["lifetime"]["total_tokens"],
+            summary.lifetime.usage.total()
+        );
         let again = json(&agentlog(
             &["transcript", s(&copy), "--json"],
             &[("AGENTLOG_CACHE_DIR", &cache)],

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use agentlog::transcript::{Format, fold_bytes};
+use agentlog::transcript::{Format, UsageFigures, fold_bytes};
 use serde_json::Value;
 
 fn spawn(transcript: &Path, cache: &Path) -> std::process::Child {
@@ -34,11 +34,9 @@ fn check(out: &Output, bytes: &[u8]) -> String {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let fold = fold_bytes(Format::ClaudeCode, bytes);
     let s = fold.summary();
-    assert_eq!(v["lifetime"], s.lifetime.to_json(Format::ClaudeCode));
-    assert_eq!(
-        v["since_compaction"],
-        s.since_compaction().to_json(Format::ClaudeCode)
-    );
+    let figures = |t| serde_json::to_value(UsageFigures::new(Format::ClaudeCode, t)).unwrap();
+    assert_eq!(v["lifetime"], figures(s.lifetime));
+    assert_eq!(v["since_compaction"], figures(s.since_compaction()));
     assert_eq!(
         v["boundaries"].as_array().map(Vec::len),
         Some(s.boundaries.len())

@@ -54,8 +54,99 @@ fn agrees(t: &Transcript, bytes: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A token value as agents write them, and as they should not: integers (up to and past the
+/// coercion rule's 2^53), floats, plain and odd strings, null, negatives.
+fn value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    prop_oneof![
+        6 => (0u64..300_000).prop_map(|n| json!(n)),
+        1 => ((1u64 << 53) - 2..(1u64 << 53) + 2).prop_map(|n| json!(n)),
+        1 => (0f64..1e6).prop_map(|x| json!(x)),
+        1 => (0u64..1000).prop_map(|n| json!(format!("{n}.5"))),
+        1 => Just(json!(" 12")),
+        1 => Just(json!(null)),
+        1 => (-1000i64..0).prop_map(|n| json!(n)),
+    ]
+}
+
+/// A usage line of `format` with the given values, at one of a few times and models.
+fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> String {
+    use serde_json::json;
+    let ts = format!("2026-03-0{}T10:00:00Z", 1 + model % 3);
+    let model = format!("m{model}");
+    match format {
+        Format::ClaudeCode => json!({"type":"assistant","timestamp":ts,"requestId":format!("r{i}"),
+            "message":{"id":format!("msg{}", i / 2),"model":model,"usage":{
+                "input_tokens":v[0],"output_tokens":v[1],"cache_creation_input_tokens":v[2],
+                "cache_read_input_tokens":v[3],"cache_creation":{"ephemeral_1h_input_tokens":v[4]}}}}),
+        Format::Codex => json!({"timestamp":ts,"type":"event_msg","payload":{"type":"token_count",
+            "info":{"total_token_usage":{"input_tokens":v[0],"cached_input_tokens":v[3],
+                "output_tokens":v[1],"reasoning_output_tokens":v[4],"total_tokens":v[2]}}}}),
+        Format::Pi => json!({"type":"message","id":format!("e{}", i / 2),"timestamp":ts,
+            "message":{"role":"assistant","model":model,"usage":{"input":v[0],"output":v[1],
+                "cacheWrite":v[2],"cacheRead":v[3],"totalTokens":v[4],"cost":{"total":v[0]}}}}),
+    }
+    .to_string()
+}
+
+/// The invariant of every tally: the total is the four fields' sum (exactly, below
+/// saturation), the parts stay within their wholes, the long-prompt part within the tally.
+fn adds_up(t: &agentlog::transcript::Tally) -> Result<(), TestCaseError> {
+    for u in [&t.usage, &t.long_prompt] {
+        let exact: u128 = [u.input, u.output, u.cache_creation, u.cache_read]
+            .iter()
+            .map(|&n| u128::from(n))
+            .sum();
+        prop_assert_eq!(u128::from(u.total()), exact.min(u128::from(u64::MAX)));
+        prop_assert!(u.reasoning <= u.output && u.cache_creation_1h <= u.cache_creation);
+    }
+    prop_assert!(t.long_prompt.total() <= t.usage.total());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// Whatever values the lines hold, every tally a fold makes adds up: each generation, the
+    /// lifetime (the generations' sum), each bucket (summing to the lifetime), and each
+    /// figure is the oracle's.
+    #[test]
+    fn every_tally_adds_up_whatever_the_values(
+        format in format(),
+        lines in prop::collection::vec((prop::collection::vec(value(), 5), 0u8..4, 0u8..10), 1..40),
+    ) {
+        let mut bytes = Vec::new();
+        for (i, (values, model, boundary)) in lines.iter().enumerate() {
+            if *boundary == 0 {
+                let line = match format {
+                    Format::ClaudeCode => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"b{i}"}}"#),
+                    Format::Codex => r#"{"type":"compacted","payload":{"message":""}}"#.to_owned(),
+                    Format::Pi => format!(r#"{{"type":"compaction","id":"c{i}","tokensBefore":5}}"#),
+                };
+                bytes.extend(line.into_bytes());
+                bytes.push(b'\n');
+            }
+            bytes.extend(usage_line(format, i, values, *model).into_bytes());
+            bytes.push(b'\n');
+        }
+        let fold = fold_bytes(format, &bytes);
+        let s = fold.summary();
+        let mut generations = agentlog::transcript::Tally::default();
+        for g in &s.generations {
+            adds_up(g)?;
+            generations.add(g);
+        }
+        adds_up(&s.lifetime)?;
+        prop_assert_eq!(generations, s.lifetime);
+        let mut buckets = agentlog::transcript::Tally::default();
+        for (_, t) in fold.buckets() {
+            adds_up(t)?;
+            buckets.add(t);
+        }
+        prop_assert_eq!(buckets, s.lifetime);
+        let observed = oracle::observed(s, fold.buckets().map(|(k, t)| (k, *t)));
+        prop_assert_eq!(observed, oracle::expected(format, &bytes));
+    }
 
     /// The fold the index runs across catch-ups (state encoded and recalled between pieces)
     /// equals one fold of the whole, without redb in the way.

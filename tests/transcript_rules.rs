@@ -6,7 +6,7 @@
 #[path = "common/transcript_oracle.rs"]
 mod oracle;
 
-use agentlog::transcript::{BoundaryKind, Format, Summary, Tally, fold_bytes};
+use agentlog::transcript::{BoundaryKind, Format, Money, Summary, Tally, Usage, fold_bytes};
 use serde_json::{Value, json};
 
 fn bytes(lines: &[Value]) -> Vec<u8> {
@@ -63,18 +63,27 @@ fn main_line(id: &str, request: &str, usage: [u64; 4]) -> Value {
     assistant(Some(id), Some(request), false, usage)
 }
 
-fn claude(tokens: [u64; 4], messages: u64) -> Tally {
+/// A tally in the normalised fields: input, output, cache creation, cache read, reasoning.
+fn tally(usage: [u64; 5], messages: u64) -> Tally {
+    let [input, output, cache_creation, cache_read, reasoning] = usage;
     Tally {
-        tokens: [
-            tokens[0],
-            tokens[1],
-            tokens[2],
-            tokens[3],
-            tokens.iter().sum(),
-        ],
-        cost: 0.0,
-        events: messages,
+        usage: Usage {
+            input,
+            output,
+            cache_creation,
+            cache_read,
+            reasoning,
+            cache_creation_1h: 0,
+        },
+        messages,
+        ..Tally::default()
     }
+}
+
+/// Claude Code's fields are the normalised ones.
+fn claude(tokens: [u64; 4], messages: u64) -> Tally {
+    let [input, output, cache_creation, cache_read] = tokens;
+    tally([input, output, cache_creation, cache_read, 0], messages)
 }
 
 fn boundary(uuid: &str, trigger: &str, pre: u64) -> Value {
@@ -213,10 +222,12 @@ fn claude_boundaries_with_and_without_a_summary() {
         (5, None, None)
     );
     assert_eq!(
-        s.generations.iter().map(|g| g.events).collect::<Vec<_>>(),
+        s.generations.iter().map(|g| g.messages).collect::<Vec<_>>(),
         vec![1, 1, 2]
     );
     assert_eq!(s.diagnostics.replayed_boundaries, 2);
+    // The context: the latest main-chain line's prompt, 0 after the replayed boundary line.
+    assert_eq!(s.context, Some(0));
 }
 
 #[test]
@@ -252,9 +263,10 @@ fn claude_odd_values_are_counted_diagnostics_never_failures() {
     );
     assert_eq!(s.lifetime, claude([13, 4, 0, 0], 2));
     let d = &s.diagnostics;
+    // "12" and 3.0 truncated; null and -4 rejected, as is the requestId 17.
     assert_eq!(
         (d.coerced_values, d.missing_fields, d.invalid_values),
-        (2, 1, 2)
+        (2, 0, 3)
     );
     assert_eq!((d.missing_usage, d.invalid_lines), (1, 2));
     assert_eq!(d.invalid_timestamps, 2);
@@ -266,12 +278,11 @@ fn token_count(totals: [u64; 5]) -> Value {
         "last_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":940_499}}}})
 }
 
-fn codex_tally(tokens: [u64; 5], events: u64) -> Tally {
-    Tally {
-        tokens,
-        cost: 0.0,
-        events,
-    }
+/// Codex's own figures (input with its cached input in it, cached input, output with its
+/// reasoning in it, reasoning, total) in the normalised fields.
+fn codex_tally(native: [u64; 5], events: u64) -> Tally {
+    let [input, cached, output, reasoning, _] = native;
+    tally([input - cached, output, 0, cached, reasoning], events)
 }
 
 #[test]
@@ -329,7 +340,7 @@ fn codex_a_compacted_line_and_its_event_are_one_boundary_a_lone_event_another() 
             (BoundaryKind::ContextCompacted, 10, None),
         ]
     );
-    let totals: Vec<u64> = s.generations.iter().map(|g| g.tokens[4]).collect();
+    let totals: Vec<u64> = s.generations.iter().map(|g| g.usage.total()).collect();
     assert_eq!(totals, vec![110, 110, 55, 55, 0]);
 }
 
@@ -344,16 +355,78 @@ fn codex_a_restarted_counter_counts_its_new_total_and_odd_fields_are_counted() {
             token_count([250, 0, 10, 0, 260]),
         ],
     );
-    assert_eq!(s.lifetime.tokens[4], 1100 + 220 + 40);
-    assert_eq!(s.lifetime.tokens[0], 1000 + 200 + 50);
-    assert_eq!(s.lifetime.tokens[2], 100 + 20);
+    // The last event's fields add up to 50 while its recorded total grew by 40: the fields'
+    // sum is counted, and the mismatch is reported.
+    assert_eq!(s.lifetime.usage.total(), 1100 + 220 + 50);
+    assert_eq!(s.lifetime.usage.input, 1000 + 200 + 50);
+    assert_eq!(s.lifetime.usage.output, 100 + 20);
+    let d = &s.diagnostics;
     assert_eq!(
-        (
-            s.diagnostics.counter_resets,
-            s.diagnostics.counter_decreases
-        ),
-        (1, 1)
+        (d.counter_resets, d.counter_decreases, d.total_mismatches),
+        (1, 1, 1)
     );
+}
+
+#[test]
+fn codex_input_excludes_its_cached_input_and_parts_never_exceed_their_wholes() {
+    let s = fold(
+        Format::Codex,
+        &[
+            json!({"timestamp":"t","type":"turn_context","payload":{"model":"gpt-5-codex"}}),
+            // input 1000 of which 900 cached; output 50 of which 20 reasoning.
+            token_count([1000, 900, 50, 20, 1050]),
+            // Cached input above input, reasoning above output: cut to the whole.
+            token_count([1100, 1100, 60, 40, 1160]),
+        ],
+    );
+    assert_eq!(
+        s.lifetime,
+        tally([1100 - 1000, 60, 0, 1000, 30], 2),
+        "{:?}",
+        s.lifetime
+    );
+    assert_eq!(s.lifetime.usage.total(), 1160);
+    let d = &s.diagnostics;
+    assert_eq!((d.unbalanced_values, d.total_mismatches), (2, 0));
+}
+
+#[test]
+fn claude_one_hour_cache_writes_and_long_prompts_are_kept_apart() {
+    let line = |id: &str, cache_read: u64, one_hour: Value| {
+        let mut l = main_line(id, &format!("r{id}"), [10, 5, 100, cache_read]);
+        l["message"]["usage"]["cache_creation"] =
+            json!({"ephemeral_5m_input_tokens": 60, "ephemeral_1h_input_tokens": one_hour});
+        l
+    };
+    let s = fold(
+        Format::ClaudeCode,
+        &[
+            line("m1", 1000, json!(40)),
+            // A prompt of 10 + 100 + 199,890 = 200,000 tokens is not long; one more is.
+            line("m2", 199_890, json!(0)),
+            line("m3", 199_891, json!(500)),
+            main_line("m4", "r4", [1, 1, 0, 0]),
+        ],
+    );
+    let u = &s.lifetime.usage;
+    // m3's 1-hour writes (500) exceed its writes (100): cut to them.
+    assert_eq!(u.cache_creation_1h, 40 + 100);
+    assert_eq!(s.diagnostics.unbalanced_values, 1);
+    assert_eq!(s.lifetime.long_prompt.cache_read, 199_891);
+    assert_eq!(s.lifetime.long_prompt.total(), 10 + 5 + 100 + 199_891);
+    assert_eq!(s.lifetime.long_prompt.cache_creation_1h, 100);
+    assert_eq!(s.context, Some(1));
+}
+
+#[test]
+fn pi_costs_add_up_exactly() {
+    let lines: Vec<Value> = (0..10)
+        .map(|i| pi_assistant(&format!("e{i}"), 1, 1, &json!(0.1)))
+        .collect();
+    let s = fold(Format::Pi, &lines);
+    // Ten float additions of 0.1 are not 1.0; ten picodollar amounts are.
+    assert_eq!(s.lifetime.cost, Money::from_dollars(1.0).unwrap());
+    assert_eq!(s.lifetime.cost.picodollars(), 1_000_000_000_000);
 }
 
 fn pi_assistant(id: &str, input: u64, output: u64, cost: &Value) -> Value {
@@ -389,24 +462,20 @@ fn pi_entries_count_once_on_every_branch() {
         s.generations,
         vec![
             Tally {
-                tokens: [600, 60, 0, 0, 660],
-                cost: 0.875,
-                events: 3
+                cost: Money::from_dollars(0.875).unwrap(),
+                ..tally([600, 60, 0, 0, 0], 3)
             },
-            Tally {
-                tokens: [1, 1, 0, 0, 2],
-                cost: 0.0,
-                events: 1
-            },
+            tally([1, 1, 0, 0, 0], 1),
         ]
     );
     let d = &s.diagnostics;
+    // "0.25" read as a plain decimal; a null cost is not an amount.
     assert_eq!(
         (
             d.duplicate_lines,
             d.replayed_boundaries,
             d.coerced_values,
-            d.missing_fields
+            d.invalid_values
         ),
         (2, 1, 1, 1)
     );

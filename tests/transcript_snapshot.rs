@@ -21,9 +21,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentlog::transcript::{
-    Format, GroupBy, OpenOptions, Report, SnapshotOutcome, Tokens, UsageOptions, day_of, discover,
-    open, usage, usage_with_snapshot,
+    Format, GroupBy, OpenOptions, SnapshotOutcome, UsageOptions, UsageReport, day_of, discover,
+    open, usage,
 };
+use oracle::Sum;
 use proptest::prelude::*;
 
 /// The files a case may hold: a relative path, a format, and the stream of bytes it is a
@@ -73,7 +74,7 @@ fn options(cache: &Path, by: GroupBy) -> UsageOptions {
 }
 
 /// The oracle's tokens by day: Claude Code files' complete lines as one stream in path order.
-fn oracle_by_day(files: &[(PathBuf, Format)]) -> BTreeMap<String, Tokens> {
+fn oracle_by_day(files: &[(PathBuf, Format)]) -> BTreeMap<String, Sum> {
     let mut sorted = files.to_vec();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut claude = Vec::new();
@@ -91,18 +92,18 @@ fn oracle_by_day(files: &[(PathBuf, Format)]) -> BTreeMap<String, Tokens> {
         Format::ClaudeCode,
         oracle::expected(Format::ClaudeCode, &claude),
     ));
-    let mut out: BTreeMap<String, Tokens> = BTreeMap::new();
-    for (format, e) in parts {
+    let mut out: BTreeMap<String, Sum> = BTreeMap::new();
+    for (_, e) in parts {
         for ((quarter, _), tally) in e.buckets {
             let day = day_of(quarter).map_or("unknown".to_owned(), |d| d.to_string());
-            out.entry(day).or_default().add(&Tokens::of(format, &tally));
+            out.entry(day).or_default().add(&tally);
         }
     }
-    out.retain(|_, t| *t != Tokens::default());
+    out.retain(|_, t| !t.is_zero());
     out
 }
 
-fn rows(report: &Report) -> BTreeMap<String, Tokens> {
+fn rows(report: &UsageReport) -> BTreeMap<String, Sum> {
     report
         .rows
         .iter()
@@ -111,30 +112,38 @@ fn rows(report: &Report) -> BTreeMap<String, Tokens> {
                 Some(p) => format!("{p}/{}", r.key),
                 None => r.key.clone(),
             };
-            (key, r.tokens)
+            (key, Sum::of(&r.tally))
         })
         .collect()
 }
 
-/// Equal tokens, pi's cost (a float sum) within a tolerance.
-fn same(a: &BTreeMap<String, Tokens>, b: &BTreeMap<String, Tokens>, what: &str) {
-    let strip = |m: &BTreeMap<String, Tokens>| -> BTreeMap<String, Tokens> {
+/// Equal figures (every field, the cost in exact units), empty rows left out.
+fn same(a: &BTreeMap<String, Sum>, b: &BTreeMap<String, Sum>, what: &str) {
+    let strip = |m: &BTreeMap<String, Sum>| -> BTreeMap<String, Sum> {
         m.iter()
-            .filter(|(_, t)| **t != Tokens::default())
-            .map(|(k, t)| {
-                let t = Tokens {
-                    cost_total: 0.0,
-                    ..*t
-                };
-                (k.clone(), t)
-            })
+            .filter(|(_, t)| !t.is_zero())
+            .map(|(k, t)| (k.clone(), *t))
             .collect()
     };
     assert_eq!(strip(a), strip(b), "{what}");
-    for (k, t) in a {
-        let other = b.get(k).map_or(0.0, |t| t.cost_total);
-        assert!((t.cost_total - other).abs() < 1e-9, "{what}: cost of {k}");
-    }
+}
+
+/// A run answered from (and keeping) the run-level snapshot, and what the snapshot did.
+fn with_snapshot(roots: &[PathBuf], options: &UsageOptions) -> (UsageReport, SnapshotOutcome) {
+    let report = usage(roots, options, &|_, _| {});
+    let outcome = report.snapshot.clone();
+    (report, outcome)
+}
+
+/// A run that opens every index (the full path).
+fn full_path(files: &[PathBuf], options: &UsageOptions) -> UsageReport {
+    let options = UsageOptions {
+        snapshot: false,
+        ..options.clone()
+    };
+    let report = usage(files, &options, &|_, _| {});
+    assert_eq!(report.snapshot, SnapshotOutcome::Off);
+    report
 }
 
 /// Runs the snapshot path and the full path by day and by session, checks they agree with
@@ -146,14 +155,14 @@ fn check(root: &Path, cache: &Path, files: &[(PathBuf, Format)]) -> SnapshotOutc
     assert_eq!(found.len(), files.len());
     let mut first = None;
     for by in [GroupBy::Day, GroupBy::Session] {
-        let (fast, outcome) = usage_with_snapshot(&roots, &found, &options(cache, by), &|_| {});
-        let full = usage(&found, &options(cache, by), &|_| {});
+        let (fast, outcome) = with_snapshot(&roots, &options(cache, by));
+        let full = full_path(&found, &options(cache, by));
         same(
             &rows(&fast),
             &rows(&full),
             &format!("{by:?} after {outcome:?}"),
         );
-        let totals = |r: &Report| BTreeMap::from([(String::new(), r.totals)]);
+        let totals = |r: &UsageReport| BTreeMap::from([(String::new(), Sum::of(&r.totals))]);
         same(&totals(&fast), &totals(&full), "totals");
         assert_eq!(fast.files, full.files);
         assert_eq!(fast.cross_file_duplicates, full.cross_file_duplicates);
@@ -487,7 +496,8 @@ fn a_new_a_removed_or_a_rewritten_file_and_a_foreign_snapshot_take_the_full_path
     let sub = root.join("p1");
     let (found, _) = discover(std::slice::from_ref(&sub));
     let opts = options(&cache, GroupBy::Day);
-    usage_with_snapshot(std::slice::from_ref(&sub), &found, &opts, &|_| {});
+    assert!(!found.is_empty());
+    with_snapshot(std::slice::from_ref(&sub), &opts);
     let theirs = snapshot_files(&cache)
         .into_iter()
         .find(|p| *p != mine)
@@ -513,8 +523,9 @@ fn a_file_that_cannot_be_read_stays_skipped_until_it_can() {
     let roots = [root.clone()];
     let (found, _) = discover(&roots);
     let opts = options(&cache, GroupBy::Day);
-    let (first, _) = usage_with_snapshot(&roots, &found, &opts, &|_| {});
-    let (second, outcome) = usage_with_snapshot(&roots, &found, &opts, &|_| {});
+    assert!(!found.is_empty());
+    let (first, _) = with_snapshot(&roots, &opts);
+    let (second, outcome) = with_snapshot(&roots, &opts);
     assert_eq!(first.skipped.len(), 1);
     assert_eq!(second.skipped.len(), 1);
     assert_eq!(outcome, SnapshotOutcome::Current);

@@ -23,8 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use agentlog::transcript::{
-    Format, GroupBy, OpenOptions, Report, Tokens, UsageOptions, day_of, discover, usage,
+    Format, GroupBy, OpenOptions, UsageOptions, UsageReport, day_of, discover, usage,
 };
+use oracle::Sum;
 use serde_json::Value;
 
 /// A tree of transcripts: every fixture, generated Claude Code, Codex and pi files, a Claude
@@ -110,7 +111,7 @@ fn pi_tree() -> Vec<(String, Vec<u8>)> {
 
 /// The oracle's tokens by (day, model): Claude Code files as one stream in path order, pi
 /// files one after the other in path order, Codex files one by one.
-fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Tokens> {
+fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
     let mut sorted: Vec<(PathBuf, Format)> = files
         .iter()
         .map(|(p, f)| (std::fs::canonicalize(p).unwrap(), *f))
@@ -133,25 +134,20 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Tokens> {
     ));
     let pi: Vec<&[u8]> = pi.iter().map(Vec::as_slice).collect();
     parts.push((Format::Pi, oracle::pi_files(&pi)));
-    let mut out: BTreeMap<(String, String), Tokens> = BTreeMap::new();
-    for (format, e) in parts {
+    let mut out: BTreeMap<(String, String), Sum> = BTreeMap::new();
+    for (_, e) in parts {
         for ((quarter, model), tally) in e.buckets {
             let day = day_of(quarter).map_or("unknown".to_owned(), |d| d.to_string());
             let model = model.unwrap_or_else(|| "unknown".to_owned());
-            out.entry((day, model))
-                .or_default()
-                .add(&Tokens::of(format, &tally));
+            out.entry((day, model)).or_default().add(&tally);
         }
     }
-    out.retain(|_, t| *t != Tokens::default());
+    out.retain(|_, t| !t.is_zero());
     out
 }
 
-fn rows_by(
-    expected: &BTreeMap<(String, String), Tokens>,
-    by_day: bool,
-) -> BTreeMap<String, Tokens> {
-    let mut out: BTreeMap<String, Tokens> = BTreeMap::new();
+fn rows_by(expected: &BTreeMap<(String, String), Sum>, by_day: bool) -> BTreeMap<String, Sum> {
+    let mut out: BTreeMap<String, Sum> = BTreeMap::new();
     for ((day, model), t) in expected {
         let key = if by_day { day } else { model };
         out.entry(key.clone()).or_default().add(t);
@@ -159,34 +155,37 @@ fn rows_by(
     out
 }
 
-fn observed(report: &Report) -> BTreeMap<String, Tokens> {
+/// The report's rows in the oracle's terms; every row, and the totals, add up.
+fn observed(report: &UsageReport) -> BTreeMap<String, Sum> {
+    for t in report.rows.iter().map(|r| &r.tally).chain([&report.totals]) {
+        let u = &t.usage;
+        assert_eq!(
+            u.input + u.output + u.cache_creation + u.cache_read,
+            u.total(),
+            "a row that does not add up"
+        );
+        assert!(u.reasoning <= u.output && u.cache_creation_1h <= u.cache_creation);
+    }
+    let mut totals = Sum::default();
+    for r in &report.rows {
+        totals.add(&Sum::of(&r.tally));
+    }
+    assert_eq!(
+        totals,
+        Sum::of(&report.totals),
+        "the totals are the rows' sum"
+    );
     report
         .rows
         .iter()
-        .filter(|r| r.tokens != Tokens::default())
-        .map(|r| (r.key.clone(), r.tokens))
+        .filter(|r| !r.tally.is_empty())
+        .map(|r| (r.key.clone(), Sum::of(&r.tally)))
         .collect()
 }
 
-fn close(a: &BTreeMap<String, Tokens>, b: &BTreeMap<String, Tokens>) {
-    // pi's cost is a float sum: compare it with a tolerance, everything else exactly.
-    let strip = |m: &BTreeMap<String, Tokens>| -> BTreeMap<String, Tokens> {
-        m.iter()
-            .map(|(k, t)| {
-                (
-                    k.clone(),
-                    Tokens {
-                        cost_total: 0.0,
-                        ..*t
-                    },
-                )
-            })
-            .collect()
-    };
-    assert_eq!(strip(a), strip(b));
-    for (k, t) in a {
-        assert!((t.cost_total - b[k].cost_total).abs() < 1e-9, "{k}");
-    }
+/// Reads `paths` with every index opened (no run-level snapshot).
+fn read(paths: &[PathBuf], options: &UsageOptions) -> UsageReport {
+    usage(paths, options, &|_, _| {})
 }
 
 fn options(cache: &Path, by: GroupBy) -> UsageOptions {
@@ -196,6 +195,7 @@ fn options(cache: &Path, by: GroupBy) -> UsageOptions {
             ..OpenOptions::default()
         },
         by,
+        snapshot: false,
         ..UsageOptions::default()
     }
 }
@@ -210,13 +210,16 @@ fn usage_by_day_and_model_matches_the_oracle_with_copies_counted_once() {
     assert!(skipped.is_empty());
     assert_eq!(found.len(), files.len());
     let want = expected(&files);
-    let by_day = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    let by_day = read(&found, &options(&cache, GroupBy::Day));
     assert!(by_day.skipped.is_empty(), "{:?}", by_day.skipped);
     assert!(by_day.cross_file_duplicates > 0, "the copies were not seen");
-    close(&observed(&by_day), &rows_by(&want, true));
-    let by_model = usage(&found, &options(&cache, GroupBy::Model), &|_| {});
-    close(&observed(&by_model), &rows_by(&want, false));
-    assert_eq!(by_model.outcomes.get("fresh"), Some(&(files.len() as u64)));
+    assert_eq!(&observed(&by_day), &rows_by(&want, true));
+    let by_model = read(&found, &options(&cache, GroupBy::Model));
+    assert_eq!(&observed(&by_model), &rows_by(&want, false));
+    assert_eq!(
+        by_model.index_outcomes.get("fresh"),
+        Some(&(files.len() as u64))
+    );
 
     // Without the copies, the totals are the same.
     let originals: Vec<PathBuf> = found
@@ -227,10 +230,10 @@ fn usage_by_day_and_model_matches_the_oracle_with_copies_counted_once() {
         })
         .cloned()
         .collect();
-    let without = usage(&originals, &options(&cache, GroupBy::Day), &|_| {});
-    let grown = |r: &Report| r.totals.total_tokens;
+    let without = read(&originals, &options(&cache, GroupBy::Day));
+    let grown = |r: &UsageReport| r.totals.usage.total();
     assert!(grown(&by_day) >= grown(&without));
-    let claude_only = |r: &Report| r.files.get("claude-code").copied();
+    let claude_only = |r: &UsageReport| r.files.get("claude-code").copied();
     assert_eq!(claude_only(&by_day), claude_only(&without).map(|n| n + 2));
 }
 
@@ -238,10 +241,10 @@ fn usage_by_day_and_model_matches_the_oracle_with_copies_counted_once() {
 fn pi_copies(files: &[Vec<u8>]) -> u64 {
     let alone: u64 = files
         .iter()
-        .map(|f| oracle::expected(Format::Pi, f).lifetime.events)
+        .map(|f| oracle::expected(Format::Pi, f).lifetime.messages)
         .sum();
     let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-    alone - oracle::pi_files(&slices).lifetime.events
+    alone - oracle::pi_files(&slices).lifetime.messages
 }
 
 #[test]
@@ -275,27 +278,26 @@ fn pi_entries_copied_into_other_files_count_once() {
     let want = expected(&written);
     // Once building the indexes, once answered from them (the entries read back from rows).
     for outcome in ["created", "fresh"] {
-        let by_day = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
-        assert_eq!(by_day.outcomes.get(outcome), Some(&(files.len() as u64)));
+        let by_day = read(&found, &options(&cache, GroupBy::Day));
+        assert_eq!(
+            by_day.index_outcomes.get(outcome),
+            Some(&(files.len() as u64))
+        );
         assert_eq!(by_day.cross_file_duplicates, copies, "{outcome}");
-        close(&observed(&by_day), &rows_by(&want, true));
-        let by_model = usage(&found, &options(&cache, GroupBy::Model), &|_| {});
-        close(&observed(&by_model), &rows_by(&want, false));
+        assert_eq!(&observed(&by_day), &rows_by(&want, true));
+        let by_model = read(&found, &options(&cache, GroupBy::Model));
+        assert_eq!(&observed(&by_model), &rows_by(&want, false));
     }
     // Read alone, every file counts its copies too.
     let alone: u64 = found
         .iter()
         .map(|p| {
-            usage(
-                std::slice::from_ref(p),
-                &options(&cache, GroupBy::Day),
-                &|_| {},
-            )
-            .totals
-            .messages
+            read(std::slice::from_ref(p), &options(&cache, GroupBy::Day))
+                .totals
+                .messages
         })
         .sum();
-    let together = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    let together = read(&found, &options(&cache, GroupBy::Day));
     assert_eq!(alone, together.totals.messages + copies);
 }
 
@@ -306,7 +308,7 @@ fn a_grown_file_is_caught_up_never_rebuilt_and_still_matches() {
     let cache = dir.path().join("cache");
     let mut files = tree(&root);
     let (found, _) = discover(std::slice::from_ref(&root));
-    usage(&found, &options(&cache, GroupBy::Day), &|_| {});
+    read(&found, &options(&cache, GroupBy::Day));
     let extra = generate::transcript(Format::ClaudeCode, 777, 30);
     let target = root.join("gen/p1/s.jsonl");
     std::fs::OpenOptions::new()
@@ -315,12 +317,12 @@ fn a_grown_file_is_caught_up_never_rebuilt_and_still_matches() {
         .unwrap()
         .write_all(&extra)
         .unwrap();
-    let again = usage(&found, &options(&cache, GroupBy::Day), &|_| {});
-    assert_eq!(again.outcomes.get("caught_up"), Some(&1));
-    assert_eq!(again.outcomes.get("rebuilt"), None);
-    assert_eq!(again.outcomes.get("created"), None);
+    let again = read(&found, &options(&cache, GroupBy::Day));
+    assert_eq!(again.index_outcomes.get("caught_up"), Some(&1));
+    assert_eq!(again.index_outcomes.get("rebuilt"), None);
+    assert_eq!(again.index_outcomes.get("created"), None);
     files.retain(|_| true);
-    close(&observed(&again), &rows_by(&expected(&files), true));
+    assert_eq!(&observed(&again), &rows_by(&expected(&files), true));
 }
 
 #[test]
@@ -340,12 +342,12 @@ fn since_and_until_keep_whole_days() {
         until: Some(until),
         ..options(&dir.path().join("cache"), GroupBy::Day)
     };
-    let got = observed(&usage(&found, &opts, &|_| {}));
-    let kept: BTreeMap<String, Tokens> = want
+    let got = observed(&read(&found, &opts));
+    let kept: BTreeMap<String, Sum> = want
         .into_iter()
         .filter(|(d, _)| d != "unknown" && *d >= days[1] && *d <= days[days.len() - 2])
         .collect();
-    close(&got, &kept);
+    assert_eq!(&got, &kept);
 }
 
 fn agentlog(args: &[&str], stdin: Option<&[u8]>, home: &Path) -> (i32, String, String) {
@@ -381,7 +383,7 @@ fn the_usage_command_reads_the_default_places_and_prints_rows_and_totals() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["by"], "day");
     let want = rows_by(&expected(&files), true);
-    let total: u64 = want.values().map(|t| t.total_tokens).sum();
+    let total: u64 = want.values().map(|t| t.total).sum();
     assert_eq!(v["totals"]["total_tokens"], total);
     assert_eq!(v["rows"].as_array().unwrap().len(), want.len());
     let row = &v["rows"][0];
@@ -428,11 +430,12 @@ fn the_statusline_command_answers_from_its_stdin_and_refuses_bad_input() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let e = oracle::expected(Format::ClaudeCode, &bytes);
-    assert_eq!(v["session_total_tokens"], e.lifetime.tokens[4]);
+    assert_eq!(v["session_total_tokens"], e.lifetime.total);
     assert_eq!(
         v["since_compaction"]["total_tokens"],
-        e.generations.last().unwrap().tokens[4]
+        e.generations.last().unwrap().total
     );
+    assert_eq!(v["context_tokens"], serde_json::json!(e.context));
     assert_eq!(v["context_window"], 200_000);
     assert!(v["context_tokens"].is_u64() || v["context_tokens"].is_null());
     let (code, out, _) = agentlog(&["statusline"], Some(input.as_bytes()), home.path());
@@ -453,59 +456,46 @@ fn the_statusline_command_answers_from_its_stdin_and_refuses_bad_input() {
     }
 }
 
-/// The context a plain forward scan finds: the last main-chain assistant line with usage, or
-/// 0 after a later compaction boundary.
-fn naive_context(bytes: &[u8]) -> Option<u64> {
-    let mut found = None;
-    for line in bytes.split(|&b| b == b'\n') {
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        if v["type"] == "system" && v["subtype"] == "compact_boundary" {
-            found = Some(0);
-        } else if v["type"] == "assistant"
-            && v["isSidechain"] != true
-            && v["message"]["usage"].is_object()
-        {
-            let u = &v["message"]["usage"];
-            // The readers' coercions: a numeric string or an integral float is the number.
-            let n = |k: &str| match &u[k] {
-                Value::String(s) => s.trim().parse::<u64>().unwrap_or(0),
-                Value::Number(x) => x
-                    .as_u64()
-                    .or_else(|| {
-                        x.as_f64()
-                            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                            .map(|f| f as u64)
-                    })
-                    .unwrap_or(0),
-                _ => 0,
-            };
-            found = Some(
-                n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
-            );
-        }
-    }
-    found
-}
-
+/// The status line as a library call: the context, the session's and since-compaction totals
+/// equal the oracle's (a plain forward scan), after each of several appends (caught up, or
+/// folded in memory), and the JSON is the struct as it serializes.
 #[test]
-fn the_context_read_backwards_is_the_one_a_forward_scan_finds() {
+fn the_statusline_call_answers_as_the_oracle_after_every_append() {
+    use agentlog::transcript::{StatusInput, StatusOptions, statusline};
     let dir = tempfile::tempdir().unwrap();
-    for seed in 0..6u64 {
-        let mut bytes = generate::transcript(Format::ClaudeCode, 300 + seed, 150);
-        // Long lines after the last usage line push it across several 64 KiB pieces.
-        for i in 0..seed {
-            let pad = "x".repeat(20_000 * (i as usize + 1));
-            bytes.extend(
-                format!("{{\"type\":\"user\",\"message\":{{\"content\":\"{pad}\"}}}}\n").as_bytes(),
+    for seed in 0..4u64 {
+        let whole = generate::transcript(Format::ClaudeCode, 300 + seed, 150);
+        let path = dir.path().join(format!("p/{seed}.jsonl"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let input = StatusInput {
+            transcript_path: path.clone(),
+            model_name: Some("Opus".to_owned()),
+            ..StatusInput::default()
+        };
+        let options = StatusOptions {
+            index_dir: Some(dir.path().join("cache")),
+            now: None,
+        };
+        let cuts = [whole.len() / 3, whole.len() / 2, whole.len()];
+        for cut in cuts {
+            let end = whole[..cut]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            let line = statusline(&input, &options).unwrap();
+            let e = oracle::expected(Format::ClaudeCode, &whole[..end]);
+            assert_eq!(line.context_tokens, e.context, "seed {seed} at {cut}");
+            assert_eq!(line.session_total_tokens, e.lifetime.total);
+            assert_eq!(
+                Sum::of(&line.since_compaction.tally),
+                *e.generations.last().unwrap()
             );
+            assert_eq!(line.context_window, 200_000);
+            let json = serde_json::to_value(&line).unwrap();
+            assert_eq!(json["session_total_tokens"], e.lifetime.total);
+            assert!(line.line().starts_with("Opus | ctx "));
         }
-        let path = dir.path().join(format!("{seed}.jsonl"));
-        std::fs::write(&path, &bytes).unwrap();
-        let got = agentlog::transcript::context_tokens(&path, bytes.len() as u64).unwrap();
-        assert_eq!(got, naive_context(&bytes), "seed {seed}");
-        assert!(got.is_some());
     }
 }
 
@@ -600,30 +590,17 @@ proptest::proptest! {
         let mut opts = options(&dir.path().join("cache"), GroupBy::Model);
         opts.open.format = Some(Format::Pi);
         for _ in 0..2 {
-            let report = usage(&paths, &opts, &|_| {});
+            let report = read(&paths, &opts);
             proptest::prop_assert!(report.skipped.is_empty(), "{:?}", report.skipped);
             proptest::prop_assert_eq!(report.cross_file_duplicates, copies);
-            proptest::prop_assert_eq!(report.totals.messages, oracle.lifetime.events);
-            let tokens = report.totals;
-            let [input, output, cache_read, cache_write, total] = oracle.lifetime.tokens;
-            proptest::prop_assert_eq!(
-                (tokens.input_tokens, tokens.output_tokens, tokens.cache_read_tokens),
-                (input, output, cache_read)
-            );
-            proptest::prop_assert_eq!((tokens.cache_creation_tokens, tokens.total_tokens), (cache_write, total));
-            proptest::prop_assert!((tokens.cost_total - oracle.lifetime.cost).abs() < 1e-9);
-            let mut by_model: BTreeMap<String, u64> = BTreeMap::new();
+            // Every field, the cost in exact units, and the messages.
+            proptest::prop_assert_eq!(Sum::of(&report.totals), oracle.lifetime);
+            let mut by_model: BTreeMap<String, Sum> = BTreeMap::new();
             for ((_, model), t) in &oracle.buckets {
-                *by_model.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() += t.tokens[4];
+                by_model.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default().add(t);
             }
-            by_model.retain(|_, v| *v > 0);
-            let got: BTreeMap<String, u64> = report
-                .rows
-                .iter()
-                .filter(|r| r.tokens.total_tokens > 0)
-                .map(|r| (r.key.clone(), r.tokens.total_tokens))
-                .collect();
-            proptest::prop_assert_eq!(got, by_model);
+            by_model.retain(|_, v| !v.is_zero());
+            proptest::prop_assert_eq!(observed(&report), by_model);
         }
     }
 }

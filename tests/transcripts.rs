@@ -2,7 +2,11 @@
 //! fixtures and on generated transcripts.
 // Helpers here are part of the tests: a failed step fails the test that called it; seeds are
 // small, so their casts are exact.
-#![allow(clippy::expect_used, clippy::cast_possible_truncation)]
+#![allow(
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 #[path = "common/transcript_fixtures.rs"]
 mod fixtures;
@@ -111,6 +115,8 @@ fn generated_transcripts_hold_every_hazard() {
             d.counter_resets += x.counter_resets;
             d.invalid_timestamps += x.invalid_timestamps;
             d.missing_usage += x.missing_usage;
+            d.unbalanced_values += x.unbalanced_values;
+            d.total_mismatches += x.total_mismatches;
         }
     }
     assert_eq!(kinds.len(), 5, "{kinds:?}");
@@ -127,54 +133,138 @@ fn generated_transcripts_hold_every_hazard() {
         ("counter_resets", d.counter_resets),
         ("invalid_timestamps", d.invalid_timestamps),
         ("missing_usage", d.missing_usage),
+        ("unbalanced_values", d.unbalanced_values),
+        ("total_mismatches", d.total_mismatches),
     ] {
         assert!(n > 0, "no {name} in the generated transcripts");
     }
 }
 
-/// `write_report` writes exactly the bytes of the `report` value, keys in the same order.
-fn same_document(t: &Transcript, subagents: Option<&agentlog::transcript::WithSubagents>) {
-    let value = serde_json::to_string(&agentlog::transcript::report(t, subagents))
-        .expect("the report value serializes");
-    let mut written = Vec::new();
-    agentlog::transcript::write_report(t, subagents, &mut written).expect("the report is written");
+/// A usage object of the document against the oracle: the normalised fields, which add up,
+/// and the format's own names beside them, each the figure the format means by it.
+fn usage_object_agrees(format: Format, got: &serde_json::Value, want: &oracle::Sum, what: &str) {
+    for (name, value) in [
+        ("input_tokens", want.input),
+        ("output_tokens", want.output),
+        ("cache_creation_tokens", want.cache_creation),
+        ("cache_read_tokens", want.cache_read),
+        ("reasoning_output_tokens", want.reasoning),
+        ("cache_creation_1h_tokens", want.cache_creation_1h),
+        ("total_tokens", want.total),
+        ("messages", want.messages),
+    ] {
+        assert_eq!(got[name], value, "{what}: {name}");
+    }
+    let native: &[(&str, u64)] = match format {
+        Format::ClaudeCode => &[
+            ("input_tokens", want.input),
+            ("output_tokens", want.output),
+            ("cache_creation_input_tokens", want.cache_creation),
+            ("cache_read_input_tokens", want.cache_read),
+            ("total_tokens", want.total),
+            ("messages", want.messages),
+        ],
+        Format::Codex => &[
+            ("input_tokens", want.input + want.cache_read),
+            ("cached_input_tokens", want.cache_read),
+            ("output_tokens", want.output),
+            ("reasoning_output_tokens", want.reasoning),
+            ("total_tokens", want.total),
+            ("usage_events", want.messages),
+        ],
+        Format::Pi => &[
+            ("input", want.input),
+            ("output", want.output),
+            ("cacheRead", want.cache_read),
+            ("cacheWrite", want.cache_creation),
+            ("totalTokens", want.total),
+            ("messages", want.messages),
+        ],
+    };
     assert_eq!(
-        String::from_utf8(written).expect("JSON is UTF-8"),
-        value,
-        "{}",
-        t.path.display()
+        got["native"].as_object().map(serde_json::Map::len),
+        Some(native.len() + usize::from(format == Format::Pi)),
+        "{what}: {}",
+        got["native"]
     );
+    for (name, value) in native {
+        assert_eq!(got["native"][*name], *value, "{what}: native {name}");
+    }
+    if format == Format::Pi {
+        let cost = got["native"]["cost_total"].as_f64().expect("pi's cost");
+        assert!(
+            (cost - want.cost as f64 / 1e12).abs() < 1e-12,
+            "{what}: cost"
+        );
+    }
+}
+
+/// The `transcript --json` document of `t` against the oracle, generation by generation.
+fn document_agrees(t: &Transcript, bytes: &[u8]) {
+    let what = t.path.display().to_string();
+    let doc = serde_json::to_value(agentlog::transcript::report(t, None)).expect("serializes");
+    let want = oracle::expected(t.format, bytes);
+    let generations = doc["generations"].as_array().expect("generations");
+    assert_eq!(generations.len(), want.generations.len(), "{what}");
+    for (g, w) in generations.iter().zip(&want.generations) {
+        usage_object_agrees(t.format, &g["usage"], w, &what);
+    }
+    usage_object_agrees(t.format, &doc["lifetime"], &want.lifetime, &what);
+    let last = want.generations.last().expect("a generation");
+    usage_object_agrees(t.format, &doc["since_compaction"], last, &what);
+    assert_eq!(
+        doc["boundaries"].as_array().map(Vec::len),
+        Some(want.boundaries.len())
+    );
+    assert_eq!(doc["format"], t.format.name());
 }
 
 #[test]
-fn the_written_document_is_the_report_value_byte_for_byte() {
+fn the_document_holds_the_oracle_figures_under_both_names() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let mut boundaries = 0;
+    let mut seen = std::collections::BTreeSet::new();
     for (path, _) in fixtures::all() {
         let (_copy_dir, copy) = fixtures::copy_to_temp(&path);
         let t = open(&copy, &options(&cache)).unwrap();
-        boundaries += t.summary.boundaries.len();
-        same_document(&t, None);
+        document_agrees(&t, &std::fs::read(&copy).unwrap());
+        seen.insert(t.format.name());
     }
-    for (path, format) in fixtures::all() {
-        let with = agentlog::transcript::with_subagents(&path, &options(&cache)).unwrap();
-        if format == Format::ClaudeCode && !with.subagents.is_empty() {
-            same_document(&with.main, Some(&with));
-        }
-    }
-    for format in [Format::ClaudeCode, Format::Codex, Format::Pi] {
+    for format in Format::ALL {
         for seed in 0..4u64 {
             let bytes = generate::transcript(format, 700 + seed, 300);
             let path = dir.path().join(format!("{format}-{seed}.jsonl"));
             std::fs::write(&path, &bytes).unwrap();
             let t = open(&path, &options(&cache)).unwrap();
-            boundaries += t.summary.boundaries.len();
-            same_document(&t, None);
+            document_agrees(&t, &bytes);
         }
     }
-    assert!(
-        boundaries > 20,
-        "too few boundaries to compare: {boundaries}"
-    );
+    assert_eq!(seen.len(), 3, "a format without a fixture");
+}
+
+/// The vendored real transcripts reach every normalised field: Codex's cached input and
+/// reasoning, Claude Code's 1-hour cache writes (so the figures above are tested on real data).
+#[test]
+fn the_real_transcripts_fill_every_field() {
+    let mut lifetime = oracle::Sum::default();
+    for (path, format) in fixtures::all() {
+        let bytes = std::fs::read(&path).unwrap();
+        let fold = fold_bytes(format, &bytes);
+        lifetime.add(&oracle::Sum::of(&fold.summary().lifetime));
+        assert_eq!(
+            oracle::Sum::of(&fold.summary().lifetime),
+            oracle::expected(format, &bytes).lifetime
+        );
+    }
+    for (name, n) in [
+        ("input", lifetime.input),
+        ("output", lifetime.output),
+        ("cache_creation", lifetime.cache_creation),
+        ("cache_read", lifetime.cache_read),
+        ("reasoning", lifetime.reasoning),
+        ("cache_creation_1h", lifetime.cache_creation_1h),
+        ("cost", lifetime.cost),
+    ] {
+        assert!(n > 0, "no {name} in the real transcripts");
+    }
 }

@@ -150,6 +150,19 @@ pub fn normalized(data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A tally's usage adds up (`total` is the sum of the four fields, exactly, below saturation)
+/// and its parts stay within their wholes.
+fn assert_adds_up(t: &agentlog::transcript::Tally) {
+    for u in [&t.usage, &t.long_prompt] {
+        let exact = [u.input, u.output, u.cache_creation, u.cache_read]
+            .iter()
+            .map(|&n| u128::from(n))
+            .sum::<u128>();
+        assert_eq!(u128::from(u.total()), exact.min(u128::from(u64::MAX)));
+        assert!(u.reasoning <= u.output && u.cache_creation_1h <= u.cache_creation);
+    }
+}
+
 /// The checks of a reader target. Input: the first byte is a count of cuts (mod 9), then two
 /// bytes per cut; the rest is the transcript.
 pub fn check_reader(format: Format, data: &[u8]) {
@@ -173,15 +186,16 @@ pub fn check_reader(format: Format, data: &[u8]) {
     // The summary holds together.
     let s = &once.summary;
     assert_eq!(s.generations.len(), s.boundaries.len() + 1);
-    let mut tokens = [0u64; 5];
-    let mut events = 0;
+    let mut sum = agentlog::transcript::Tally::default();
     for g in &s.generations {
-        for (t, g) in tokens.iter_mut().zip(g.tokens) {
-            *t = t.saturating_add(g);
-        }
-        events += g.events;
+        sum.add(g);
+        assert_adds_up(g);
     }
-    assert_eq!((tokens, events), (s.lifetime.tokens, s.lifetime.events));
+    assert_eq!(sum, s.lifetime);
+    assert_adds_up(&s.lifetime);
+    for (_, bucket) in &once.buckets {
+        assert_adds_up(bucket);
+    }
     let mut line_starts = vec![0u64];
     for (i, &b) in transcript.iter().enumerate() {
         if b == b'\n' {

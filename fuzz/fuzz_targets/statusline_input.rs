@@ -1,77 +1,25 @@
-//! Arbitrary bytes as Claude Code's status line input, and as the transcript whose tail gives
-//! the context size: parsing must never panic; an accepted input must be a JSON object whose
-//! `transcript_path` is the non-empty string returned; the context read from the tail must be
-//! the one a plain scan from the first line finds among lines `serde_json` reads as objects.
+//! Arbitrary bytes as Claude Code's status line input, and as the transcript whose context
+//! the status line shows: parsing must never panic; an accepted input must be a JSON object
+//! whose `transcript_path` is the non-empty string returned; the `statusline` call over the
+//! bytes as a transcript must answer the context, session total and since-compaction usage of
+//! one fold of its complete lines; and on the lines `serde_json` reads as plain objects the
+//! context must be the naive oracle's (a forward scan: the latest main-chain assistant line's
+//! prompt, 0 after a later compaction boundary).
 #![no_main]
 
-use std::io::Write;
-
-use agentlog::transcript::{context_tokens, parse_status_input};
+use agentlog::transcript::{
+    Format, StatusInput, StatusOptions, fold_bytes, parse_status_input, statusline,
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-/// What the naive scan says.
-enum Verdict {
-    /// The context it finds (or none).
-    Context(Option<u64>),
-    /// The input holds what the reader may read differently (coercions, escapes).
-    NoVerdict,
-}
-
-/// The naive answer: the last complete line that is a compaction boundary (0) or a main-chain
-/// assistant line with a usage object (its input + cache creation + cache read), or none.
-fn naive(data: &[u8]) -> Verdict {
-    let end = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let mut found = None;
-    for line in data[..end].split(|&b| b == b'\n') {
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            // A line the reader's tolerant parse may read differently: no verdict.
-            if memchr(line, b"\"usage\"") || memchr(line, b"\"compact_boundary\"") {
-                return Verdict::NoVerdict;
-            }
-            continue;
-        };
-        let Some(o) = v.as_object() else { continue };
-        let text = |k: &str| o.get(k).and_then(Value::as_str);
-        if text("type") == Some("system") && text("subtype") == Some("compact_boundary") {
-            found = Some(0);
-        } else if text("type") == Some("assistant")
-            && o.get("isSidechain") != Some(&Value::Bool(true))
-            && let Some(u) = o
-                .get("message")
-                .and_then(|m| m.get("usage"))
-                .and_then(Value::as_object)
-        {
-            let mut sum = 0u64;
-            for k in [
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            ] {
-                match u.get(k) {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= 1 << 48) => {
-                        sum += n.as_u64().unwrap_or(0);
-                    }
-                    // Coerced strings, floats, and invalid values: no verdict.
-                    Some(_) => return Verdict::NoVerdict,
-                }
-            }
-            found = Some(sum);
-        }
-    }
-    // Keys spelled with escapes are matched by serde but not by the reader's prefilter.
-    if data.contains(&b'\\') {
-        return Verdict::NoVerdict;
-    }
-    Verdict::Context(found)
-}
-
-fn memchr(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
-}
+#[path = "../common/transcripts.rs"]
+mod common;
+#[path = "../../tests/common/transcript_oracle.rs"]
+mod oracle;
 
 fuzz_target!(|data: &[u8]| {
+    common::install_panic_filter();
     if let Ok(input) = parse_status_input(data) {
         let v: Value = serde_json::from_slice(data).expect("accepted input is JSON");
         let path = v
@@ -81,14 +29,31 @@ fuzz_target!(|data: &[u8]| {
         assert!(!path.is_empty());
         assert_eq!(input.transcript_path.as_os_str(), path);
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("t.jsonl");
-    std::fs::File::create(&path)
-        .and_then(|mut f| f.write_all(data))
-        .expect("write");
-    let end = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
-    let got = context_tokens(&path, end).expect("reading the tail");
-    if let Verdict::Context(want) = naive(data) {
-        assert_eq!(got, want, "context of {:?}", String::from_utf8_lossy(data));
-    }
+    let dir = common::workdir().join("statusline");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let path = dir.join("t.jsonl");
+    std::fs::write(&path, data).expect("write");
+    let input = StatusInput {
+        transcript_path: path,
+        ..StatusInput::default()
+    };
+    let options = StatusOptions {
+        index_dir: Some(dir.join("cache")),
+        now: None,
+    };
+    let line = statusline(&input, &options).expect("the status line of a readable file");
+    let fold = fold_bytes(Format::ClaudeCode, data);
+    let s = fold.summary();
+    assert_eq!(line.context_tokens, s.context);
+    assert_eq!(line.session_total_tokens, s.lifetime.usage.total());
+    assert_eq!(line.since_compaction.tally, s.since_compaction());
+    let plain = common::normalized(data);
+    let folded = fold_bytes(Format::ClaudeCode, &plain);
+    assert_eq!(
+        folded.summary().context,
+        oracle::expected(Format::ClaudeCode, &plain).context,
+        "context of {:?}",
+        String::from_utf8_lossy(&plain)
+    );
 });

@@ -9,8 +9,8 @@ use clap::ValueEnum;
 use serde_json::Value;
 
 use agentlog::transcript::{
-    Format, OpenOptions, Summary, Tally, Transcript, TranscriptError, WithSubagents, open,
-    with_subagents, write_report,
+    Diagnostics, Format, NativeValue, OpenOptions, ReportError, ReportOptions, TranscriptError,
+    TranscriptReport, UsageFigures, read_report,
 };
 
 use super::table::{render, thousands};
@@ -89,35 +89,39 @@ impl From<TranscriptError> for Failure {
     }
 }
 
-pub fn run(args: &Args) -> Result<u8, Failure> {
-    let options = OpenOptions {
-        format: args.format.format(),
-        index_dir: args.index_dir.clone(),
-        ..OpenOptions::default()
-    };
-    let (transcript, subagents) = if args.subagents {
-        let found = with_subagents(&args.file, &options)?;
-        if found.main.format != Format::ClaudeCode {
-            return Err(Failure::new(
+impl From<ReportError> for Failure {
+    fn from(error: ReportError) -> Failure {
+        match error {
+            ReportError::Transcript(e) => Failure::from(e),
+            ReportError::NoSubagents { path, format } => Failure::new(
                 "bad_input",
                 EXIT_BAD_INPUT,
                 format!(
-                    "--subagents applies to Claude Code transcripts; {} is {}",
-                    display(&found.main.path),
-                    found.main.format
+                    "--subagents applies to Claude Code transcripts; {} is {format}",
+                    display(&path)
                 ),
-            ));
+            ),
+            other => Failure::new("bad_input", EXIT_BAD_INPUT, other.to_string()),
         }
-        (found.main.clone(), Some(found))
-    } else {
-        (open(&args.file, &options)?, None)
+    }
+}
+
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    let options = ReportOptions {
+        open: OpenOptions {
+            format: args.format.format(),
+            index_dir: args.index_dir.clone(),
+            ..OpenOptions::default()
+        },
+        subagents: args.subagents,
     };
+    let report = read_report(&args.file, &options)?;
     if args.json {
         // Straight out: the document grows with the number of boundaries.
-        stream_json(|out| write_report(&transcript, subagents.as_ref(), out))?;
+        stream_json(|out| serde_json::to_writer(out, &report))?;
     } else {
-        out!("{}", human(&transcript, subagents.as_ref()));
-        let odd = odd_diagnostics(&transcript.summary);
+        out!("{}", human(&report));
+        let odd = odd_diagnostics(&report.diagnostics);
         if !odd.is_empty() {
             eprintln!("agentlog: diagnostics: {odd}");
         }
@@ -125,31 +129,25 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     Ok(EXIT_OK)
 }
 
-/// The table: one row per generation, then lifetime (and with subagents).
-fn human(t: &Transcript, subagents: Option<&WithSubagents>) -> String {
-    let format = t.format;
-    let s = &t.summary;
+/// The table: one row per generation, in the format's own names, then lifetime (and with
+/// subagents).
+fn human(r: &TranscriptReport) -> String {
     let mut out = format!(
         "transcript  {} ({})\nindex       {}\n\n",
-        display(&t.path),
-        format,
-        t.outcome
+        display(&r.path),
+        r.format,
+        r.index
     );
-    let names: Vec<String> = Tally::default()
-        .fields(format)
-        .into_iter()
-        .map(|(name, _)| name.to_owned())
-        .collect();
     let mut header: Vec<String> = ["gen", "offset", "line", "kind", "trigger", "pre_tokens"]
         .map(str::to_owned)
         .to_vec();
-    header.extend(names);
+    header.extend(r.lifetime.native.iter().map(|(name, _)| (*name).to_owned()));
     let mut rows = vec![header];
-    for (i, g) in s.generations.iter().enumerate() {
-        let boundary = i.checked_sub(1).and_then(|b| s.boundaries.get(b));
+    for (i, g) in r.generations.iter().enumerate() {
+        let boundary = i.checked_sub(1).and_then(|b| r.boundaries.get(b));
         let mut row = vec![
             i.to_string(),
-            boundary.map_or("0".to_owned(), |b| b.offset.to_string()),
+            g.offset.to_string(),
             boundary.map_or("-".to_owned(), |b| b.line.to_string()),
             boundary.map_or("-".to_owned(), |b| b.kind.name().to_owned()),
             boundary
@@ -159,65 +157,67 @@ fn human(t: &Transcript, subagents: Option<&WithSubagents>) -> String {
                 .and_then(|b| b.pre_tokens)
                 .map_or("-".to_owned(), thousands),
         ];
-        row.extend(cells(g, format));
+        row.extend(cells(&g.usage));
         rows.push(row);
     }
-    let mut total = |label: &str, tally: &Tally| {
+    let mut total = |label: &str, figures: &UsageFigures| {
         let mut row = vec![label.to_owned()];
         row.extend(std::iter::repeat_n(String::new(), 5));
-        row.extend(cells(tally, format));
+        row.extend(cells(figures));
         rows.push(row);
     };
-    total("lifetime", &s.lifetime);
-    if let Some(found) = subagents {
-        total("+subagents", &found.lifetime);
+    total("lifetime", &r.lifetime);
+    if let Some(with) = &r.lifetime_with_subagents {
+        total("+subagents", with);
     }
     out.push_str(&render(&rows));
+    let since = &r.since_compaction.tally;
     // Writing to a String cannot fail.
     let _ = write!(
         out,
         "\nsince the latest compaction: {} tokens in {} {}\n",
-        thousands(s.since_compaction().tokens[4]),
-        thousands(s.since_compaction().events),
-        if format == Format::Codex {
+        thousands(since.usage.total()),
+        thousands(since.messages),
+        if r.format == Format::Codex {
             "usage events"
         } else {
             "messages"
         }
     );
-    if let Some(found) = subagents {
-        for sub in &found.subagents {
-            let _ = match &sub.read {
-                Ok(t) => writeln!(
-                    out,
-                    "subagent    {} ({} tokens, index {})",
-                    display(&sub.path),
-                    thousands(t.summary.lifetime.tokens[4]),
-                    t.outcome.code()
-                ),
-                Err(e) => writeln!(out, "subagent    {} not read: {e}", display(&sub.path)),
-            };
-        }
+    for sub in r.subagents.iter().flatten() {
+        let _ = match (&sub.lifetime, &sub.error) {
+            (Some(lifetime), _) => writeln!(
+                out,
+                "subagent    {} ({} tokens, index {})",
+                display(&sub.path),
+                thousands(lifetime.tally.usage.total()),
+                sub.index_outcome.unwrap_or("-")
+            ),
+            (None, error) => writeln!(
+                out,
+                "subagent    {} not read: {}",
+                display(&sub.path),
+                error.as_deref().unwrap_or("")
+            ),
+        };
     }
     out
 }
 
-fn cells(tally: &Tally, format: Format) -> Vec<String> {
-    tally
-        .fields(format)
-        .into_iter()
-        .map(|(_, value)| match value.as_u64() {
-            Some(n) => thousands(n),
-            None => value
-                .as_f64()
-                .map_or_else(String::new, |x| format!("{x:.4}")),
+fn cells(figures: &UsageFigures) -> Vec<String> {
+    figures
+        .native
+        .iter()
+        .map(|(_, value)| match value {
+            NativeValue::Count(n) => thousands(*n),
+            NativeValue::Dollars(x) => format!("{x:.4}"),
         })
         .collect()
 }
 
 /// The diagnostics worth a human's attention, as `name count` pairs.
-fn odd_diagnostics(s: &Summary) -> String {
-    let Ok(Value::Object(map)) = serde_json::to_value(&s.diagnostics) else {
+fn odd_diagnostics(d: &Diagnostics) -> String {
+    let Ok(Value::Object(map)) = serde_json::to_value(d) else {
         return String::new();
     };
     map.into_iter()

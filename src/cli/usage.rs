@@ -3,15 +3,12 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use clap::ValueEnum;
 use jiff::civil::Date;
-use serde_json::{Map, Value, json};
 
-use agentlog::transcript::{
-    GroupBy, OpenOptions, Report, SnapshotOutcome, Tokens, UsageOptions, default_roots, discover,
-    usage_with_snapshot,
-};
+use agentlog::transcript::{GroupBy, OpenOptions, Tally, UsageOptions, UsageReport, usage};
 
 use super::table::{render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure, display, print_json};
@@ -65,15 +62,6 @@ impl ByArg {
             ByArg::Model => GroupBy::Model,
         }
     }
-
-    fn name(self) -> &'static str {
-        match self {
-            ByArg::Day => "day",
-            ByArg::Session => "session",
-            ByArg::Project => "project",
-            ByArg::Model => "model",
-        }
-    }
 }
 
 /// A day argument: `YYYY-MM-DD` or `YYYYMMDD`.
@@ -107,37 +95,33 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         by: args.by.group(),
         since: parse_day("--since", args.since.as_deref())?,
         until: parse_day("--until", args.until.as_deref())?,
-        threads: 0,
+        ..UsageOptions::default()
     };
-    let roots = if args.paths.is_empty() {
-        default_roots()
-    } else {
-        args.paths.clone()
-    };
-    let (files, mut skipped) = discover(&roots);
-    let bar = (files.len() >= PROGRESS_FILES && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::with_draw_target(
-            Some(files.len() as u64),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        bar.set_message("reading transcripts");
-        bar
-    });
-    let progress = |done: usize| {
-        if let Some(bar) = &bar {
+    // A bar on a terminal, for a run that reads many files.
+    let bar: OnceLock<Option<indicatif::ProgressBar>> = OnceLock::new();
+    let progress = |done: usize, total: usize| {
+        let bar = bar.get_or_init(|| {
+            (total >= PROGRESS_FILES && std::io::stderr().is_terminal()).then(|| {
+                let bar = indicatif::ProgressBar::with_draw_target(
+                    Some(total as u64),
+                    indicatif::ProgressDrawTarget::stderr(),
+                );
+                bar.set_message("reading transcripts");
+                bar
+            })
+        });
+        if let Some(bar) = bar {
             bar.set_position(done as u64);
         }
     };
-    let (mut report, snapshot) = usage_with_snapshot(&roots, &files, &options, &progress);
-    if let Some(bar) = bar {
+    let report = usage(&args.paths, &options, &progress);
+    if let Some(Some(bar)) = bar.get() {
         bar.finish_and_clear();
     }
-    skipped.append(&mut report.skipped);
-    report.skipped = skipped;
     if args.json {
-        print_json(&to_json(&report, args.by, &options, &snapshot))?;
+        print_json(&report)?;
     } else {
-        out!("{}", human(&report, args.by));
+        out!("{}", human(&report));
         for s in &report.skipped {
             eprintln!("agentlog: skipped {}: {}", display(&s.path), s.error);
         }
@@ -145,57 +129,11 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     Ok(EXIT_OK)
 }
 
-fn tokens_json(t: &Tokens) -> Map<String, Value> {
-    match serde_json::to_value(t) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
-    }
-}
-
-/// The JSON document: one object per row with its token fields, and the totals.
-fn to_json(
-    report: &Report,
-    by: ByArg,
-    options: &UsageOptions,
-    snapshot: &SnapshotOutcome,
-) -> Value {
-    let rows: Vec<Value> = report
-        .rows
-        .iter()
-        .map(|row| {
-            let mut object = Map::new();
-            object.insert(by.name().to_owned(), row.key.clone().into());
-            if let Some(project) = &row.project {
-                object.insert("project".to_owned(), project.clone().into());
-            }
-            object.extend(tokens_json(&row.tokens));
-            Value::Object(object)
-        })
-        .collect();
-    let skipped: Vec<Value> = report
-        .skipped
-        .iter()
-        .map(|s| json!({"path": display(&s.path), "error": s.error.to_string()}))
-        .collect();
-    json!({
-        "by": by.name(),
-        "timezone": "UTC",
-        "since": options.since.map(|d| d.to_string()),
-        "until": options.until.map(|d| d.to_string()),
-        "rows": rows,
-        "totals": tokens_json(&report.totals),
-        "files": report.files,
-        "index_outcomes": report.outcomes,
-        "snapshot": {"outcome": snapshot.name(), "reason": snapshot.reason()},
-        "cross_file_duplicates": report.cross_file_duplicates,
-        "skipped": skipped,
-    })
-}
-
 /// The table: one line per row, then the totals.
-fn human(report: &Report, by: ByArg) -> String {
+fn human(report: &UsageReport) -> String {
+    let by = report.by;
     let mut header = vec![by.name().to_owned()];
-    if matches!(by, ByArg::Session) {
+    if by == GroupBy::Session {
         header.push("project".to_owned());
     }
     header.extend(
@@ -210,14 +148,15 @@ fn human(report: &Report, by: ByArg) -> String {
         ]
         .map(str::to_owned),
     );
-    let cells = |t: &Tokens| {
+    let cells = |t: &Tally| {
+        let u = &t.usage;
         [
-            t.input_tokens,
-            t.output_tokens,
-            t.cache_creation_tokens,
-            t.cache_read_tokens,
-            t.reasoning_output_tokens,
-            t.total_tokens,
+            u.input,
+            u.output,
+            u.cache_creation,
+            u.cache_read,
+            u.reasoning,
+            u.total(),
             t.messages,
         ]
         .map(thousands)
@@ -228,11 +167,11 @@ fn human(report: &Report, by: ByArg) -> String {
         if let Some(project) = &row.project {
             line.push(project.clone());
         }
-        line.extend(cells(&row.tokens));
+        line.extend(cells(&row.tally));
         rows.push(line);
     }
     let mut total = vec!["total".to_owned()];
-    if matches!(by, ByArg::Session) {
+    if by == GroupBy::Session {
         total.push(String::new());
     }
     total.extend(cells(&report.totals));

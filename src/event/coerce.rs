@@ -1,5 +1,5 @@
 //! The one coercion rule for token values, applied identically by every code path (index
-//! build, reverse scan, full scan).
+//! build, reverse scan, full scan) and by every transcript reader (`crate::transcript`).
 //!
 //! * JSON integers in `0..=2^53` count as they are.
 //! * Floats and plain decimal strings (`^[0-9]+(\.[0-9]+)?$`: no sign, no exponent, no
@@ -36,9 +36,15 @@ pub enum TokenValue {
 impl TokenValue {
     /// The number this value contributes to a sum.
     pub fn count(self) -> u64 {
+        self.known().unwrap_or(0)
+    }
+
+    /// The number, if the value is one (exact or truncated): for optional figures such as a
+    /// boundary's context size, where 0 and unknown differ.
+    pub fn known(self) -> Option<u64> {
         match self {
-            TokenValue::Exact(v) | TokenValue::Truncated(v) => v,
-            TokenValue::Missing | TokenValue::Rejected => 0,
+            TokenValue::Exact(v) | TokenValue::Truncated(v) => Some(v),
+            TokenValue::Missing | TokenValue::Rejected => None,
         }
     }
 
@@ -61,14 +67,9 @@ impl TokenValue {
 
     /// Applies the rule to a JSON string: only plain decimals count.
     pub fn from_str_value(text: &str) -> TokenValue {
-        let (whole, fraction) = match text.split_once('.') {
-            Some((whole, fraction)) => (whole, Some(fraction)),
-            None => (text, None),
-        };
-        let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !all_digits(whole) || fraction.is_some_and(|f| !all_digits(f)) {
+        let Some(whole) = plain_decimal(text) else {
             return TokenValue::Rejected;
-        }
+        };
         // Leading zeros are fine; u64 parsing fails only when the value is huge.
         match whole.parse::<u64>() {
             Ok(v) if v <= MAX_TOKEN_VALUE => TokenValue::Truncated(v),
@@ -83,6 +84,17 @@ impl TokenValue {
             TokenValue::Rejected
         }
     }
+}
+
+/// The integer part of a plain decimal string (`^[0-9]+(\.[0-9]+)?$`: no sign, exponent or
+/// whitespace), the only strings the rule reads as numbers; `None` for any other string.
+pub(crate) fn plain_decimal(text: &str) -> Option<&str> {
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (text, None),
+    };
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (all_digits(whole) && fraction.is_none_or(all_digits)).then_some(whole)
 }
 
 impl<'de> de::Deserialize<'de> for TokenValue {

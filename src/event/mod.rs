@@ -4,7 +4,7 @@
 //! Nothing here touches files; the `log` layer hands us lines, the `index` layer stores what we
 //! compute.
 
-mod coerce;
+pub(crate) mod coerce;
 mod extract;
 mod fold;
 mod profile;

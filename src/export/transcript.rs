@@ -10,8 +10,6 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use super::commit::{Place, Steps};
 use super::error::ExportError;
 use super::layout::utc_date;
@@ -21,7 +19,7 @@ use super::scan::{Batch, Resume, ScanOptions, Scanned};
 use super::source::Source;
 use crate::event::{FoldState, Timestamp};
 use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
-use crate::transcript::json::{Amount, Count, Obj, Text, parse_line};
+use crate::transcript::reader::{Slot, SlotValues, native_slots, reader};
 use crate::transcript::{Format, OpenOptions, Tally, Transcript, TranscriptError, session_of};
 
 /// Progress is reported about every this many bytes.
@@ -65,85 +63,7 @@ pub fn resume_mismatch(
     })
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct LineFields<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Text<'a>,
-    #[serde(borrow)]
-    timestamp: Text<'a>,
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow, rename = "requestId")]
-    request_id: Text<'a>,
-    #[serde(borrow)]
-    cwd: Text<'a>,
-    #[serde(borrow)]
-    message: Obj<MessageFields<'a>>,
-    #[serde(borrow)]
-    payload: Obj<PayloadFields<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct MessageFields<'a> {
-    #[serde(borrow)]
-    id: Text<'a>,
-    usage: Obj<UsageFields>,
-}
-
-/// Claude Code's and pi's usage keys (they do not overlap).
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct UsageFields {
-    input_tokens: Count,
-    output_tokens: Count,
-    cache_creation_input_tokens: Count,
-    cache_read_input_tokens: Count,
-    input: Count,
-    output: Count,
-    #[serde(rename = "cacheRead")]
-    cache_read: Count,
-    #[serde(rename = "cacheWrite")]
-    cache_write: Count,
-    #[serde(rename = "totalTokens")]
-    total_tokens: Count,
-    cost: Obj<CostFields>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct CostFields {
-    total: Amount,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PayloadFields<'a> {
-    #[serde(borrow)]
-    cwd: Text<'a>,
-    info: Obj<InfoFields>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct InfoFields {
-    last_token_usage: Obj<CodexUsage>,
-}
-
-// The fields are the format's own key names.
-#[allow(clippy::struct_field_names)]
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct CodexUsage {
-    input_tokens: Count,
-    cached_input_tokens: Count,
-    output_tokens: Count,
-    reasoning_output_tokens: Count,
-    total_tokens: Count,
-}
-
-/// What one line says of itself.
+/// What one line says of itself, in the event row's terms.
 #[derive(Default)]
 struct Facts<'a> {
     type_name: Option<Cow<'a, str>>,
@@ -155,94 +75,43 @@ struct Facts<'a> {
     cost: Option<f64>,
 }
 
-fn text(t: Text<'_>) -> Option<Cow<'_, str>> {
-    match t {
-        Text::Str(s) => Some(s),
-        _ => None,
-    }
+/// A line's or a tally's figures in the columns' order: input, output, cached, thinking,
+/// cache-write, total (docs/EXPORT.md, "Transcripts": each in the format's own terms, so
+/// Codex's input includes its cached input).
+fn columns(figures: &SlotValues) -> [Option<u64>; 6] {
+    let get = |slot: Slot| figures.get(slot as usize).copied().flatten();
+    [
+        get(Slot::Input).or_else(|| get(Slot::InputWithCacheRead)),
+        get(Slot::Output),
+        get(Slot::CacheRead),
+        get(Slot::Reasoning),
+        get(Slot::CacheCreation),
+        get(Slot::Total),
+    ]
 }
 
 /// The line's own facts in `format`: its type, time, message keys and usage (not
 /// deduplicated: a Claude Code message's streaming lines each carry theirs).
 fn facts(format: Format, bytes: &[u8]) -> Facts<'_> {
-    let Some(line) = parse_line::<LineFields<'_>>(bytes) else {
-        return Facts::default();
-    };
-    let ts = line
-        .timestamp
-        .as_str()
-        .and_then(Timestamp::parse)
-        .map(Timestamp::micros);
-    let mut out = Facts {
-        type_name: text(line.kind),
-        ts,
-        ..Facts::default()
-    };
-    let (message, payload) = (line.message, line.payload);
-    out.cwd = text(line.cwd).or_else(|| match payload {
-        Obj::Is(ref p) => p.cwd.as_str().map(|s| Cow::Owned(s.to_owned())),
-        _ => None,
-    });
-    match format {
-        Format::ClaudeCode => {
-            out.request_id = text(line.request_id);
-            if let Obj::Is(m) = message {
-                if let Some(u) = m.usage.get() {
-                    out.tokens = [
-                        u.input_tokens.known(),
-                        u.output_tokens.known(),
-                        u.cache_read_input_tokens.known(),
-                        None,
-                        u.cache_creation_input_tokens.known(),
-                        None,
-                    ];
-                }
-                out.message_id = text(m.id);
-            }
-        }
-        Format::Pi => {
-            out.message_id = text(line.id);
-            if let Some(u) = message.get().and_then(|m| m.usage.get()) {
-                out.tokens = [
-                    u.input.known(),
-                    u.output.known(),
-                    u.cache_read.known(),
-                    None,
-                    u.cache_write.known(),
-                    u.total_tokens.known(),
-                ];
-                out.cost = u.cost.get().and_then(|c| c.total.known());
-            }
-        }
-        Format::Codex => {
-            let usage = payload
-                .get()
-                .and_then(|p| p.info.get())
-                .and_then(|i| i.last_token_usage.get());
-            if let Some(u) = usage {
-                out.tokens = [
-                    u.input_tokens.known(),
-                    u.output_tokens.known(),
-                    u.cached_input_tokens.known(),
-                    u.reasoning_output_tokens.known(),
-                    None,
-                    u.total_tokens.known(),
-                ];
-            }
-        }
+    let line = reader(format).facts(bytes);
+    Facts {
+        ts: line
+            .timestamp
+            .as_deref()
+            .and_then(Timestamp::parse)
+            .map(Timestamp::micros),
+        tokens: columns(&line.figures),
+        type_name: line.kind,
+        message_id: line.message_id,
+        request_id: line.request_id,
+        cwd: line.cwd,
+        cost: line.cost,
     }
-    out
 }
 
-/// A generation's tally in the columns' order: input, output, cached, thinking, cache-write,
-/// total (docs/TRANSCRIPTS.md names each format's slots).
+/// A generation's tally in the columns' order, as its format names its figures.
 fn tally_columns(format: Format, tally: &Tally) -> [Option<u64>; 6] {
-    let [a, b, c, d, total] = tally.tokens.map(Some);
-    match format {
-        Format::ClaudeCode => [a, b, d, None, c, total],
-        Format::Codex => [a, c, b, d, None, total],
-        Format::Pi => [a, b, c, None, d, total],
-    }
+    columns(&native_slots(format, tally))
 }
 
 /// Writes the complete lines of a transcript after `resume`, up to what `answer` (its index,
@@ -370,11 +239,16 @@ pub fn scan(
         if generations.len() != t.summary.generations.len() {
             return Err(changed());
         }
+        // Only a format that records costs has a cost column.
+        let records_cost = reader(t.format)
+            .native_fields()
+            .iter()
+            .any(|(_, slot)| *slot == Slot::Cost);
         for (row, tally) in generations.iter_mut().zip(&t.summary.generations) {
-            row.api_calls = tally.events;
+            row.api_calls = tally.messages;
             let usage = row.transcript.get_or_insert_with(TranscriptUsage::default);
             usage.tokens = tally_columns(t.format, tally);
-            usage.cost = (t.format == Format::Pi).then_some(tally.cost);
+            usage.cost = records_cost.then_some(tally.cost.dollars());
         }
         if let Some(row) = &mut session {
             let (_, project) = session_of(&t.path, t.format);
@@ -439,22 +313,31 @@ mod tests {
 
     #[test]
     fn tallies_land_in_the_same_columns_as_lines() {
+        use crate::transcript::Usage;
         let t = Tally {
-            tokens: [1, 2, 3, 4, 10],
-            cost: 0.0,
-            events: 1,
+            usage: Usage {
+                input: 1,
+                output: 2,
+                cache_creation: 3,
+                cache_read: 4,
+                reasoning: 1,
+                cache_creation_1h: 0,
+            },
+            messages: 1,
+            ..Tally::default()
         };
         assert_eq!(
             tally_columns(Format::ClaudeCode, &t),
             [Some(1), Some(2), Some(4), None, Some(3), Some(10)]
         );
+        // Codex's own input includes its cached input.
         assert_eq!(
             tally_columns(Format::Codex, &t),
-            [Some(1), Some(3), Some(2), Some(4), None, Some(10)]
+            [Some(5), Some(2), Some(4), Some(1), None, Some(10)]
         );
         assert_eq!(
             tally_columns(Format::Pi, &t),
-            [Some(1), Some(2), Some(3), None, Some(4), Some(10)]
+            [Some(1), Some(2), Some(4), None, Some(3), Some(10)]
         );
     }
 }

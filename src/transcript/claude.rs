@@ -2,14 +2,18 @@
 //! `(message.id, requestId)`, compaction boundaries. The rules, and why: docs/TRANSCRIPTS.md,
 //! "Claude Code".
 
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{At, Boundary, BoundaryKind, Fold, Message, Recall, RecallError};
-use super::json::{Count, Flag, Obj, Text};
-use super::tally::Tally;
+use super::fold::{BoundaryKind, Fold, Message, Recall, RecallError};
+use super::format::{Format, Probe, has};
+use super::json::{Flag, Obj, Text, TokenValue};
+use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::tally::{Money, Tally};
+use super::tokens::Usage;
 
 /// Every usage line holds this key; the copies inside `progress` lines do too, and are
 /// parsed only to be refused.
@@ -17,9 +21,24 @@ static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage
 /// In `compact_boundary` (and `microcompact_boundary`) and in `isCompactSummary`.
 static COMPACT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"ompact"));
 
+/// Line types only Claude Code writes.
+const TYPES: [&str; 10] = [
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "custom-title",
+    "ai-title",
+    "attachment",
+];
+
+/// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Line<'a> {
+pub(crate) struct Line<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     #[serde(borrow)]
@@ -35,6 +54,8 @@ struct Line<'a> {
     #[serde(borrow)]
     timestamp: Text<'a>,
     #[serde(borrow)]
+    cwd: Text<'a>,
+    #[serde(borrow)]
     message: Obj<MessageField<'a>>,
     #[serde(borrow, rename = "compactMetadata")]
     compact_metadata: Obj<CompactMetadata<'a>>,
@@ -47,18 +68,26 @@ struct MessageField<'a> {
     id: Text<'a>,
     #[serde(borrow)]
     model: Text<'a>,
-    usage: Obj<Usage>,
+    usage: Obj<UsageField>,
 }
 
 // The fields are the format's own key names.
 #[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Usage {
-    input_tokens: Count,
-    output_tokens: Count,
-    cache_creation_input_tokens: Count,
-    cache_read_input_tokens: Count,
+struct UsageField {
+    input_tokens: TokenValue,
+    output_tokens: TokenValue,
+    cache_creation_input_tokens: TokenValue,
+    cache_read_input_tokens: TokenValue,
+    cache_creation: Obj<CacheCreation>,
+}
+
+/// `usage.cache_creation`: the cache writes by how long they are kept (newer versions).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CacheCreation {
+    ephemeral_1h_input_tokens: TokenValue,
 }
 
 #[derive(Deserialize, Default)]
@@ -67,45 +96,100 @@ struct CompactMetadata<'a> {
     #[serde(borrow)]
     trigger: Text<'a>,
     #[serde(rename = "preTokens")]
-    pre_tokens: Count,
+    pre_tokens: TokenValue,
 }
 
-/// Whether a line can carry usage or a boundary; any other line need not be parsed.
-fn may_matter(bytes: &[u8]) -> bool {
-    USAGE.find(bytes).is_some() || COMPACT.find(bytes).is_some()
-}
+/// The Claude Code reader.
+pub(crate) struct ClaudeCode;
 
-/// Folds one Claude Code line.
-pub(crate) fn fold_line(
-    fold: &mut Fold,
-    at: At,
-    bytes: &[u8],
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
-        return Ok(());
-    };
-    match line.kind.as_str() {
-        Some("system") if line.subtype.is("compact_boundary") => {
-            compact_boundary(fold, at, &line, recall)
+impl Rules for ClaudeCode {
+    const FORMAT: Format = Format::ClaudeCode;
+    const BOUNDARY_KINDS: &'static [BoundaryKind] = &[
+        BoundaryKind::CompactBoundary,
+        BoundaryKind::CompactSummaryWithoutBoundary,
+    ];
+    const NATIVE: &'static [(&'static str, Slot)] = &[
+        ("input_tokens", Slot::Input),
+        ("output_tokens", Slot::Output),
+        ("cache_creation_input_tokens", Slot::CacheCreation),
+        ("cache_read_input_tokens", Slot::CacheRead),
+        ("total_tokens", Slot::Total),
+        ("messages", Slot::Messages),
+    ];
+    type Line<'a> = Line<'a>;
+
+    fn shows(probe: &Probe<'_>) -> bool {
+        probe.kind.as_str().is_some_and(|kind| {
+            TYPES.contains(&kind)
+                && (has(&probe.session_id)
+                    || has(&probe.parent_uuid)
+                    || has(&probe.uuid)
+                    || matches!(kind, "summary" | "file-history-snapshot"))
+        })
+    }
+
+    /// Usage lines hold `"usage"` (so do the copies inside `progress` lines, parsed only to
+    /// be refused); boundaries hold `ompact` (`compact_boundary`, `isCompactSummary`).
+    fn may_matter(bytes: &[u8]) -> bool {
+        USAGE.find(bytes).is_some() || COMPACT.find(bytes).is_some()
+    }
+
+    fn roots(env: &Env) -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = (env.var)("CLAUDE_CONFIG_DIR")
+            .map(|dirs| {
+                dirs.to_string_lossy()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .map(|d| PathBuf::from(d).join("projects"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(home) = &env.home {
+            roots.push(home.join(".claude").join("projects"));
+            roots.push(home.join(".config").join("claude").join("projects"));
         }
-        Some("user") if line.is_compact_summary.0 => compact_summary(fold, at, &line, recall),
-        Some("assistant") => assistant(fold, &line, recall),
-        _ => Ok(()),
+        roots
+    }
+
+    fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+        match line.kind.as_str() {
+            Some("system") if line.subtype.is("compact_boundary") => compact_boundary(step, line),
+            Some("user") if line.is_compact_summary.0 => compact_summary(step, line),
+            Some("assistant") => assistant(step.fold, line, step.recall),
+            _ => Ok(()),
+        }
+    }
+
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
+        let mut facts = LineFacts {
+            kind: line.kind.into_cow(),
+            timestamp: line.timestamp.into_cow(),
+            request_id: line.request_id.into_cow(),
+            cwd: line.cwd.into_cow(),
+            ..LineFacts::default()
+        };
+        if let Obj::Is(message) = line.message {
+            if let Some(u) = message.usage.get() {
+                facts.set(Slot::Input, u.input_tokens.known());
+                facts.set(Slot::Output, u.output_tokens.known());
+                facts.set(Slot::CacheCreation, u.cache_creation_input_tokens.known());
+                facts.set(Slot::CacheRead, u.cache_read_input_tokens.known());
+            }
+            facts.message_id = message.id.into_cow();
+        }
+        facts
     }
 }
 
 /// Whether a boundary line was seen before (a replay re-appends it with its uuid): it starts
 /// no new generation. Remembers the uuid otherwise.
-fn replayed(
-    fold: &mut Fold,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<bool, RecallError> {
+fn replayed(step: &mut Step<'_>, line: &Line<'_>) -> Result<bool, RecallError> {
     let Some(uuid) = line.uuid.non_empty() else {
         return Ok(false);
     };
-    if fold.dedup.marks.contains(uuid) || recall.marked(uuid)? {
+    let fold = &mut *step.fold;
+    if fold.dedup.marks.contains(uuid) || step.recall.marked(uuid)? {
         fold.summary.diagnostics.replayed_boundaries += 1;
         return Ok(true);
     }
@@ -114,102 +198,91 @@ fn replayed(
     Ok(false)
 }
 
-fn compact_boundary(
-    fold: &mut Fold,
-    at: At,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    if replayed(fold, line, recall)? {
+fn compact_boundary(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+    // Even a replayed boundary line says nothing was sent since.
+    step.fold.context(0);
+    if replayed(step, line)? {
         return Ok(());
     }
     let meta = line.compact_metadata.get();
-    fold.boundary(Boundary {
-        offset: at.offset,
-        line: at.line,
-        kind: BoundaryKind::CompactBoundary,
-        trigger: meta.and_then(|m| m.trigger.as_str()).map(str::to_owned),
-        pre_tokens: meta.and_then(|m| m.pre_tokens.known()),
-    });
+    let fold = &mut *step.fold;
+    fold.boundary(
+        step.at,
+        BoundaryKind::CompactBoundary,
+        meta.and_then(|m| m.trigger.as_str()),
+        meta.and_then(|m| m.pre_tokens.known()),
+    );
     fold.summary.carry.pairable = true;
     Ok(())
 }
 
 /// A compact summary belongs to the boundary line before it when no message was counted
 /// since that line; otherwise (older versions wrote no boundary line) it marks one itself.
-fn compact_summary(
-    fold: &mut Fold,
-    at: At,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    if replayed(fold, line, recall)? {
+fn compact_summary(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+    if replayed(step, line)? {
         return Ok(());
     }
+    let fold = &mut *step.fold;
     if fold.summary.carry.pairable {
         fold.summary.carry.pairable = false;
         return Ok(());
     }
-    fold.boundary(Boundary {
-        offset: at.offset,
-        line: at.line,
-        kind: BoundaryKind::CompactSummaryWithoutBoundary,
-        trigger: None,
-        pre_tokens: None,
-    });
+    fold.boundary(
+        step.at,
+        BoundaryKind::CompactSummaryWithoutBoundary,
+        None,
+        None,
+    );
     Ok(())
 }
 
 /// Whether line `new` wins over the message's current winner `old`: a main-chain line over
 /// a sidechain one, else more tokens; the earlier line on a tie.
-fn wins(new: ([u64; 4], bool), old: ([u64; 4], bool)) -> bool {
+fn wins(new: (&Usage, bool), old: (&Usage, bool)) -> bool {
     match (new.1, old.1) {
         (false, true) => true,
         (true, false) => false,
-        _ => sum(&new.0) > sum(&old.0),
+        _ => new.0.total() > old.0.total(),
     }
 }
 
-fn sum(usage: &[u64; 4]) -> u64 {
-    usage.iter().fold(0u64, |a, b| a.saturating_add(*b))
-}
-
-/// The tally of one message's winning line.
-pub(crate) fn tally_of(usage: &[u64; 4], events: u64) -> Tally {
-    Tally {
-        tokens: [usage[0], usage[1], usage[2], usage[3], sum(usage)],
-        cost: 0.0,
-        events,
+/// The usage of a line's usage object: the format's fields as they are, the 1-hour part of
+/// the cache writes (newer versions) cut to them.
+fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
+    let cache_creation = fold.value(u.cache_creation_input_tokens);
+    // An optional breakdown: absent is not a missing field.
+    let one_hour = match u.cache_creation.get().map(|c| c.ephemeral_1h_input_tokens) {
+        Some(TokenValue::Missing) | None => 0,
+        Some(v) => fold.value(v),
+    };
+    Usage {
+        input: fold.value(u.input_tokens),
+        output: fold.value(u.output_tokens),
+        cache_read: fold.value(u.cache_read_input_tokens),
+        cache_creation_1h: fold.part_of(one_hour, cache_creation),
+        cache_creation,
+        reasoning: 0,
     }
 }
 
 fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Result<(), RecallError> {
-    let Some(message) = line.message.get() else {
-        fold.summary.diagnostics.missing_usage += 1;
+    let Some((message, u)) = line.message.get().and_then(|m| Some((m, m.usage.get()?))) else {
+        fold.missing_usage();
         return Ok(());
     };
-    let Some(usage) = message.usage.get() else {
-        fold.summary.diagnostics.missing_usage += 1;
-        return Ok(());
-    };
-    let tokens = [
-        fold.count_value(usage.input_tokens),
-        fold.count_value(usage.output_tokens),
-        fold.count_value(usage.cache_creation_input_tokens),
-        fold.count_value(usage.cache_read_input_tokens),
-    ];
+    let usage = normalised(fold, u);
     if line.request_id.was_other() {
         fold.summary.diagnostics.invalid_values += 1;
     }
     let sidechain = line.is_sidechain.0;
+    if !sidechain {
+        fold.context(usage.prompt());
+    }
     let generation = fold.summary.generation();
     let Some(id) = message.id.non_empty() else {
         fold.summary.diagnostics.messages_without_id += 1;
-        let bucket = (
-            fold.quarter(line.timestamp.as_str()),
-            fold.model(message.model.as_str()),
-        );
-        let tally = tally_of(&tokens, 1);
+        let bucket = fold.bucket(line.timestamp.as_str(), message.model.as_str());
+        let tally = Tally::message(usage, Money::default());
         fold.summary.unkeyed.add(&tally);
         fold.summary.carry.pairable = false;
         return fold.count(generation, bucket, &tally, recall);
@@ -233,18 +306,15 @@ fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Resul
             // main-chain line for a message so far seen only on a sidechain) is that message.
             entries.iter().position(|m| sidechain || m.sidechain)
         });
-    if let Some(i) = found {
-        let Some(message) = entries.get_mut(i) else {
-            return Ok(());
-        };
+    if let Some(message) = found.and_then(|i| entries.get_mut(i)) {
         if !message.requests.contains(&request) {
             message.requests.push(request);
         }
         let (first, bucket) = (message.generation, message.bucket);
-        let old = (message.usage, message.sidechain);
-        let replaced = wins((tokens, sidechain), old);
+        let old = message.usage;
+        let replaced = wins((&usage, sidechain), (&old, message.sidechain));
         if replaced {
-            message.usage = tokens;
+            message.usage = usage;
             message.sidechain = sidechain;
         }
         let d = &mut fold.summary.diagnostics;
@@ -254,15 +324,12 @@ fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Resul
             d.duplicate_lines += 1;
         }
         if replaced {
-            let (old, new) = (tally_of(&old.0, 0), tally_of(&tokens, 0));
+            let (old, new) = (tally_of(&old), tally_of(&usage));
             fold.recount(first, bucket, (&old, &new), recall)?;
         }
         Ok(())
     } else {
-        let bucket = (
-            fold.quarter(line.timestamp.as_str()),
-            fold.model(message.model.as_str()),
-        );
+        let bucket = fold.bucket(line.timestamp.as_str(), message.model.as_str());
         fold.dedup
             .messages
             .entry(id.to_owned())
@@ -270,13 +337,18 @@ fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Resul
             .push(Message {
                 requests: vec![request],
                 generation,
-                usage: tokens,
+                usage,
                 sidechain,
                 bucket,
             });
         fold.summary.carry.pairable = false;
-        fold.count(generation, bucket, &tally_of(&tokens, 1), recall)
+        fold.count(generation, bucket, &tally_of(&usage), recall)
     }
+}
+
+/// The tally of one message's winning line.
+pub(crate) fn tally_of(usage: &Usage) -> Tally {
+    Tally::message(*usage, Money::default())
 }
 
 /// Merges `message`, read from another file of the same session, into the messages filed
@@ -302,8 +374,8 @@ pub(crate) fn merge_message(entries: &mut Vec<Message>, message: &Message) {
         }
     }
     if wins(
-        (message.usage, message.sidechain),
-        (existing.usage, existing.sidechain),
+        (&message.usage, message.sidechain),
+        (&existing.usage, existing.sidechain),
     ) {
         existing.usage = message.usage;
         existing.sidechain = message.sidechain;

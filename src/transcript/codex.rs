@@ -2,27 +2,47 @@
 //! `info.total_token_usage` of `token_count` events; a `compacted` line marks a boundary. The
 //! rules, and why: docs/TRANSCRIPTS.md, "Codex".
 
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{At, Boundary, BoundaryKind, Fold, Recall, RecallError};
-use super::json::{Count, Obj, Text};
-use super::tally::Tally;
+use super::fold::{At, BoundaryKind, Fold, Recall, RecallError, UNKNOWN_MODEL};
+use super::format::{Format, Probe};
+use super::json::{Obj, Text, TokenValue};
+use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::tally::{Money, Tally};
+use super::tokens::Usage;
 
 static TOKEN_COUNT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"token_count"));
 /// In `"compacted"` and in `context_compacted`.
 static COMPACTED: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"compacted"));
 static TURN_CONTEXT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"turn_context"));
 
+/// Line types (`RolloutItem` variants) only Codex writes, each with a `payload`.
+const TYPES: [&str; 9] = [
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "world_state",
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "security_risk_score",
+];
+
+/// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Line<'a> {
+pub(crate) struct Line<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     #[serde(borrow)]
     timestamp: Text<'a>,
+    #[serde(borrow)]
+    cwd: Text<'a>,
     #[serde(borrow)]
     payload: Obj<Payload<'a>>,
 }
@@ -35,71 +55,121 @@ struct Payload<'a> {
     info: Obj<Info>,
     #[serde(borrow)]
     model: Text<'a>,
-    tokens_before: Count,
+    #[serde(borrow)]
+    cwd: Text<'a>,
+    tokens_before: TokenValue,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Info {
-    total_token_usage: Obj<Usage>,
+    total_token_usage: Obj<UsageField>,
+    last_token_usage: Obj<UsageField>,
 }
 
 // The fields are the format's own key names.
 #[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Usage {
-    input_tokens: Count,
-    cached_input_tokens: Count,
-    output_tokens: Count,
-    reasoning_output_tokens: Count,
-    total_tokens: Count,
+struct UsageField {
+    input_tokens: TokenValue,
+    cached_input_tokens: TokenValue,
+    output_tokens: TokenValue,
+    reasoning_output_tokens: TokenValue,
+    total_tokens: TokenValue,
 }
 
-fn may_matter(bytes: &[u8]) -> bool {
-    TOKEN_COUNT.find(bytes).is_some()
-        || COMPACTED.find(bytes).is_some()
-        || TURN_CONTEXT.find(bytes).is_some()
-}
+/// The Codex reader.
+pub(crate) struct Codex;
 
-/// Folds one Codex line.
-pub(crate) fn fold_line(
-    fold: &mut Fold,
-    at: At,
-    bytes: &[u8],
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
-        return Ok(());
-    };
-    let payload = line.payload.get();
-    match line.kind.as_str() {
-        Some("compacted") => {
-            fold.boundary(Boundary {
-                offset: at.offset,
-                line: at.line,
-                kind: BoundaryKind::Compacted,
-                trigger: None,
-                pre_tokens: None,
-            });
-            fold.summary.carry.pairable = true;
-        }
-        Some("turn_context") => {
-            if let Some(model) = payload.and_then(|p| p.model.non_empty()) {
-                let id = fold.model(Some(model));
-                fold.summary.carry.model = Some(id);
-            }
-        }
-        Some("event_msg") => match payload {
-            Some(p) if p.kind.is("token_count") => {
-                return token_count(fold, &line, p, recall);
-            }
-            Some(p) if p.kind.is("context_compacted") => context_compacted(fold, at, p),
-            _ => {}
-        },
-        _ => {}
+impl Rules for Codex {
+    const FORMAT: Format = Format::Codex;
+    const BOUNDARY_KINDS: &'static [BoundaryKind] =
+        &[BoundaryKind::Compacted, BoundaryKind::ContextCompacted];
+    const NATIVE: &'static [(&'static str, Slot)] = &[
+        ("input_tokens", Slot::InputWithCacheRead),
+        ("cached_input_tokens", Slot::CacheRead),
+        ("output_tokens", Slot::Output),
+        ("reasoning_output_tokens", Slot::Reasoning),
+        ("total_tokens", Slot::Total),
+        ("usage_events", Slot::Messages),
+    ];
+    type Line<'a> = Line<'a>;
+
+    fn shows(probe: &Probe<'_>) -> bool {
+        matches!(probe.payload, Obj::Is(_))
+            && probe.kind.as_str().is_some_and(|k| TYPES.contains(&k))
     }
-    Ok(())
+
+    fn may_matter(bytes: &[u8]) -> bool {
+        TOKEN_COUNT.find(bytes).is_some()
+            || COMPACTED.find(bytes).is_some()
+            || TURN_CONTEXT.find(bytes).is_some()
+    }
+
+    fn roots(env: &Env) -> Vec<PathBuf> {
+        match ((env.var)("CODEX_HOME"), &env.home) {
+            (Some(codex), _) => vec![PathBuf::from(codex).join("sessions")],
+            (None, Some(home)) => vec![home.join(".codex").join("sessions")],
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// A rollout is a session of its own, in project `codex`.
+    fn session(path: &Path) -> (String, String) {
+        let stem = path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        (stem, "codex".to_owned())
+    }
+
+    fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+        let Step { fold, at, recall } = step;
+        let payload = line.payload.get();
+        match line.kind.as_str() {
+            Some("compacted") => {
+                fold.boundary(*at, BoundaryKind::Compacted, None, None);
+                fold.summary.carry.pairable = true;
+            }
+            Some("turn_context") => {
+                if let Some(model) = payload.and_then(|p| p.model.non_empty()) {
+                    let id = fold.model(Some(model));
+                    fold.summary.carry.model = Some(id);
+                }
+            }
+            Some("event_msg") => match payload {
+                Some(p) if p.kind.is("token_count") => {
+                    return token_count(fold, line, p, *recall);
+                }
+                Some(p) if p.kind.is("context_compacted") => context_compacted(fold, *at, p),
+                _ => {}
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
+        let mut facts = LineFacts {
+            kind: line.kind.into_cow(),
+            timestamp: line.timestamp.into_cow(),
+            cwd: line.cwd.into_cow(),
+            ..LineFacts::default()
+        };
+        if let Obj::Is(payload) = line.payload {
+            if let Some(u) = payload.info.get().and_then(|i| i.last_token_usage.get()) {
+                facts.set(Slot::InputWithCacheRead, u.input_tokens.known());
+                facts.set(Slot::CacheRead, u.cached_input_tokens.known());
+                facts.set(Slot::Output, u.output_tokens.known());
+                facts.set(Slot::Reasoning, u.reasoning_output_tokens.known());
+                facts.set(Slot::Total, u.total_tokens.known());
+            }
+            if facts.cwd.is_none() {
+                facts.cwd = payload.cwd.into_cow();
+            }
+        }
+        facts
+    }
 }
 
 /// The event after a `compacted` line is the same boundary (it may say how large the
@@ -113,13 +183,22 @@ fn context_compacted(fold: &mut Fold, at: At, payload: &Payload<'_>) {
         }
         return;
     }
-    fold.boundary(Boundary {
-        offset: at.offset,
-        line: at.line,
-        kind: BoundaryKind::ContextCompacted,
-        trigger: None,
-        pre_tokens,
-    });
+    fold.boundary(at, BoundaryKind::ContextCompacted, None, pre_tokens);
+}
+
+/// One usage event in the normalised fields: Codex's input includes its cached input, which
+/// is the cache read; its output includes its reasoning.
+fn normalised(fold: &mut Fold, [input, cached, output, reasoning, total]: [u64; 5]) -> Usage {
+    let cache_read = fold.part_of(cached, input);
+    let usage = Usage {
+        input: input - cache_read,
+        output,
+        cache_read,
+        reasoning: fold.part_of(reasoning, output),
+        ..Usage::default()
+    };
+    fold.check_total(Some(total), &usage);
+    usage
 }
 
 fn token_count(
@@ -135,20 +214,23 @@ fn token_count(
             return Ok(());
         }
         Obj::Other => {
-            fold.summary.diagnostics.missing_usage += 1;
+            fold.missing_usage();
             return Ok(());
         }
     };
+    if let Some(last) = info.last_token_usage.get() {
+        fold.context(last.input_tokens.count());
+    }
     let Some(usage) = info.total_token_usage.get() else {
-        fold.summary.diagnostics.missing_usage += 1;
+        fold.missing_usage();
         return Ok(());
     };
     let totals = [
-        fold.count_value(usage.input_tokens),
-        fold.count_value(usage.cached_input_tokens),
-        fold.count_value(usage.output_tokens),
-        fold.count_value(usage.reasoning_output_tokens),
-        fold.count_value(usage.total_tokens),
+        fold.value(usage.input_tokens),
+        fold.value(usage.cached_input_tokens),
+        fold.value(usage.output_tokens),
+        fold.value(usage.reasoning_output_tokens),
+        fold.value(usage.total_tokens),
     ];
     let delta = match fold.summary.carry.totals {
         None => totals,
@@ -173,17 +255,9 @@ fn token_count(
         return Ok(());
     }
     fold.summary.carry.pairable = false;
-    let model = fold
-        .summary
-        .carry
-        .model
-        .unwrap_or(super::fold::UNKNOWN_MODEL);
+    let model = fold.summary.carry.model.unwrap_or(UNKNOWN_MODEL);
     let bucket = (fold.quarter(line.timestamp.as_str()), model);
     let generation = fold.summary.generation();
-    let tally = Tally {
-        tokens: delta,
-        cost: 0.0,
-        events: 1,
-    };
+    let tally = Tally::message(normalised(fold, delta), Money::default());
     fold.count(generation, bucket, &tally, recall)
 }

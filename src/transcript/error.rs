@@ -1,3 +1,5 @@
+//! Why a transcript could not be read: the typed errors of every transcript call.
+
 use std::io;
 use std::path::PathBuf;
 

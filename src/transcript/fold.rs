@@ -1,5 +1,6 @@
-//! The fold shared by the three readers: what a transcript's lines add up to, built one
-//! complete line at a time in file order.
+//! The fold shared by the readers: what a transcript's lines add up to, built one complete
+//! line at a time in file order, and the steps every reader takes (parse a line that may
+//! matter, read a token value, mark a boundary, count a message in its generation and bucket).
 //!
 //! [`Summary`] holds what every answer needs (boundaries, the tally of each generation, the
 //! lifetime tally, diagnostics) and is small: it is the index's meta record. What dedup needs
@@ -12,8 +13,9 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::format::Format;
-use super::json::parse_line;
+use super::json::{TokenValue, parse_line};
 use super::tally::Tally;
+use super::tokens::Usage;
 
 /// What marks a compaction, in each format's own terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -72,12 +74,20 @@ pub struct Diagnostics {
     /// Assistant lines (Claude Code, pi) or `token_count` events (Codex) without a usage
     /// object: nothing counted for them.
     pub missing_usage: u64,
-    /// Token fields absent or null in a usage object: counted as 0.
+    /// Token fields absent from a usage object: counted as 0.
     pub missing_fields: u64,
-    /// Token values read after a coercion (a numeric string, an integral float).
+    /// Token values truncated by the coercion rule (a float, a plain decimal string).
     pub coerced_values: u64,
-    /// Token values that are not counts (negative, fractional, text, too large): counted as 0.
+    /// Values that are not counts by the coercion rule (null, negative, too large, other
+    /// text), costs that are not amounts, `requestId`s that are not strings: counted as 0 or
+    /// absent.
     pub invalid_values: u64,
+    /// Parts larger than their whole (Codex cached input above input, reasoning above output,
+    /// Claude Code's 1-hour cache writes above its cache writes): cut to the whole.
+    pub unbalanced_values: u64,
+    /// Recorded totals (Codex `total_tokens`, pi `totalTokens`) other than the sum of the
+    /// normalised fields: the sum is counted.
+    pub total_mismatches: u64,
     /// Timestamps missing or unreadable: their usage is bucketed under an unknown time.
     pub invalid_timestamps: u64,
     /// Claude Code usage lines without a `message.id`: each counted as a message of its own.
@@ -128,6 +138,10 @@ pub struct Summary {
     pub unkeyed: Tally,
     /// What was odd.
     pub diagnostics: Diagnostics,
+    /// The context: the prompt (input + cache creation + cache read) of the latest request
+    /// (Claude Code: main-chain assistant line; Codex: `last_token_usage`; pi: assistant
+    /// message), 0 after a later compaction boundary; `None` before any.
+    pub context: Option<u64>,
     /// Model names, by the number buckets use.
     pub models: Vec<String>,
     /// How many keys dedup remembers (rows of the index's key table).
@@ -151,6 +165,7 @@ impl Summary {
             lifetime: Tally::default(),
             unkeyed: Tally::default(),
             diagnostics: Diagnostics::default(),
+            context: None,
             models: Vec::new(),
             keys: 0,
             buckets: 0,
@@ -204,8 +219,8 @@ pub(crate) struct Message {
     pub(crate) requests: Vec<Option<String>>,
     /// The generation of its first line.
     pub(crate) generation: u32,
-    /// The winning line's input, output, cache creation and cache read tokens.
-    pub(crate) usage: [u64; 4],
+    /// The winning line's usage.
+    pub(crate) usage: Usage,
     /// Whether the winning line is a sidechain line.
     pub(crate) sidechain: bool,
     /// The quarter-hour and model of its first line.
@@ -346,10 +361,35 @@ impl Fold {
         line
     }
 
-    /// Starts a new generation at a boundary.
-    pub(crate) fn boundary(&mut self, boundary: Boundary) {
-        self.summary.boundaries.push(boundary);
+    /// Starts a new generation at a boundary marked by the line at `at`; nothing was sent
+    /// since, so the context is 0.
+    pub(crate) fn boundary(
+        &mut self,
+        at: At,
+        kind: BoundaryKind,
+        trigger: Option<&str>,
+        pre_tokens: Option<u64>,
+    ) {
+        self.summary.boundaries.push(Boundary {
+            offset: at.offset,
+            line: at.line,
+            kind,
+            trigger: trigger.map(str::to_owned),
+            pre_tokens,
+        });
         self.summary.generations.push(Tally::default());
+        self.summary.context = Some(0);
+    }
+
+    /// The bucket of usage at a timestamp field with a model field, counting a timestamp that
+    /// cannot be read.
+    pub(crate) fn bucket(&mut self, timestamp: Option<&str>, model: Option<&str>) -> BucketKey {
+        (self.quarter(timestamp), self.model(model))
+    }
+
+    /// Counts a usage line that has no usage object.
+    pub(crate) fn missing_usage(&mut self) {
+        self.summary.diagnostics.missing_usage += 1;
     }
 
     /// Counts `tally` in generation `generation`, the lifetime and `bucket`.
@@ -376,9 +416,19 @@ impl Fold {
         (old, new): (&Tally, &Tally),
         recall: &mut dyn Recall,
     ) -> Result<(), RecallError> {
+        let (old, new) = (
+            Tally {
+                messages: 0,
+                ..*old
+            },
+            Tally {
+                messages: 0,
+                ..*new
+            },
+        );
         let swap = |t: &mut Tally| {
-            t.sub_tokens(old);
-            t.add(&Tally { events: 0, ..*new });
+            t.sub(&old);
+            t.add(&new);
         };
         if let Some(g) = self.summary.generations.get_mut(generation as usize) {
             swap(g);
@@ -422,24 +472,37 @@ impl Fold {
         }
     }
 
-    /// Reads a token count, counting what was odd about it.
-    pub(crate) fn count_value(&mut self, count: super::json::Count) -> u64 {
-        use super::json::Count;
+    /// Reads a token value by the coercion rule, counting what was odd about it.
+    pub(crate) fn value(&mut self, value: TokenValue) -> u64 {
         let d = &mut self.summary.diagnostics;
-        match count {
-            Count::Exact(n) => n,
-            Count::Coerced(n) => {
-                d.coerced_values += 1;
-                n
-            }
-            Count::Missing | Count::Null => {
-                d.missing_fields += 1;
-                0
-            }
-            Count::Invalid => {
-                d.invalid_values += 1;
-                0
-            }
+        match value {
+            TokenValue::Exact(_) => {}
+            TokenValue::Truncated(_) => d.coerced_values += 1,
+            TokenValue::Missing => d.missing_fields += 1,
+            TokenValue::Rejected => d.invalid_values += 1,
         }
+        value.count()
+    }
+
+    /// `part` if it is at most `whole`, else `whole` (counted as unbalanced).
+    pub(crate) fn part_of(&mut self, part: u64, whole: u64) -> u64 {
+        if part > whole {
+            self.summary.diagnostics.unbalanced_values += 1;
+            whole
+        } else {
+            part
+        }
+    }
+
+    /// Counts a recorded total that is not the normalised total.
+    pub(crate) fn check_total(&mut self, recorded: Option<u64>, usage: &Usage) {
+        if recorded.is_some_and(|t| t != usage.total()) {
+            self.summary.diagnostics.total_mismatches += 1;
+        }
+    }
+
+    /// Sets the context: the prompt of the latest request.
+    pub(crate) fn context(&mut self, prompt: u64) {
+        self.summary.context = Some(prompt);
     }
 }

@@ -6,7 +6,9 @@ use std::str::FromStr;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
+use super::fold::BoundaryKind;
 use super::json::{Obj, Text, parse_line};
+use super::reader::{reader, readers};
 
 /// A transcript format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -21,7 +23,7 @@ pub enum Format {
 }
 
 impl Format {
-    /// Every format, in the order detection tries them.
+    /// Every format.
     pub const ALL: [Format; 3] = [Format::ClaudeCode, Format::Codex, Format::Pi];
 
     /// The stable name used on the command line and in JSON.
@@ -31,6 +33,13 @@ impl Format {
             Format::Codex => "codex",
             Format::Pi => "pi",
         }
+    }
+}
+
+impl Format {
+    /// The kinds of compaction boundary this format's transcripts mark.
+    pub fn boundary_kinds(self) -> &'static [BoundaryKind] {
+        reader(self).boundary_kinds()
     }
 }
 
@@ -56,90 +65,37 @@ impl FromStr for Format {
     }
 }
 
-/// The fields of a line that tell the formats apart.
+/// The fields of a line that tell the formats apart: each reader's
+/// [`detect`](super::reader::Reader::detect) looks at them.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Probe<'a> {
+pub(crate) struct Probe<'a> {
     #[serde(borrow, rename = "type")]
-    kind: Text<'a>,
-    payload: Obj<IgnoredAny>,
+    pub(crate) kind: Text<'a>,
+    pub(crate) payload: Obj<IgnoredAny>,
     #[serde(rename = "sessionId")]
-    session_id: Obj<IgnoredAny>,
+    pub(crate) session_id: Obj<IgnoredAny>,
     #[serde(rename = "parentUuid")]
-    parent_uuid: Obj<IgnoredAny>,
+    pub(crate) parent_uuid: Obj<IgnoredAny>,
     #[serde(rename = "parentId")]
-    parent_id: Obj<IgnoredAny>,
-    uuid: Obj<IgnoredAny>,
-    version: Obj<IgnoredAny>,
+    pub(crate) parent_id: Obj<IgnoredAny>,
+    pub(crate) uuid: Obj<IgnoredAny>,
+    pub(crate) version: Obj<IgnoredAny>,
 }
 
-/// Line types only Claude Code writes.
-const CLAUDE_TYPES: [&str; 10] = [
-    "user",
-    "assistant",
-    "system",
-    "summary",
-    "progress",
-    "file-history-snapshot",
-    "queue-operation",
-    "custom-title",
-    "ai-title",
-    "attachment",
-];
-
-/// Line types (`RolloutItem` variants) only Codex writes, each with a `payload`.
-const CODEX_TYPES: [&str; 9] = [
-    "session_meta",
-    "response_item",
-    "event_msg",
-    "turn_context",
-    "compacted",
-    "world_state",
-    "inter_agent_communication",
-    "inter_agent_communication_metadata",
-    "security_risk_score",
-];
-
-/// Entry types only pi writes.
-const PI_TYPES: [&str; 10] = [
-    "session",
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-];
+/// Whether a probed field is there at all, null included (a root entry's parent is null).
+pub(crate) fn has(field: &Obj<IgnoredAny>) -> bool {
+    !matches!(field, Obj::Missing)
+}
 
 /// The format one line shows, if it shows one.
 pub(crate) fn line_format(line: &[u8]) -> Option<Format> {
     let probe: Probe = parse_line(line)?;
-    let kind = probe.kind.as_str()?;
-    // A field that is there at all, null included (a root entry's parent is null).
-    let has = |field: &Obj<IgnoredAny>| !matches!(field, Obj::Missing);
-    if matches!(probe.payload, Obj::Is(_)) && CODEX_TYPES.contains(&kind) {
-        return Some(Format::Codex);
-    }
-    if CLAUDE_TYPES.contains(&kind)
-        && (has(&probe.session_id)
-            || has(&probe.parent_uuid)
-            || has(&probe.uuid)
-            || matches!(kind, "summary" | "file-history-snapshot"))
-    {
-        return Some(Format::ClaudeCode);
-    }
-    if PI_TYPES.contains(&kind)
-        && (has(&probe.parent_id) || (kind == "session" && matches!(probe.version, Obj::Is(_))))
-    {
-        return Some(Format::Pi);
-    }
-    if kind == "session" && !matches!(probe.version, Obj::Missing) {
-        return Some(Format::Pi);
-    }
-    None
+    probe.kind.as_str()?;
+    readers()
+        .iter()
+        .find(|r| r.detect(&probe))
+        .map(|r| r.format())
 }
 
 /// The format of a transcript from its first complete lines: the first line that shows one

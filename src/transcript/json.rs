@@ -4,70 +4,17 @@
 //!
 //! Lines are parsed into small structs of these types; every other field is skipped without
 //! being built (serde's `IgnoredAny`), which is what makes a full parse of the lines that can
-//! matter cheap.
+//! matter cheap. Token counts are read by the one coercion rule ([`TokenValue`], docs/TOKENS.md,
+//! "The coercion rule"); a cost by the same rule's idea of a number (a JSON number, or a plain
+//! decimal string), without its truncation.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-/// The largest token count accepted: 2^48. Agents write JavaScript numbers, exact only below
-/// 2^53; a count beyond 2^48 is not a real count, and this bound keeps every sum far from
-/// overflowing.
-pub(crate) const MAX_COUNT: u64 = 1 << 48;
-
-/// What a field holding a token count held.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) enum Count {
-    /// The field was not there.
-    #[default]
-    Missing,
-    /// JSON `null`.
-    Null,
-    /// A non-negative integer up to [`MAX_COUNT`].
-    Exact(u64),
-    /// Read as a count after coercion: a numeric string, or an integral float.
-    Coerced(u64),
-    /// Anything else (negative, fractional, too large, text, object, array, bool).
-    Invalid,
-}
-
-impl Count {
-    /// The value if there is one, for optional figures such as `preTokens`.
-    pub(crate) fn known(self) -> Option<u64> {
-        match self {
-            Count::Exact(n) | Count::Coerced(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    // Checked first: finite, non-negative, integral and at most 2^48, so both casts are exact.
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    fn from_f64(x: f64) -> Count {
-        if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= MAX_COUNT as f64 {
-            Count::Coerced(x as u64)
-        } else {
-            Count::Invalid
-        }
-    }
-
-    fn from_text(text: &str) -> Count {
-        match text.trim().parse::<u64>() {
-            Ok(n) if n <= MAX_COUNT => Count::Coerced(n),
-            _ => match text.trim().parse::<f64>() {
-                Ok(x) => match Count::from_f64(x) {
-                    Count::Coerced(n) => Count::Coerced(n),
-                    _ => Count::Invalid,
-                },
-                Err(_) => Count::Invalid,
-            },
-        }
-    }
-}
+pub(crate) use crate::event::TokenValue;
+use crate::event::coerce::plain_decimal;
 
 /// What a field holding a cost (a non-negative amount of money) held.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -79,7 +26,7 @@ pub(crate) enum Amount {
     Null,
     /// A finite non-negative number.
     Exact(f64),
-    /// A numeric string.
+    /// A plain decimal string (`"0.25"`).
     Coerced(f64),
     /// Anything else.
     Invalid,
@@ -98,6 +45,13 @@ impl Amount {
     #[allow(clippy::cast_precision_loss)]
     fn integer(v: i128) -> Amount {
         Amount::checked(v as f64, false)
+    }
+
+    fn from_text(text: &str) -> Amount {
+        match plain_decimal(text).and_then(|_| text.parse::<f64>().ok()) {
+            Some(x) => Amount::checked(x, true),
+            None => Amount::Invalid,
+        }
     }
 
     fn checked(x: f64, coerced: bool) -> Amount {
@@ -121,7 +75,7 @@ pub(crate) enum Text<'a> {
     Other,
 }
 
-impl Text<'_> {
+impl<'a> Text<'a> {
     /// The string, if it is one.
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
@@ -133,6 +87,14 @@ impl Text<'_> {
     /// The string if it is one and not empty.
     pub(crate) fn non_empty(&self) -> Option<&str> {
         self.as_str().filter(|s| !s.is_empty())
+    }
+
+    /// The string, if it is one, as it was read (borrowed from the line where it can be).
+    pub(crate) fn into_cow(self) -> Option<Cow<'a, str>> {
+        match self {
+            Text::Str(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Whether the field held something other than a string or null.
@@ -228,32 +190,14 @@ macro_rules! tolerant_visitor {
     };
 }
 
-struct CountVisitor;
-tolerant_visitor!(CountVisitor, Count, "a token count", |v| {
-    bool => { let _ = v; Count::Invalid },
-    u64 => if v <= MAX_COUNT { Count::Exact(v) } else { Count::Invalid },
-    i64 => u64::try_from(v).ok().filter(|n| *n <= MAX_COUNT).map_or(Count::Invalid, Count::Exact),
-    f64 => Count::from_f64(v),
-    str => Count::from_text(v),
-    borrowed => Count::from_text(v),
-    null => Count::Null,
-    other => Count::Invalid,
-});
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
-        d.deserialize_any(CountVisitor)
-    }
-}
-
 struct AmountVisitor;
 tolerant_visitor!(AmountVisitor, Amount, "an amount", |v| {
     bool => { let _ = v; Amount::Invalid },
     u64 => Amount::integer(i128::from(v)),
     i64 => Amount::integer(i128::from(v)),
     f64 => Amount::checked(v, false),
-    str => v.trim().parse::<f64>().map_or(Amount::Invalid, |x| Amount::checked(x, true)),
-    borrowed => v.trim().parse::<f64>().map_or(Amount::Invalid, |x| Amount::checked(x, true)),
+    str => Amount::from_text(v),
+    borrowed => Amount::from_text(v),
     null => Amount::Null,
     other => Amount::Invalid,
 });
@@ -373,7 +317,7 @@ mod tests {
     struct Probe<'a> {
         #[serde(borrow)]
         s: Text<'a>,
-        n: Count,
+        n: TokenValue,
         f: Flag,
         a: Amount,
         o: Obj<Inner>,
@@ -382,7 +326,7 @@ mod tests {
     #[derive(serde::Deserialize, Default, Debug, PartialEq)]
     #[serde(default)]
     struct Inner {
-        x: Count,
+        x: TokenValue,
     }
 
     #[test]
@@ -390,37 +334,61 @@ mod tests {
         let p: Probe =
             parse_line(br#"{"s":"a\u0062","n":"12","f":true,"a":"0.5","o":{"x":3}}"#).unwrap();
         assert_eq!(p.s.as_str(), Some("ab"));
-        assert_eq!(p.n, Count::Coerced(12));
+        assert_eq!(p.n, TokenValue::Truncated(12));
         assert!(p.f.0);
         assert_eq!(p.a, Amount::Coerced(0.5));
-        assert_eq!(p.o, Obj::Is(Inner { x: Count::Exact(3) }));
+        assert_eq!(
+            p.o,
+            Obj::Is(Inner {
+                x: TokenValue::Exact(3)
+            })
+        );
 
         let p: Probe =
             parse_line(br#"{"s":5,"n":-1,"f":"yes","a":-2,"o":[1,{"x":1}],"extra":{"deep":[1]}}"#)
                 .unwrap();
         assert!(p.s.was_other());
-        assert_eq!(p.n, Count::Invalid);
+        assert_eq!(p.n, TokenValue::Rejected);
         assert!(!p.f.0);
         assert_eq!(p.a, Amount::Invalid);
         assert_eq!(p.o, Obj::Other);
 
         let p: Probe = parse_line(br#"{"s":null,"n":null,"o":null}"#).unwrap();
         assert_eq!(p.s, Text::None);
-        assert_eq!(p.n, Count::Null);
+        // The one rule: null counts 0 and is reported, as any other value that is not a count.
+        assert_eq!(p.n, TokenValue::Rejected);
         assert_eq!(p.o, Obj::Null);
         let p: Probe = parse_line(b"{}").unwrap();
-        assert_eq!(p.n, Count::Missing);
+        assert_eq!(p.n, TokenValue::Missing);
         assert_eq!(p.o, Obj::Missing);
 
-        for n in ["12.0", "1e3"] {
+        // The same rule as an agent log's token fields (event::coerce).
+        for (n, want) in [("12.0", 12), ("1e3", 1000), ("1.5", 1), ("\"7.9\"", 7)] {
             let line = format!(r#"{{"n":{n}}}"#);
             let p: Probe = parse_line(line.as_bytes()).unwrap();
-            assert!(matches!(p.n, Count::Coerced(_)), "{n}");
+            assert_eq!(p.n, TokenValue::Truncated(want), "{n}");
         }
-        for n in ["1.5", "1e300", "281474976710657", "\"x\"", "true", "{}"] {
+        let p: Probe = parse_line(b"{\"n\":281474976710657}").unwrap();
+        assert_eq!(p.n, TokenValue::Exact(281_474_976_710_657));
+        for n in [
+            "1e300",
+            "9007199254740993",
+            "\" 12\"",
+            "\"1e3\"",
+            "true",
+            "{}",
+        ] {
             let line = format!(r#"{{"n":{n}}}"#);
             let p: Probe = parse_line(line.as_bytes()).unwrap();
-            assert_eq!(p.n, Count::Invalid, "{n}");
+            assert_eq!(p.n, TokenValue::Rejected, "{n}");
+        }
+        for (a, want) in [
+            ("\"0.25\"", Amount::Coerced(0.25)),
+            ("\" 1\"", Amount::Invalid),
+        ] {
+            let line = format!(r#"{{"a":{a}}}"#);
+            let p: Probe = parse_line(line.as_bytes()).unwrap();
+            assert_eq!(p.a, want, "{a}");
         }
     }
 

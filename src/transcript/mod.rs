@@ -1,14 +1,21 @@
 //! Agent transcripts written by other programs (Claude Code, Codex CLI, pi), read in place.
 //!
-//! * Readers: [`Fold`] folds a transcript's complete lines, one at a time in file order, into a
-//!   [`Summary`]: compaction boundaries, the [`Tally`] of each generation, the lifetime tally,
-//!   and counted diagnostics. Each format's rules (which lines carry usage, how duplicates are
-//!   merged, what marks a boundary) are in docs/TRANSCRIPTS.md.
+//! * Readers: one per format ([`Format`]), each turning its lines into the same fields. A
+//!   [`Fold`] folds a transcript's complete lines, one at a time in file order, into a
+//!   [`Summary`]: compaction boundaries, the [`Tally`] of each generation (its [`Usage`]: input,
+//!   output, cache creation, cache read, reasoning, and their total), the lifetime tally, the
+//!   context, and counted diagnostics. Each format's rules (which lines carry usage, how
+//!   duplicates are merged, what marks a boundary, how its fields map to [`Usage`]) are in
+//!   docs/TRANSCRIPTS.md.
 //!
 //! * The index: [`open`] reads a transcript through a derived index kept in a per-user cache
 //!   directory ([`cache_dir`]), validated on every open, caught up in O(new bytes), rebuilt
 //!   after a rewrite or damage; the answer is a [`Transcript`] with the typed
 //!   [`IndexOutcome`](crate::index::IndexOutcome) of what the open found and did.
+//!
+//! * The answers, typed and serializable (the CLI's `--json` prints them as they serialize):
+//!   [`read_report`] ([`TranscriptReport`], one transcript), [`usage`] ([`UsageReport`], many),
+//!   [`statusline`] ([`StatusLine`], Claude Code's status line).
 //!
 //! These files belong to the agent: agentlog never writes beside them.
 
@@ -24,12 +31,15 @@ mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
 mod read;
+// The export reads each line's own figures through the readers.
+pub(crate) mod reader;
 mod report;
 mod snapshot;
 mod statusline;
 mod store;
 mod subagents;
 mod tally;
+mod tokens;
 mod usage;
 
 pub(crate) use cache::ensure_private_dir;
@@ -42,16 +52,21 @@ pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use read::fold_bytes;
-pub use report::{report, write_report};
-pub use snapshot::{SnapshotOutcome, usage_with_snapshot};
+pub use reader::{NativeValue, native};
+pub use report::{
+    GenerationReport, ReportError, ReportOptions, SubagentReport, TranscriptReport, UsageFigures,
+    read_report, report,
+};
+pub use snapshot::SnapshotOutcome;
 pub use statusline::{
-    MAX_STATUS_INPUT, StatusInput, StatusInputError, context_tokens, context_window,
-    parse_status_input,
+    MAX_STATUS_INPUT, StatusInput, StatusInputError, StatusLine, StatusOptions, context_window,
+    parse_status_input, statusline,
 };
 pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
-pub use tally::Tally;
+pub use tally::{LONG_PROMPT, Money, Tally};
+pub use tokens::Usage;
 pub use usage::{
-    GroupBy, Report, Row, Skipped, Tokens, UsageOptions, day_of, default_roots, discover,
+    GroupBy, Skipped, UsageOptions, UsageReport, UsageRow, day_of, default_roots, discover,
     session_of, usage,
 };

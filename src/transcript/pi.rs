@@ -2,21 +2,40 @@
 //! counted once; a `compaction` entry marks a boundary. The rules, and why:
 //! docs/TRANSCRIPTS.md, "pi".
 
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{At, Boundary, BoundaryKind, Entry, Fold, Recall, RecallError};
-use super::json::{Amount, Count, Obj, Text};
-use super::tally::Tally;
+use super::fold::{BoundaryKind, Entry, Fold, RecallError};
+use super::format::{Format, Probe, has};
+use super::json::{Amount, Obj, Text, TokenValue};
+use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::tally::{Money, Tally};
+use super::tokens::Usage;
 
 static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\""));
 static COMPACTION: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"compaction"));
 
+/// Entry types only pi writes.
+const TYPES: [&str; 10] = [
+    "session",
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+];
+
+/// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Line<'a> {
+pub(crate) struct Line<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     #[serde(borrow)]
@@ -24,9 +43,11 @@ struct Line<'a> {
     #[serde(borrow)]
     timestamp: Text<'a>,
     #[serde(borrow)]
+    cwd: Text<'a>,
+    #[serde(borrow)]
     message: Obj<MessageField<'a>>,
     #[serde(rename = "tokensBefore")]
-    tokens_before: Count,
+    tokens_before: TokenValue,
 }
 
 #[derive(Deserialize, Default)]
@@ -36,20 +57,20 @@ struct MessageField<'a> {
     role: Text<'a>,
     #[serde(borrow)]
     model: Text<'a>,
-    usage: Obj<Usage>,
+    usage: Obj<UsageField>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Usage {
-    input: Count,
-    output: Count,
+struct UsageField {
+    input: TokenValue,
+    output: TokenValue,
     #[serde(rename = "cacheRead")]
-    cache_read: Count,
+    cache_read: TokenValue,
     #[serde(rename = "cacheWrite")]
-    cache_write: Count,
+    cache_write: TokenValue,
     #[serde(rename = "totalTokens")]
-    total_tokens: Count,
+    total_tokens: TokenValue,
     cost: Obj<Cost>,
 }
 
@@ -59,54 +80,89 @@ struct Cost {
     total: Amount,
 }
 
-fn may_matter(bytes: &[u8]) -> bool {
-    USAGE.find(bytes).is_some() || COMPACTION.find(bytes).is_some()
-}
+/// The pi reader.
+pub(crate) struct Pi;
 
-/// Folds one pi line.
-pub(crate) fn fold_line(
-    fold: &mut Fold,
-    at: At,
-    bytes: &[u8],
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    let Some(line) = fold.parse::<Line>(bytes, may_matter) else {
-        return Ok(());
-    };
-    match line.kind.as_str() {
-        Some("compaction") => {
-            if seen_before(fold, &line, recall)? {
-                return Ok(());
+impl Rules for Pi {
+    const FORMAT: Format = Format::Pi;
+    const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::Compaction];
+    const NATIVE: &'static [(&'static str, Slot)] = &[
+        ("input", Slot::Input),
+        ("output", Slot::Output),
+        ("cacheRead", Slot::CacheRead),
+        ("cacheWrite", Slot::CacheCreation),
+        ("totalTokens", Slot::Total),
+        ("cost_total", Slot::Cost),
+        ("messages", Slot::Messages),
+    ];
+    type Line<'a> = Line<'a>;
+
+    fn shows(probe: &Probe<'_>) -> bool {
+        probe.kind.as_str().is_some_and(|kind| {
+            (TYPES.contains(&kind) && has(&probe.parent_id))
+                || (kind == "session" && has(&probe.version))
+        })
+    }
+
+    fn may_matter(bytes: &[u8]) -> bool {
+        USAGE.find(bytes).is_some() || COMPACTION.find(bytes).is_some()
+    }
+
+    fn roots(env: &Env) -> Vec<PathBuf> {
+        env.home
+            .iter()
+            .map(|home| home.join(".pi").join("agent").join("sessions"))
+            .collect()
+    }
+
+    fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
+        match line.kind.as_str() {
+            Some("compaction") => {
+                if seen_before(step, line)? {
+                    return Ok(());
+                }
+                remember(step.fold, line, Entry::Compaction);
+                let pre_tokens = line.tokens_before.known();
+                let kind = BoundaryKind::Compaction;
+                step.fold.boundary(step.at, kind, None, pre_tokens);
+                Ok(())
             }
-            remember(fold, &line, Entry::Compaction);
-            fold.boundary(Boundary {
-                offset: at.offset,
-                line: at.line,
-                kind: BoundaryKind::Compaction,
-                trigger: None,
-                pre_tokens: line.tokens_before.known(),
-            });
-            Ok(())
-        }
-        Some("message") => match line.message.get() {
-            Some(m) if m.role.is("assistant") => assistant(fold, &line, m, recall),
+            Some("message") => match line.message.get() {
+                Some(m) if m.role.is("assistant") => assistant(step, line, m),
+                _ => Ok(()),
+            },
             _ => Ok(()),
-        },
-        _ => Ok(()),
+        }
+    }
+
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
+        let mut facts = LineFacts {
+            kind: line.kind.into_cow(),
+            timestamp: line.timestamp.into_cow(),
+            message_id: line.id.into_cow(),
+            cwd: line.cwd.into_cow(),
+            ..LineFacts::default()
+        };
+        if let Some(u) = line.message.get().and_then(|m| m.usage.get()) {
+            facts.set(Slot::Input, u.input.known());
+            facts.set(Slot::Output, u.output.known());
+            facts.set(Slot::CacheRead, u.cache_read.known());
+            facts.set(Slot::CacheCreation, u.cache_write.known());
+            facts.set(Slot::Total, u.total_tokens.known());
+            facts.cost = u.cost.get().and_then(|c| c.total.known());
+        }
+        facts
     }
 }
 
 /// Whether the entry's id was seen before (a cloned entry): it counts once. Entries without an
 /// id are never taken for one another.
-fn seen_before(
-    fold: &mut Fold,
-    line: &Line<'_>,
-    recall: &mut dyn Recall,
-) -> Result<bool, RecallError> {
+fn seen_before(step: &mut Step<'_>, line: &Line<'_>) -> Result<bool, RecallError> {
     let Some(id) = line.id.non_empty() else {
         return Ok(false);
     };
-    if fold.dedup.entries.contains_key(id) || recall.seen(id)? {
+    let fold = &mut *step.fold;
+    if fold.dedup.entries.contains_key(id) || step.recall.seen(id)? {
         fold.summary.diagnostics.duplicate_lines += 1;
         if line.kind.is("compaction") {
             fold.summary.diagnostics.replayed_boundaries += 1;
@@ -124,51 +180,63 @@ fn remember(fold: &mut Fold, line: &Line<'_>, entry: Entry) {
     }
 }
 
-fn assistant(
-    fold: &mut Fold,
-    line: &Line<'_>,
-    message: &MessageField<'_>,
-    recall: &mut dyn Recall,
-) -> Result<(), RecallError> {
-    let Some(usage) = message.usage.get() else {
-        fold.summary.diagnostics.missing_usage += 1;
-        return Ok(());
-    };
-    if seen_before(fold, line, recall)? {
-        return Ok(());
-    }
-    let tokens = [
-        fold.count_value(usage.input),
-        fold.count_value(usage.output),
-        fold.count_value(usage.cache_read),
-        fold.count_value(usage.cache_write),
-        fold.count_value(usage.total_tokens),
-    ];
-    let cost = match usage.cost.get().map(|c| c.total) {
+/// The recorded cost, counting what was odd about it.
+fn cost(fold: &mut Fold, amount: Option<Amount>) -> Money {
+    let d = &mut fold.summary.diagnostics;
+    let dollars = match amount {
         Some(Amount::Exact(x)) => x,
         Some(Amount::Coerced(x)) => {
-            fold.summary.diagnostics.coerced_values += 1;
+            d.coerced_values += 1;
             x
         }
-        Some(Amount::Invalid) => {
-            fold.summary.diagnostics.invalid_values += 1;
-            0.0
+        Some(Amount::Invalid | Amount::Null) => {
+            d.invalid_values += 1;
+            return Money::default();
         }
-        Some(Amount::Missing | Amount::Null) | None => {
-            fold.summary.diagnostics.missing_fields += 1;
-            0.0
+        Some(Amount::Missing) | None => {
+            d.missing_fields += 1;
+            return Money::default();
         }
     };
-    let bucket = (
-        fold.quarter(line.timestamp.as_str()),
-        fold.model(message.model.as_str()),
-    );
+    Money::from_dollars(dollars).unwrap_or_else(|| {
+        d.invalid_values += 1;
+        Money::default()
+    })
+}
+
+/// pi's fields are the normalised ones: its input excludes what was read from the cache.
+fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
+    let usage = Usage {
+        input: fold.value(u.input),
+        output: fold.value(u.output),
+        cache_read: fold.value(u.cache_read),
+        cache_creation: fold.value(u.cache_write),
+        ..Usage::default()
+    };
+    fold.value(u.total_tokens);
+    fold.check_total(u.total_tokens.known(), &usage);
+    usage
+}
+
+fn assistant(
+    step: &mut Step<'_>,
+    line: &Line<'_>,
+    message: &MessageField<'_>,
+) -> Result<(), RecallError> {
+    let Some(u) = message.usage.get() else {
+        step.fold.missing_usage();
+        return Ok(());
+    };
+    if seen_before(step, line)? {
+        return Ok(());
+    }
+    let fold = &mut *step.fold;
+    let usage = normalised(fold, u);
+    let cost = cost(fold, u.cost.get().map(|c| c.total));
+    fold.context(usage.prompt());
+    let bucket = fold.bucket(line.timestamp.as_str(), message.model.as_str());
     let generation = fold.summary.generation();
-    let tally = Tally {
-        tokens,
-        cost,
-        events: 1,
-    };
+    let tally = Tally::message(usage, cost);
     remember(fold, line, Entry::Message { tally, bucket });
-    fold.count(generation, bucket, &tally, recall)
+    fold.count(generation, bucket, &tally, step.recall)
 }

@@ -4,7 +4,7 @@
 
 use super::fold::{At, Fold, Nothing, Recall, RecallError};
 use super::format::Format;
-use super::{claude, codex, pi};
+use super::reader::{Step, reader};
 
 impl Fold {
     /// Folds one complete line (without its `\n`) that starts at `offset`.
@@ -37,11 +37,12 @@ impl Fold {
             offset,
             line: self.summary.lines,
         };
-        match self.summary.format {
-            Format::ClaudeCode => claude::fold_line(self, at, bytes, recall),
-            Format::Codex => codex::fold_line(self, at, bytes, recall),
-            Format::Pi => pi::fold_line(self, at, bytes, recall),
-        }
+        let step = Step {
+            fold: self,
+            at,
+            recall,
+        };
+        reader(step.fold.summary.format).fold_line(step, bytes)
     }
 }
 

@@ -1,277 +1,230 @@
-//! The machine-readable answer for a transcript: the document `agentlog transcript --json`
-//! prints and the Python binding returns. One definition, so the two cannot drift apart:
-//! [`report`] builds it as a value, [`write_report`] writes the same bytes straight out (its
-//! size grows with the number of boundaries, and building it first cost most of a warm call).
+//! The answer for one transcript: [`TranscriptReport`], what `agentlog transcript --json`
+//! prints and the Python binding returns, built by [`report`] from an opened transcript or by
+//! [`read_report`] from a path.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
+use super::error::TranscriptError;
+use super::fold::{Boundary, Diagnostics};
 use super::format::Format;
+use super::reader::{NativeValue, native};
+use super::store::{OpenOptions, Transcript, open};
+use super::subagents::{WithSubagents, with_subagents};
 use super::tally::Tally;
-use super::{Boundary, Transcript, WithSubagents};
+use crate::index::IndexOutcome;
 
-/// The `agentlog transcript --json` document: the path and format, the boundaries, each
-/// generation's usage, the usage since the latest compaction and over the lifetime (with the
-/// subagents' when `subagents` is given), the index's outcome and details, and the diagnostics.
-pub fn report(t: &Transcript, subagents: Option<&WithSubagents>) -> Value {
-    let format = t.format;
-    let s = &t.summary;
-    let boundaries: Vec<Value> = s
-        .boundaries
-        .iter()
-        .map(|b| {
-            json!({
-                "offset": b.offset,
-                "line": b.line,
-                "kind": b.kind.name(),
-                "trigger": b.trigger,
-                "pre_tokens": b.pre_tokens,
-            })
-        })
-        .collect();
-    let generations: Vec<Value> = s
+/// A tally with the same figures in its format's own names: in JSON the tally's fields (the
+/// normalised ones, docs/TRANSCRIPTS.md, "Usage fields") and `native`, an object of the
+/// format's names (Claude Code `input_tokens`, `cache_read_input_tokens`, ...; Codex
+/// `input_tokens` with the cached input in it, `cached_input_tokens`, ...; pi `input`,
+/// `cacheRead`, `cost_total`, ...).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UsageFigures {
+    /// The tally.
+    #[serde(flatten)]
+    pub tally: Tally,
+    /// The same figures in the format's own names, in its order.
+    #[serde(serialize_with = "as_map")]
+    pub native: Vec<(&'static str, NativeValue)>,
+}
+
+impl UsageFigures {
+    /// A tally of a `format` transcript with its native figures.
+    pub fn new(format: Format, tally: Tally) -> UsageFigures {
+        UsageFigures {
+            native: native(format, &tally),
+            tally,
+        }
+    }
+}
+
+// The signature serde's `serialize_with` asks for.
+#[allow(clippy::ptr_arg)]
+fn as_map<S: Serializer>(
+    fields: &Vec<(&'static str, NativeValue)>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(Some(fields.len()))?;
+    for (name, value) in fields {
+        map.serialize_entry(name, value)?;
+    }
+    map.end()
+}
+
+fn display<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&path.display())
+}
+
+// The signature serde's `serialize_with` asks for.
+#[allow(clippy::ref_option)]
+fn display_some<S: Serializer>(path: &Option<PathBuf>, serializer: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => display(p, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// A generation: where it starts and what it adds up to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GenerationReport {
+    /// The offset of the boundary that starts it (0 for the first).
+    pub offset: u64,
+    /// Its usage.
+    pub usage: UsageFigures,
+}
+
+/// A subagent transcript of a session, as `--subagents` reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubagentReport {
+    /// Its path.
+    #[serde(serialize_with = "display")]
+    pub path: PathBuf,
+    /// Its own lifetime, if it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<UsageFigures>,
+    /// What opening its index did ([`IndexOutcome::code`]), if it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_outcome: Option<&'static str>,
+    /// Why it could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a transcript adds up to: `agentlog transcript FILE --json` (docs/TRANSCRIPTS.md, "The
+/// answer").
+#[derive(Clone, Debug, Serialize)]
+pub struct TranscriptReport {
+    /// The compaction boundaries, in file order.
+    pub boundaries: Vec<Boundary>,
+    /// The end of the complete lines the answer covers.
+    pub covered_bytes: u64,
+    /// What was odd about the lines.
+    pub diagnostics: Diagnostics,
+    /// The format it was read as.
+    pub format: Format,
+    /// Each generation: one more than there are boundaries.
+    pub generations: Vec<GenerationReport>,
+    /// What opening the index found and did.
+    pub index: IndexOutcome,
+    /// Its short name (`fresh`, `caught_up`, `created`, `rebuilt`, `read_only`).
+    pub index_outcome: &'static str,
+    /// The index file used, if any.
+    #[serde(serialize_with = "display_some")]
+    pub index_path: Option<PathBuf>,
+    /// The usage of every generation.
+    pub lifetime: UsageFigures,
+    /// With subagents: the session's lifetime and its subagents', each message once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime_with_subagents: Option<UsageFigures>,
+    /// Complete lines read.
+    pub lines: u64,
+    /// Model names seen.
+    pub models: Vec<String>,
+    /// The transcript's canonical path.
+    #[serde(serialize_with = "display")]
+    pub path: PathBuf,
+    /// The usage of the last generation.
+    pub since_compaction: UsageFigures,
+    /// With subagents: each subagent file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagents: Option<Vec<SubagentReport>>,
+}
+
+/// The report of an opened transcript, with its subagents' when given.
+pub fn report(t: &Transcript, subagents: Option<&WithSubagents>) -> TranscriptReport {
+    let (format, s) = (t.format, &t.summary);
+    let figures = |tally: Tally| UsageFigures::new(format, tally);
+    let generations = s
         .generations
         .iter()
         .enumerate()
-        .map(|(i, g)| {
-            let offset = i
+        .map(|(i, g)| GenerationReport {
+            offset: i
                 .checked_sub(1)
                 .and_then(|b| s.boundaries.get(b))
-                .map_or(0, |b| b.offset);
-            json!({"offset": offset, "usage": g.to_json(format)})
+                .map_or(0, |b| b.offset),
+            usage: figures(*g),
         })
         .collect();
-    let mut out = Map::new();
-    out.insert("path".into(), display_path(&t.path).into());
-    out.insert("format".into(), format.name().into());
-    out.insert("boundaries".into(), boundaries.into());
-    out.insert("generations".into(), generations.into());
-    out.insert(
-        "since_compaction".into(),
-        s.since_compaction().to_json(format),
-    );
-    out.insert("lifetime".into(), s.lifetime.to_json(format));
-    if let Some(found) = subagents {
-        out.insert(
-            "lifetime_with_subagents".into(),
-            found.lifetime.to_json(format),
-        );
-        let files: Vec<Value> = found
+    let files = subagents.map(|found| {
+        found
             .subagents
             .iter()
             .map(|sub| match &sub.read {
-                Ok(t) => json!({
-                    "path": display_path(&sub.path),
-                    "lifetime": t.summary.lifetime.to_json(format),
-                    "index_outcome": t.outcome.code(),
-                }),
-                Err(e) => json!({"path": display_path(&sub.path), "error": e.to_string()}),
+                Ok(read) => SubagentReport {
+                    path: sub.path.clone(),
+                    lifetime: Some(figures(read.summary.lifetime)),
+                    index_outcome: Some(read.outcome.code()),
+                    error: None,
+                },
+                Err(e) => SubagentReport {
+                    path: sub.path.clone(),
+                    lifetime: None,
+                    index_outcome: None,
+                    error: Some(e.to_string()),
+                },
             })
-            .collect();
-        out.insert("subagents".into(), files.into());
-    }
-    out.insert("index_outcome".into(), t.outcome.code().into());
-    out.insert(
-        "index".into(),
-        serde_json::to_value(&t.outcome).unwrap_or(Value::Null),
-    );
-    out.insert(
-        "index_path".into(),
-        t.index.as_deref().map(display_path).into(),
-    );
-    out.insert("covered_bytes".into(), t.coverage.end.into());
-    out.insert("lines".into(), s.lines.into());
-    out.insert("models".into(), s.models.clone().into());
-    out.insert(
-        "diagnostics".into(),
-        serde_json::to_value(&s.diagnostics).unwrap_or(Value::Null),
-    );
-    Value::Object(out)
-}
-
-fn display_path(path: &Path) -> String {
-    path.display().to_string()
-}
-
-/// Writes the [`report`] document to `out`, the same bytes `serde_json::to_writer` writes for
-/// it (keys in sorted order, as a [`Value`] holds them), without building it first.
-pub fn write_report<W: std::io::Write>(
-    t: &Transcript,
-    subagents: Option<&WithSubagents>,
-    out: W,
-) -> serde_json::Result<()> {
-    serde_json::to_writer(out, &Document { t, subagents })
-}
-
-/// The document, its keys written in sorted order.
-struct Document<'a> {
-    t: &'a Transcript,
-    subagents: Option<&'a WithSubagents>,
-}
-
-impl Serialize for Document<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let t = self.t;
-        let (s, format) = (&t.summary, t.format);
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("boundaries", &Boundaries(&s.boundaries))?;
-        map.serialize_entry("covered_bytes", &t.coverage.end)?;
-        // Small and fixed in size: as a value, whose keys come out sorted.
-        map.serialize_entry(
-            "diagnostics",
-            &serde_json::to_value(&s.diagnostics).unwrap_or(Value::Null),
-        )?;
-        map.serialize_entry("format", format.name())?;
-        map.serialize_entry("generations", &Generations(t))?;
-        map.serialize_entry(
-            "index",
-            &serde_json::to_value(&t.outcome).unwrap_or(Value::Null),
-        )?;
-        map.serialize_entry("index_outcome", t.outcome.code())?;
-        map.serialize_entry("index_path", &t.index.as_deref().map(display_path))?;
-        map.serialize_entry("lifetime", &Usage(format, &s.lifetime))?;
-        if let Some(found) = self.subagents {
-            map.serialize_entry("lifetime_with_subagents", &Usage(format, &found.lifetime))?;
-        }
-        map.serialize_entry("lines", &s.lines)?;
-        map.serialize_entry("models", &s.models)?;
-        map.serialize_entry("path", &display_path(&t.path))?;
-        map.serialize_entry("since_compaction", &Usage(format, &s.since_compaction()))?;
-        if let Some(found) = self.subagents {
-            // A handful of files: built as values, as `report` does.
-            let files: Vec<Value> = found
-                .subagents
-                .iter()
-                .map(|sub| match &sub.read {
-                    Ok(t) => json!({
-                        "path": display_path(&sub.path),
-                        "lifetime": t.summary.lifetime.to_json(format),
-                        "index_outcome": t.outcome.code(),
-                    }),
-                    Err(e) => json!({"path": display_path(&sub.path), "error": e.to_string()}),
-                })
-                .collect();
-            map.serialize_entry("subagents", &files)?;
-        }
-        map.end()
+            .collect()
+    });
+    TranscriptReport {
+        boundaries: s.boundaries.clone(),
+        covered_bytes: t.coverage.end,
+        diagnostics: s.diagnostics.clone(),
+        format,
+        generations,
+        index: t.outcome.clone(),
+        index_outcome: t.outcome.code(),
+        index_path: t.index.clone(),
+        lifetime: figures(s.lifetime),
+        lifetime_with_subagents: subagents.map(|found| figures(found.lifetime)),
+        lines: s.lines,
+        models: s.models.clone(),
+        path: t.path.clone(),
+        since_compaction: figures(s.since_compaction()),
+        subagents: files,
     }
 }
 
-struct Boundaries<'a>(&'a [Boundary]);
-
-impl Serialize for Boundaries<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for b in self.0 {
-            seq.serialize_element(&BoundaryObject(b))?;
-        }
-        seq.end()
-    }
+/// How [`read_report`] reads a transcript.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    /// How the transcript is opened.
+    pub open: OpenOptions,
+    /// Also count its subagent transcripts (Claude Code only).
+    pub subagents: bool,
 }
 
-struct BoundaryObject<'a>(&'a Boundary);
-
-impl Serialize for BoundaryObject<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let b = self.0;
-        let mut map = serializer.serialize_map(Some(5))?;
-        map.serialize_entry("kind", b.kind.name())?;
-        map.serialize_entry("line", &b.line)?;
-        map.serialize_entry("offset", &b.offset)?;
-        map.serialize_entry("pre_tokens", &b.pre_tokens)?;
-        map.serialize_entry("trigger", &b.trigger)?;
-        map.end()
-    }
+/// Why [`read_report`] gives no report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// The transcript could not be read.
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
+    /// Subagents were asked of a transcript whose format has none (only Claude Code's has).
+    #[error("subagents apply to Claude Code transcripts; {} is {format}", path.display())]
+    NoSubagents {
+        /// The transcript.
+        path: PathBuf,
+        /// Its format.
+        format: Format,
+    },
 }
 
-struct Generations<'a>(&'a Transcript);
-
-impl Serialize for Generations<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let s = &self.0.summary;
-        let mut seq = serializer.serialize_seq(Some(s.generations.len()))?;
-        for (i, g) in s.generations.iter().enumerate() {
-            let offset = i
-                .checked_sub(1)
-                .and_then(|b| s.boundaries.get(b))
-                .map_or(0, |b| b.offset);
-            seq.serialize_element(&GenerationObject(offset, Usage(self.0.format, g)))?;
-        }
-        seq.end()
+/// Reads a transcript through its index (with its subagents when asked) and reports it.
+pub fn read_report(path: &Path, options: &ReportOptions) -> Result<TranscriptReport, ReportError> {
+    if !options.subagents {
+        return Ok(report(&open(path, &options.open)?, None));
     }
-}
-
-struct GenerationObject<'a>(u64, Usage<'a>);
-
-impl Serialize for GenerationObject<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("offset", &self.0)?;
-        map.serialize_entry("usage", &self.1)?;
-        map.end()
+    let found = with_subagents(path, &options.open)?;
+    if found.main.format != Format::ClaudeCode {
+        return Err(ReportError::NoSubagents {
+            path: found.main.path.clone(),
+            format: found.main.format,
+        });
     }
-}
-
-/// A tally in its format's own field names ([`Tally::to_json`]), keys in sorted order.
-struct Usage<'a>(Format, &'a Tally);
-
-/// Where a usage field's value comes from.
-#[derive(Clone, Copy)]
-enum Slot {
-    Token(usize),
-    Cost,
-    Events,
-}
-
-/// Each format's usage fields ([`Tally::fields`]) in sorted order.
-fn sorted_fields(format: Format) -> &'static [(&'static str, Slot)] {
-    use Slot::{Cost, Events, Token};
-    match format {
-        Format::ClaudeCode => &[
-            ("cache_creation_input_tokens", Token(2)),
-            ("cache_read_input_tokens", Token(3)),
-            ("input_tokens", Token(0)),
-            ("messages", Events),
-            ("output_tokens", Token(1)),
-            ("total_tokens", Token(4)),
-        ],
-        Format::Codex => &[
-            ("cached_input_tokens", Token(1)),
-            ("input_tokens", Token(0)),
-            ("output_tokens", Token(2)),
-            ("reasoning_output_tokens", Token(3)),
-            ("total_tokens", Token(4)),
-            ("usage_events", Events),
-        ],
-        Format::Pi => &[
-            ("cacheRead", Token(2)),
-            ("cacheWrite", Token(3)),
-            ("cost_total", Cost),
-            ("input", Token(0)),
-            ("messages", Events),
-            ("output", Token(1)),
-            ("totalTokens", Token(4)),
-        ],
-    }
-}
-
-impl Serialize for Usage<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (format, tally) = (self.0, self.1);
-        let fields = sorted_fields(format);
-        let mut map = serializer.serialize_map(Some(fields.len()))?;
-        for (name, slot) in fields {
-            match slot {
-                Slot::Token(i) => {
-                    map.serialize_entry(name, &tally.tokens.get(*i).copied().unwrap_or(0))?;
-                }
-                // As a value does: a number that is not finite is null.
-                Slot::Cost => map.serialize_entry(name, &Value::from(tally.cost))?,
-                Slot::Events => map.serialize_entry(name, &tally.events)?,
-            }
-        }
-        map.end()
-    }
+    Ok(report(&found.main, Some(&found)))
 }

@@ -158,7 +158,7 @@ pub fn with_subagents(
     }
     let mut lifetime = unkeyed;
     for message in merged.values().flatten() {
-        lifetime.add(&tally_of(&message.usage, 1));
+        lifetime.add(&tally_of(&message.usage));
     }
     Ok(WithSubagents {
         main,

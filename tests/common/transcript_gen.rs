@@ -158,6 +158,22 @@ fn claude(rng: &mut Rng, steps: usize) -> Vec<String> {
                 "output_tokens": output,
                 "service_tier":"standard",
             });
+            // Newer lines break the writes down by how long they are kept (from the figures
+            // already drawn, so the generator's other draws are as before); now and then the
+            // one-hour part is larger than the whole.
+            match cache_create % 7 {
+                0 | 3 => {
+                    usage["cache_creation"] = json!({
+                        "ephemeral_5m_input_tokens": cache_create - cache_create / 4,
+                        "ephemeral_1h_input_tokens": cache_create / 4,
+                    });
+                }
+                5 if cache_create.is_multiple_of(5) => {
+                    usage["cache_creation"] =
+                        json!({"ephemeral_1h_input_tokens": cache_create + 5});
+                }
+                _ => {}
+            }
             match rng.below(30) {
                 0 => usage["cache_read_input_tokens"] = Value::Null,
                 1 => {

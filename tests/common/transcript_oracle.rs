@@ -1,9 +1,10 @@
 //! A naive oracle for transcripts: every complete line parsed whole with `serde_json::Value`,
-//! the rules of docs/TRANSCRIPTS.md applied as plainly as possible, totals added up at the end
-//! from each message's final winning line. Written apart from the readers, so the two can
-//! disagree.
+//! the rules of docs/TRANSCRIPTS.md (and the coercion rule of docs/TOKENS.md) applied as
+//! plainly as possible, each format's fields normalised into the oracle's own [`Sum`], totals
+//! added up at the end from each message's final winning line. Written apart from the readers
+//! and their types, so the two can disagree.
 #![allow(dead_code)]
-// A helper that fails fails its test; token counts stay at or below 2^48, exact in f64.
+// A helper that fails fails its test; token counts stay at or below 2^53, exact in f64.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -21,54 +22,177 @@ use serde_json::Value;
 /// (offset, line, kind, trigger, `pre_tokens`) of a boundary.
 pub type BoundaryRow = (u64, u64, String, Option<String>, Option<u64>);
 
+/// A prompt above this many tokens is long (its usage is also kept apart).
+const LONG_PROMPT: u64 = 200_000;
+
+/// Token counts in the normalised fields, with the total counted apart (never derived from
+/// the fields here), the part from long prompts, the recorded cost in picodollars, and the
+/// messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sum {
+    pub input: u64,
+    pub output: u64,
+    pub cache_creation: u64,
+    pub cache_read: u64,
+    pub reasoning: u64,
+    pub cache_creation_1h: u64,
+    pub total: u64,
+    /// The same seven counts of the messages whose prompt was long.
+    pub long: [u64; 7],
+    pub cost: u64,
+    pub messages: u64,
+}
+
+impl Sum {
+    fn counts(&self) -> [u64; 7] {
+        [
+            self.input,
+            self.output,
+            self.cache_creation,
+            self.cache_read,
+            self.reasoning,
+            self.cache_creation_1h,
+            self.total,
+        ]
+    }
+
+    /// One message: its normalised fields, and its total as the format counts it.
+    fn message(fields: [u64; 6], total: u64, cost: u64) -> Sum {
+        let [
+            input,
+            output,
+            cache_creation,
+            cache_read,
+            reasoning,
+            cache_creation_1h,
+        ] = fields;
+        let mut s = Sum {
+            input,
+            output,
+            cache_creation,
+            cache_read,
+            reasoning,
+            cache_creation_1h,
+            total,
+            cost,
+            messages: 1,
+            ..Sum::default()
+        };
+        if input + cache_creation + cache_read > LONG_PROMPT {
+            s.long = s.counts();
+        }
+        s
+    }
+
+    pub fn add(&mut self, o: &Sum) {
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_creation += o.cache_creation;
+        self.cache_read += o.cache_read;
+        self.reasoning += o.reasoning;
+        self.cache_creation_1h += o.cache_creation_1h;
+        self.total += o.total;
+        for (a, b) in self.long.iter_mut().zip(o.long) {
+            *a += b;
+        }
+        self.cost += o.cost;
+        self.messages += o.messages;
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Sum::default()
+    }
+
+    /// A library tally in the oracle's terms (its total as the library gives it).
+    pub fn of(t: &Tally) -> Sum {
+        let u = &t.usage;
+        let l = &t.long_prompt;
+        Sum {
+            input: u.input,
+            output: u.output,
+            cache_creation: u.cache_creation,
+            cache_read: u.cache_read,
+            reasoning: u.reasoning,
+            cache_creation_1h: u.cache_creation_1h,
+            total: u.total(),
+            long: [
+                l.input,
+                l.output,
+                l.cache_creation,
+                l.cache_read,
+                l.reasoning,
+                l.cache_creation_1h,
+                l.total(),
+            ],
+            cost: t.cost.picodollars(),
+            messages: t.messages,
+        }
+    }
+}
+
 /// What the oracle says a transcript adds up to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expected {
     /// (offset, line, kind, trigger, `pre_tokens`) of each boundary.
     pub boundaries: Vec<BoundaryRow>,
-    pub generations: Vec<Tally>,
-    pub lifetime: Tally,
+    pub generations: Vec<Sum>,
+    pub lifetime: Sum,
     /// By (quarter-hour, model name).
-    pub buckets: BTreeMap<(i64, Option<String>), Tally>,
+    pub buckets: BTreeMap<(i64, Option<String>), Sum>,
+    /// The prompt of the latest request, 0 after a later boundary.
+    pub context: Option<u64>,
 }
 
-const MAX: u64 = 1 << 48;
+/// The largest value the coercion rule counts: 2^53.
+const MAX: u64 = 1 << 53;
 
-/// A token count as the rules read it; `None` when it is not one.
-fn count(v: Option<&Value>) -> Option<u64> {
-    let v = v?;
-    if let Some(n) = v.as_u64() {
-        return (n <= MAX).then_some(n);
-    }
-    if let Some(i) = v.as_i64() {
-        return u64::try_from(i).ok();
-    }
-    let x = match v {
-        Value::Number(n) => n.as_f64()?,
-        Value::String(s) => {
-            if let Ok(n) = s.trim().parse::<u64>()
-                && n <= MAX
-            {
-                return Some(n);
+/// A token value by the coercion rule (docs/TOKENS.md); `None` when it counts nothing.
+pub fn count(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                return (u <= MAX).then_some(u);
             }
-            s.trim().parse::<f64>().ok()?
+            if n.is_i64() {
+                return None;
+            }
+            let x = n.as_f64()?.trunc();
+            (x >= 0.0 && x <= MAX as f64).then_some(x as u64)
         }
-        _ => return None,
-    };
-    (x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= MAX as f64).then_some(x as u64)
+        Value::String(s) => {
+            let (whole, fraction) = s.split_once('.').unwrap_or((s, "0"));
+            let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+            if !(digits(whole) && digits(fraction)) {
+                return None;
+            }
+            whole.parse::<u64>().ok().filter(|&n| n <= MAX)
+        }
+        _ => None,
+    }
 }
 
 fn n(v: Option<&Value>) -> u64 {
     count(v).unwrap_or(0)
 }
 
-fn amount(v: Option<&Value>) -> f64 {
+/// A recorded cost in picodollars: a number, or a plain decimal string.
+fn picodollars(v: Option<&Value>) -> u64 {
     let x = match v {
         Some(Value::Number(n)) => n.as_f64(),
-        Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+        Some(Value::String(s)) => {
+            let plain = s.split('.').count() <= 2
+                && s.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+            if plain { s.parse::<f64>().ok() } else { None }
+        }
         _ => None,
     };
-    x.filter(|x| x.is_finite() && *x >= 0.0).unwrap_or(0.0)
+    let units = x.map_or(-1.0, |x| (x * 1e12).round());
+    if units.is_finite() && units >= 0.0 && units <= MAX as f64 {
+        units as u64
+    } else {
+        0
+    }
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -102,18 +226,20 @@ fn lines(bytes: &[u8]) -> Vec<(u64, u64, Option<Value>)> {
 
 struct Acc {
     boundaries: Vec<BoundaryRow>,
-    generations: Vec<Tally>,
-    lifetime: Tally,
-    buckets: BTreeMap<(i64, Option<String>), Tally>,
+    generations: Vec<Sum>,
+    lifetime: Sum,
+    buckets: BTreeMap<(i64, Option<String>), Sum>,
+    context: Option<u64>,
 }
 
 impl Acc {
     fn new() -> Acc {
         Acc {
             boundaries: Vec::new(),
-            generations: vec![Tally::default()],
-            lifetime: Tally::default(),
+            generations: vec![Sum::default()],
+            lifetime: Sum::default(),
             buckets: BTreeMap::new(),
+            context: None,
         }
     }
 
@@ -127,10 +253,11 @@ impl Acc {
     ) {
         self.boundaries
             .push((offset, line, kind.to_owned(), trigger, pre));
-        self.generations.push(Tally::default());
+        self.generations.push(Sum::default());
+        self.context = Some(0);
     }
 
-    fn add(&mut self, generation: usize, bucket: (i64, Option<String>), t: Tally) {
+    fn add(&mut self, generation: usize, bucket: (i64, Option<String>), t: Sum) {
         self.generations[generation].add(&t);
         self.lifetime.add(&t);
         self.buckets.entry(bucket).or_default().add(&t);
@@ -142,6 +269,7 @@ impl Acc {
             generations: self.generations,
             lifetime: self.lifetime,
             buckets: self.buckets,
+            context: self.context,
         }
     }
 }
@@ -159,9 +287,20 @@ struct Msg {
     id: Option<String>,
     requests: Vec<Option<String>>,
     generation: usize,
-    usage: [u64; 4],
+    /// input, output, cache creation, cache read, 1-hour cache creation.
+    usage: [u64; 5],
     sidechain: bool,
     bucket: (i64, Option<String>),
+}
+
+/// Claude Code: the fields as they are; the 1-hour writes cut to the writes.
+fn claude_sum(u: &[u64; 5]) -> Sum {
+    let [input, output, cc, cr, one_hour] = *u;
+    Sum::message(
+        [input, output, cc, cr, 0, one_hour.min(cc)],
+        input + output + cc + cr,
+        0,
+    )
 }
 
 fn claude(bytes: &[u8]) -> Expected {
@@ -172,9 +311,13 @@ fn claude(bytes: &[u8]) -> Expected {
     for (offset, line, v) in lines(bytes) {
         let Some(v) = v else { continue };
         let kind = v.get("type").and_then(Value::as_str);
-        let boundary_line = (kind == Some("system")
-            && v.get("subtype").and_then(Value::as_str) == Some("compact_boundary"))
+        let compact_boundary = kind == Some("system")
+            && v.get("subtype").and_then(Value::as_str) == Some("compact_boundary");
+        let boundary_line = compact_boundary
             || (kind == Some("user") && v.get("isCompactSummary") == Some(&Value::Bool(true)));
+        if compact_boundary {
+            acc.context = Some(0);
+        }
         if boundary_line {
             if let Some(uuid) = text(v.get("uuid"))
                 && !uuids.insert(uuid)
@@ -209,13 +352,21 @@ fn claude(bytes: &[u8]) -> Expected {
         let Some(usage) = message.get("usage").filter(|u| u.is_object()) else {
             continue;
         };
+        let one_hour = usage
+            .get("cache_creation")
+            .filter(|c| c.is_object())
+            .and_then(|c| c.get("ephemeral_1h_input_tokens"));
         let usage = [
             n(usage.get("input_tokens")),
             n(usage.get("output_tokens")),
             n(usage.get("cache_creation_input_tokens")),
             n(usage.get("cache_read_input_tokens")),
+            n(one_hour),
         ];
         let sidechain = v.get("isSidechain") == Some(&Value::Bool(true));
+        if !sidechain {
+            acc.context = Some(usage[0] + usage[2] + usage[3]);
+        }
         let id = text(message.get("id"));
         let request = text(v.get("requestId"));
         let generation = acc.boundaries.len();
@@ -237,7 +388,7 @@ fn claude(bytes: &[u8]) -> Expected {
             if !m.requests.contains(&request) {
                 m.requests.push(request);
             }
-            let total = |u: &[u64; 4]| u.iter().sum::<u64>();
+            let total = |u: &[u64; 5]| u[..4].iter().sum::<u64>();
             let better = if m.sidechain == sidechain {
                 total(&usage) > total(&m.usage)
             } else {
@@ -261,15 +412,27 @@ fn claude(bytes: &[u8]) -> Expected {
         }
     }
     for m in msgs {
-        let u = m.usage;
-        let t = Tally {
-            tokens: [u[0], u[1], u[2], u[3], u.iter().sum()],
-            cost: 0.0,
-            events: 1,
-        };
-        acc.add(m.generation, m.bucket, t);
+        acc.add(m.generation, m.bucket, claude_sum(&m.usage));
     }
     acc.done()
+}
+
+/// Codex: its input includes its cached input (the cache read), its output its reasoning.
+fn codex_sum(delta: [u64; 5]) -> Sum {
+    let [input, cached, output, reasoning, _] = delta;
+    let cache_read = cached.min(input);
+    Sum::message(
+        [
+            input - cache_read,
+            output,
+            0,
+            cache_read,
+            reasoning.min(output),
+            0,
+        ],
+        input + output,
+        0,
+    )
 }
 
 fn codex(bytes: &[u8]) -> Expected {
@@ -305,11 +468,13 @@ fn codex(bytes: &[u8]) -> Expected {
                         }
                     }
                     Some("token_count") => {
-                        let Some(t) = p
-                            .get("info")
-                            .filter(|i| i.is_object())
-                            .and_then(|i| i.get("total_token_usage"))
-                            .filter(|t| t.is_object())
+                        let Some(info) = p.get("info").filter(|i| i.is_object()) else {
+                            continue;
+                        };
+                        if let Some(last) = info.get("last_token_usage").filter(|l| l.is_object()) {
+                            acc.context = Some(n(last.get("input_tokens")));
+                        }
+                        let Some(t) = info.get("total_token_usage").filter(|t| t.is_object())
                         else {
                             continue;
                         };
@@ -332,12 +497,8 @@ fn codex(bytes: &[u8]) -> Expected {
                         }
                         pairable = false;
                         let generation = acc.boundaries.len();
-                        let t = Tally {
-                            tokens: delta,
-                            cost: 0.0,
-                            events: 1,
-                        };
-                        acc.add(generation, (quarter(v.get("timestamp")), model.clone()), t);
+                        let bucket = (quarter(v.get("timestamp")), model.clone());
+                        acc.add(generation, bucket, codex_sum(delta));
                     }
                     _ => {}
                 }
@@ -357,8 +518,8 @@ fn pi(bytes: &[u8]) -> Expected {
 /// with the same id, quarter-hour, model and usage (a copy). Only the buckets and lifetime
 /// mean something across files (generations and boundaries follow one another).
 pub fn pi_files(files: &[&[u8]]) -> Expected {
-    /// (id, quarter-hour, model, tokens, cost bits): what makes an entry a copy of another.
-    type Same = (String, i64, Option<String>, [u64; 5], u64);
+    /// (id, quarter-hour, model, what it counts): what makes an entry a copy of another.
+    type Same = (String, i64, Option<String>, Sum);
     let mut acc = Acc::new();
     let mut copies: HashSet<Same> = HashSet::new();
     for bytes in files {
@@ -392,25 +553,22 @@ pub fn pi_files(files: &[&[u8]]) -> Expected {
                     if id.as_ref().is_some_and(|id| !seen.insert(id.clone())) {
                         continue;
                     }
-                    let cost = amount(
+                    let cost = picodollars(
                         u.get("cost")
                             .filter(|c| c.is_object())
                             .and_then(|c| c.get("total")),
                     );
-                    let t = Tally {
-                        tokens: [
-                            n(u.get("input")),
-                            n(u.get("output")),
-                            n(u.get("cacheRead")),
-                            n(u.get("cacheWrite")),
-                            n(u.get("totalTokens")),
-                        ],
+                    let [input, output, cache_read, cache_write] =
+                        ["input", "output", "cacheRead", "cacheWrite"].map(|k| n(u.get(k)));
+                    let t = Sum::message(
+                        [input, output, cache_write, cache_read, 0, 0],
+                        input + output + cache_read + cache_write,
                         cost,
-                        events: 1,
-                    };
+                    );
+                    acc.context = Some(input + cache_read + cache_write);
                     let bucket = (quarter(v.get("timestamp")), text(m.get("model")));
                     if let Some(id) = id {
-                        let key = (id, bucket.0, bucket.1.clone(), t.tokens, cost.to_bits());
+                        let key = (id, bucket.0, bucket.1.clone(), t);
                         if !copies.insert(key) {
                             continue;
                         }
@@ -430,7 +588,7 @@ pub fn observed(
     summary: &Summary,
     buckets: impl IntoIterator<Item = ((i64, u32), Tally)>,
 ) -> Expected {
-    let mut by_name = BTreeMap::new();
+    let mut by_name: BTreeMap<(i64, Option<String>), Sum> = BTreeMap::new();
     for ((quarter, model), tally) in buckets {
         if tally.is_empty() {
             continue;
@@ -438,8 +596,8 @@ pub fn observed(
         let name = summary.models.get(model as usize).cloned();
         by_name
             .entry((quarter, name))
-            .or_insert_with(Tally::default)
-            .add(&tally);
+            .or_default()
+            .add(&Sum::of(&tally));
     }
     Expected {
         boundaries: summary
@@ -455,8 +613,9 @@ pub fn observed(
                 )
             })
             .collect(),
-        generations: summary.generations.clone(),
-        lifetime: summary.lifetime,
+        generations: summary.generations.iter().map(Sum::of).collect(),
+        lifetime: Sum::of(&summary.lifetime),
         buckets: by_name,
+        context: summary.context,
     }
 }

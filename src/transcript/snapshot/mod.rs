@@ -23,10 +23,9 @@ use super::cache::default_index_dir;
 use super::fold::{BucketKey, Fold, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
-use super::tally::Tally;
-use super::usage::{
-    Grouper, Report, Skipped, UsageOptions, outcome_name, read_and_merge, session_of,
-};
+use super::tally::{TALLY_COUNTS, Tally};
+use super::usage::merge::read_and_merge;
+use super::usage::{Grouper, Skipped, UsageOptions, UsageReport, read_files, session_of};
 use crate::log::{Coverage, CoverageCheck};
 
 mod file;
@@ -38,9 +37,12 @@ const SEVERAL: u32 = u32::MAX;
 /// Quarter-hours in a day.
 const QUARTERS_PER_DAY: i64 = 96;
 
-/// What a usage run did with its snapshot.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a usage run did with its snapshot. In JSON, `{outcome, reason}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum SnapshotOutcome {
+    /// No snapshot was asked for ([`UsageOptions::snapshot`] unset): every index was opened.
+    #[default]
+    Off,
     /// Every file was as the snapshot saw it: the answer came from it alone.
     Current,
     /// Some files grew with keys no other file holds: only their new bytes were read.
@@ -65,6 +67,7 @@ impl SnapshotOutcome {
     /// The `snake_case` name used in JSON.
     pub fn name(&self) -> &'static str {
         match self {
+            SnapshotOutcome::Off => "off",
             SnapshotOutcome::Current => "current",
             SnapshotOutcome::CaughtUp { .. } => "caught_up",
             SnapshotOutcome::Rebuilt { .. } => "rebuilt",
@@ -83,12 +86,25 @@ impl SnapshotOutcome {
     }
 }
 
-/// A tally that may go below zero: what the merge took out of (or put into) a file's bucket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-struct Delta {
-    tokens: [i64; 5],
-    cost: f64,
-    events: i64,
+impl Serialize for SnapshotOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("outcome", self.name())?;
+        map.serialize_entry("reason", &self.reason())?;
+        map.end()
+    }
+}
+
+/// A tally that may go below zero, count by count ([`Tally::counts`]): what the merge took
+/// out of (or put into) a file's bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct Delta([i64; TALLY_COUNTS]);
+
+impl Default for Delta {
+    fn default() -> Delta {
+        Delta([0; TALLY_COUNTS])
+    }
 }
 
 /// A (UTC day, model number) bucket: days since the epoch (`UNKNOWN_QUARTER` for unknown).
@@ -174,16 +190,27 @@ struct Snapshot {
 }
 
 /// A usage report over `files` (found under `roots`), answered from the run-level snapshot
-/// when it can be, by [`usage`](super::usage) otherwise (then the snapshot is written again).
-/// The answer is the same either way.
-pub fn usage_with_snapshot(
+/// when it can be, by reading every index otherwise (then the snapshot is written again). The
+/// answer is the same either way; [`UsageReport::snapshot`] says which it was.
+pub(crate) fn usage_with_snapshot(
     roots: &[PathBuf],
     files: &[PathBuf],
     options: &UsageOptions,
-    progress: &(dyn Fn(usize) + Sync),
-) -> (Report, SnapshotOutcome) {
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
+    let (mut report, outcome) = answer_with_snapshot(roots, files, options, progress);
+    report.snapshot = outcome;
+    report
+}
+
+fn answer_with_snapshot(
+    roots: &[PathBuf],
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> (UsageReport, SnapshotOutcome) {
     let Some(dir) = options.open.index_dir.clone().or_else(default_index_dir) else {
-        let report = super::usage::usage(files, options, progress);
+        let report = read_files(files, options, progress);
         let reason = "no cache directory".to_owned();
         return (report, SnapshotOutcome::Unavailable { reason });
     };
@@ -362,42 +389,36 @@ fn correction(
             if a == b {
                 return None;
             }
-            let mut tokens = [0i64; 5];
-            for (slot, (x, y)) in tokens.iter_mut().zip(a.tokens.iter().zip(b.tokens)) {
-                *slot = signed(*x).saturating_sub(signed(y));
+            let mut delta = Delta::default();
+            for (d, (x, y)) in delta
+                .0
+                .iter_mut()
+                .zip(a.counts().into_iter().zip(b.counts()))
+            {
+                *d = signed(x).saturating_sub(signed(y));
             }
-            let delta = Delta {
-                tokens,
-                cost: a.cost - b.cost,
-                events: signed(a.events).saturating_sub(signed(b.events)),
-            };
             Some((*key, delta))
         })
         .collect()
 }
 
-/// `own + delta`, floored at zero.
-fn corrected(own: &Tally, delta: &Delta) -> Tally {
-    let add = |a: u64, d: i64| {
-        let sum = i128::from(a) + i128::from(d);
-        u64::try_from(sum.max(0)).unwrap_or(u64::MAX)
-    };
-    let mut out = *own;
-    for (slot, d) in out.tokens.iter_mut().zip(delta.tokens) {
-        *slot = add(*slot, d);
+/// `own + delta`, each count floored at zero (`None` if that does not hold together).
+fn corrected(own: &Tally, delta: &Delta) -> Option<Tally> {
+    let mut counts = own.counts();
+    for (c, d) in counts.iter_mut().zip(delta.0) {
+        let sum = i128::from(*c) + i128::from(d);
+        *c = u64::try_from(sum.max(0)).unwrap_or(u64::MAX);
     }
-    out.cost += delta.cost;
-    out.events = add(out.events, delta.events);
-    out
+    Tally::from_counts(counts)
 }
 
 /// The full path: every file read and merged, and the snapshot of that answer.
 fn full(
     files: &[PathBuf],
     options: &UsageOptions,
-    progress: &(dyn Fn(usize) + Sync),
+    progress: &(dyn Fn(usize, usize) + Sync),
     request: Vec<u8>,
-) -> (Report, Snapshot) {
+) -> (UsageReport, Snapshot) {
     // Every file is read with its merge keys (ids) already.
     let merged = read_and_merge(files, options, progress, true);
     let mut models = Models::default();
@@ -467,7 +488,7 @@ fn full(
 }
 
 /// Fills the report's rows, file counts and duplicates from the snapshot.
-fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut Report) {
+fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut UsageReport) {
     let mut rows = Grouper::new(options);
     let zero = Tally::default();
     report.files.clear();
@@ -478,8 +499,10 @@ fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut Report) {
         let mut buckets: BTreeMap<DayKey, Tally> = f.own.iter().copied().collect();
         for (key, delta) in &f.correction {
             let own = buckets.get(key).unwrap_or(&zero);
-            let value = corrected(own, delta);
-            buckets.insert(*key, value);
+            // A correction that does not hold together is left out (a forged snapshot).
+            if let Some(value) = corrected(own, delta) {
+                buckets.insert(*key, value);
+            }
         }
         for ((day, model), tally) in &buckets {
             let model_name = || {
@@ -489,13 +512,7 @@ fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut Report) {
                     .cloned()
                     .unwrap_or_else(|| "unknown".to_owned())
             };
-            rows.add(
-                (&session, &project),
-                f.format,
-                quarter_of(*day),
-                model_name,
-                tally,
-            );
+            rows.add((&session, &project), quarter_of(*day), model_name, tally);
         }
     }
     report.cross_file_duplicates = snapshot.duplicates;
@@ -572,7 +589,7 @@ fn warm(
     mut snapshot: Snapshot,
     files: &[PathBuf],
     options: &UsageOptions,
-) -> Result<(Report, SnapshotOutcome, Option<Snapshot>), String> {
+) -> Result<(UsageReport, SnapshotOutcome, Option<Snapshot>), String> {
     // The same files: those read and those that could not be, in path order.
     if files.len() != snapshot.files.len() + snapshot.skipped.len() {
         return Err("files were added or removed".to_owned());
@@ -598,7 +615,7 @@ fn warm(
             changed = true;
         }
     }
-    let mut report = Report::default();
+    let mut report = UsageReport::default();
     for path in &snapshot.skipped {
         let path = PathBuf::from(std::ffi::OsString::from_vec(path.clone()));
         match open(&path, &options.open) {
@@ -642,7 +659,10 @@ fn warm(
         };
         let path = PathBuf::from(std::ffi::OsString::from_vec(entry.path.clone()));
         let t = open(&path, &open_options).map_err(|e| format!("{}: {e}", path.display()))?;
-        *report.outcomes.entry(outcome_name(&t.outcome)).or_default() += 1;
+        *report
+            .index_outcomes
+            .entry(t.outcome.code().to_owned())
+            .or_default() += 1;
         let fresh = new_bytes(&path, &entry.coverage, &t)?;
         if t.format != entry.format {
             return Err(format!("{} reads as another format now", path.display()));

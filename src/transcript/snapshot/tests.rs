@@ -1,5 +1,16 @@
 use super::file::{decode, encode};
 use super::*;
+use crate::transcript::tokens::Usage;
+
+/// One message of `input` and `output` tokens, with a recorded cost.
+fn tally(input: u64, output: u64) -> Tally {
+    let usage = Usage {
+        input,
+        output,
+        ..Usage::default()
+    };
+    Tally::message(usage, crate::transcript::tally::Money::from_picodollars(7))
+}
 
 fn sample() -> Snapshot {
     Snapshot {
@@ -9,21 +20,10 @@ fn sample() -> Snapshot {
             format: Format::ClaudeCode,
             coverage: Coverage::empty(),
             stat: None,
-            own: vec![(
-                (20_000, 0),
-                Tally {
-                    tokens: [1, 2, 3, 4, 10],
-                    cost: 0.0,
-                    events: 1,
-                },
-            )],
+            own: vec![((20_000, 0), tally(1, 2))],
             correction: vec![(
                 (20_000, 0),
-                Delta {
-                    tokens: [-1, -2, -3, -4, -10],
-                    cost: 0.0,
-                    events: -1,
-                },
+                Delta(tally(1, 2).counts().map(|c| -c.cast_signed())),
             )],
         }],
         skipped: vec![b"/b.jsonl".to_vec()],
@@ -67,18 +67,18 @@ fn a_snapshot_that_does_not_hold_together_is_refused() {
 #[test]
 fn a_correction_puts_back_what_the_merge_made() {
     let mut models = Models::default();
-    let t = |n: u64| Tally {
-        tokens: [n, 0, 0, 0, n],
-        cost: 0.0,
-        events: 1,
-    };
+    let t = |n: u64| tally(n, 0);
     let own: BTreeMap<DayKey, Tally> = [((1, 0), t(5)), ((2, 0), t(3))].into();
     let after: BTreeMap<DayKey, Tally> = [((1, 0), t(9)), ((3, 0), t(4))].into();
     let delta = correction(&own, &after);
     for (key, want) in [((1, 0), t(9)), ((2, 0), Tally::default()), ((3, 0), t(4))] {
         let d = delta.iter().find(|(k, _)| *k == key).map(|(_, d)| *d);
         let base = own.get(&key).copied().unwrap_or_default();
-        assert_eq!(corrected(&base, &d.unwrap_or_default()), want, "{key:?}");
+        assert_eq!(
+            corrected(&base, &d.unwrap_or_default()),
+            Some(want),
+            "{key:?}"
+        );
     }
     assert_eq!(models.number("x"), 0);
     assert_eq!(models.number("y"), 1);

@@ -15,10 +15,10 @@ use crate::transcript::format::Format;
 use crate::transcript::tally::Tally;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 3;
 
 /// Bumped whenever a reader could give a different answer for the same bytes.
-pub(crate) const PARSER_VERSION: u32 = 1;
+pub(crate) const PARSER_VERSION: u32 = 2;
 
 /// Dedup keys: a Claude Code `message.id` → its messages (`Vec<Message>`); a pi entry id →
 /// its [`Entry`](crate::transcript::fold::Entry).
@@ -62,11 +62,15 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_damage_is_detected() {
-        let tally = Tally {
-            tokens: [1, 2, 3, 4, 10],
-            cost: 0.25,
-            events: 3,
+        let usage = crate::transcript::tokens::Usage {
+            input: 1,
+            output: 2,
+            cache_creation: 3,
+            cache_read: 4,
+            reasoning: 1,
+            cache_creation_1h: 2,
         };
+        let tally = Tally::message(usage, crate::transcript::tally::Money::from_picodollars(25));
         assert_eq!(decode::<Tally>(&encode_tally(&tally)), Some(tally));
         crate::index::derived::record::assert_round_trips(&tally);
     }

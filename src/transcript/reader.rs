@@ -1,0 +1,294 @@
+//! What a format's reader is: the one place that knows a format's lines. The fold, format
+//! detection, the default places to look, the answers' native field names and the export's
+//! per-line columns all go through [`Reader`], so a new format is a reader file (and a
+//! [`Format`] variant and its [`BoundaryKind`]s) plus its tests.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
+use super::format::{Format, Probe};
+use super::json::parse_line;
+use super::tally::Tally;
+use super::{claude, codex, pi};
+
+/// What a figure in a format's own terms is, in terms of a [`Tally`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Input not read from the cache.
+    Input,
+    /// Input including what was read from the cache (Codex's `input_tokens`).
+    InputWithCacheRead,
+    /// Output, reasoning included.
+    Output,
+    /// The reasoning part of output.
+    Reasoning,
+    /// Input written to the cache.
+    CacheCreation,
+    /// Input read from the cache.
+    CacheRead,
+    /// The format's own total.
+    Total,
+    /// The recorded cost, in dollars.
+    Cost,
+    /// Messages or usage events.
+    Messages,
+}
+
+/// How many [`Slot`]s there are.
+pub(crate) const SLOTS: usize = 9;
+
+/// A figure of a tally in a format's own terms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NativeValue {
+    /// A count.
+    Count(u64),
+    /// An amount in dollars.
+    Dollars(f64),
+}
+
+impl serde::Serialize for NativeValue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            NativeValue::Count(n) => serializer.serialize_u64(*n),
+            NativeValue::Dollars(x) => serializer.serialize_f64(*x),
+        }
+    }
+}
+
+impl Slot {
+    /// This figure of a tally.
+    pub(crate) fn of(self, t: &Tally) -> NativeValue {
+        let u = &t.usage;
+        NativeValue::Count(match self {
+            Slot::Input => u.input,
+            Slot::InputWithCacheRead => u.input.saturating_add(u.cache_read),
+            Slot::Output => u.output,
+            Slot::Reasoning => u.reasoning,
+            Slot::CacheCreation => u.cache_creation,
+            Slot::CacheRead => u.cache_read,
+            Slot::Total => u.total(),
+            Slot::Messages => t.messages,
+            Slot::Cost => return NativeValue::Dollars(t.cost.dollars()),
+        })
+    }
+}
+
+/// A line's own figures by [`Slot`] (not deduplicated, not normalised: what the line says).
+pub(crate) type SlotValues = [Option<u64>; SLOTS];
+
+/// What one line says of itself, for the export (one event row per line).
+#[derive(Default)]
+pub(crate) struct LineFacts<'a> {
+    /// Its top-level `type`.
+    pub(crate) kind: Option<Cow<'a, str>>,
+    /// Its `timestamp`.
+    pub(crate) timestamp: Option<Cow<'a, str>>,
+    /// The message key it carries (Claude Code `message.id`, pi entry `id`).
+    pub(crate) message_id: Option<Cow<'a, str>>,
+    /// Claude Code's `requestId`.
+    pub(crate) request_id: Option<Cow<'a, str>>,
+    /// The working directory it names.
+    pub(crate) cwd: Option<Cow<'a, str>>,
+    /// Its own usage figures, in its format's terms.
+    pub(crate) figures: SlotValues,
+    /// Its recorded cost, in dollars.
+    pub(crate) cost: Option<f64>,
+}
+
+impl LineFacts<'_> {
+    /// Puts a figure under its slot.
+    pub(crate) fn set(&mut self, slot: Slot, value: Option<u64>) {
+        if let Some(v) = self.figures.get_mut(slot as usize) {
+            *v = value;
+        }
+    }
+}
+
+/// The environment the default places are found from.
+pub(crate) struct Env {
+    /// `$HOME`.
+    pub(crate) home: Option<PathBuf>,
+    /// A variable, if set and not empty.
+    pub(crate) var: fn(&str) -> Option<std::ffi::OsString>,
+}
+
+/// A line being folded: where it is, the fold, and what the index remembers.
+pub(crate) struct Step<'s> {
+    pub(crate) fold: &'s mut Fold,
+    pub(crate) at: At,
+    pub(crate) recall: &'s mut dyn Recall,
+}
+
+/// A format's rules: what it is called, how its lines look, and how they count. Each reader
+/// file implements this; the fold and everything else call it through [`Reader`].
+pub(crate) trait Rules: Sync + 'static {
+    /// The format.
+    const FORMAT: Format;
+    /// The boundary kinds its lines mark.
+    const BOUNDARY_KINDS: &'static [BoundaryKind];
+    /// The format's own names for a tally's figures, in its order.
+    const NATIVE: &'static [(&'static str, Slot)];
+
+    /// The fields of a line the rules read (every one tolerant: see `json`).
+    type Line<'a>: Deserialize<'a>;
+
+    /// Whether a line, by the fields that tell the formats apart, shows this format.
+    fn shows(probe: &Probe<'_>) -> bool;
+
+    /// Whether a line can carry usage or a boundary (a quick byte search): the other lines
+    /// are never parsed.
+    fn may_matter(bytes: &[u8]) -> bool;
+
+    /// The directories where the agent keeps its transcripts.
+    fn roots(env: &Env) -> Vec<PathBuf>;
+
+    /// The session and project of a transcript, from its path ([`session_in_project`] unless
+    /// the format says otherwise).
+    fn session(path: &Path) -> (String, String) {
+        session_in_project(path)
+    }
+
+    /// Folds a parsed line.
+    fn fold(step: &mut Step<'_>, line: &Self::Line<'_>) -> Result<(), RecallError>;
+
+    /// What a parsed line says of itself.
+    fn facts(line: Self::Line<'_>) -> LineFacts<'_>;
+}
+
+/// The session and project of a transcript by the layout most agents use: the file's stem in
+/// its directory, and a Claude Code-style `<session>/subagents/agent-*.jsonl` file as part of
+/// `<session>`.
+pub(crate) fn session_in_project(path: &Path) -> (String, String) {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let parent = path.parent();
+    if parent
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "subagents")
+    {
+        let session_dir = parent.and_then(Path::parent);
+        return (name(session_dir), name(session_dir.and_then(Path::parent)));
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    (stem, name(parent))
+}
+
+/// A format's reader, as the fold, detection, discovery, the answers and the export call it.
+pub(crate) trait Reader: Sync {
+    /// The format it reads.
+    fn format(&self) -> Format;
+    /// [`Rules::shows`].
+    fn detect(&self, probe: &Probe<'_>) -> bool;
+    /// [`Rules::BOUNDARY_KINDS`].
+    fn boundary_kinds(&self) -> &'static [BoundaryKind];
+    /// [`Rules::NATIVE`].
+    fn native_fields(&self) -> &'static [(&'static str, Slot)];
+    /// [`Rules::roots`].
+    fn roots(&self, env: &Env) -> Vec<PathBuf>;
+    /// [`Rules::session`].
+    fn session(&self, path: &Path) -> (String, String);
+    /// Folds one complete line (without its `\n`) at the step's place.
+    fn fold_line(&self, step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError>;
+    /// What a line says of itself.
+    fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a>;
+}
+
+impl<R: Rules> Reader for R {
+    fn format(&self) -> Format {
+        R::FORMAT
+    }
+
+    fn detect(&self, probe: &Probe<'_>) -> bool {
+        R::shows(probe)
+    }
+
+    fn boundary_kinds(&self) -> &'static [BoundaryKind] {
+        R::BOUNDARY_KINDS
+    }
+
+    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
+        R::NATIVE
+    }
+
+    fn roots(&self, env: &Env) -> Vec<PathBuf> {
+        R::roots(env)
+    }
+
+    fn session(&self, path: &Path) -> (String, String) {
+        R::session(path)
+    }
+
+    fn fold_line(&self, mut step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError> {
+        match step.fold.parse::<R::Line<'_>>(bytes, R::may_matter) {
+            Some(line) => R::fold(&mut step, &line),
+            None => Ok(()),
+        }
+    }
+
+    fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
+        parse_line::<R::Line<'a>>(bytes).map_or_else(LineFacts::default, R::facts)
+    }
+}
+
+/// Every reader, in the order detection tries them.
+const READERS: [&dyn Reader; 3] = [&codex::Codex, &claude::ClaudeCode, &pi::Pi];
+
+/// Every reader.
+pub(crate) fn readers() -> &'static [&'static dyn Reader] {
+    &READERS
+}
+
+/// The reader of a format.
+pub(crate) fn reader(format: Format) -> &'static dyn Reader {
+    match format {
+        Format::ClaudeCode => &claude::ClaudeCode,
+        Format::Codex => &codex::Codex,
+        Format::Pi => &pi::Pi,
+    }
+}
+
+/// A tally in a format's own names, in its order.
+pub fn native(format: Format, tally: &Tally) -> Vec<(&'static str, NativeValue)> {
+    reader(format)
+        .native_fields()
+        .iter()
+        .map(|(name, slot)| (*name, slot.of(tally)))
+        .collect()
+}
+
+/// A tally's figures by slot, as its format names them (`None` where it names none).
+pub(crate) fn native_slots(format: Format, tally: &Tally) -> SlotValues {
+    let mut out = SlotValues::default();
+    for (_, slot) in reader(format).native_fields() {
+        if let (Some(v), NativeValue::Count(n)) = (out.get_mut(*slot as usize), slot.of(tally)) {
+            *v = Some(n);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_holds_each_format_once_and_each_boundary_kind_once() {
+        let mut kinds = Vec::new();
+        for f in Format::ALL {
+            assert_eq!(reader(f).format(), f);
+            assert_eq!(readers().iter().filter(|r| r.format() == f).count(), 1);
+            kinds.extend_from_slice(reader(f).boundary_kinds());
+        }
+        let n = kinds.len();
+        kinds.sort_by_key(|k| k.name());
+        kinds.dedup();
+        assert_eq!(kinds.len(), n, "a boundary kind claimed by two readers");
+    }
+}

@@ -1,0 +1,212 @@
+//! What a Claude Code status line shows: from the JSON Claude Code passes to a `statusLine`
+//! command ([`StatusInput`]), the model, the context and its share of the window, the tokens
+//! since the latest compaction, the session's and the day's totals ([`StatusLine`]). The
+//! decisions: docs/TRANSCRIPTS.md, "The status line".
+
+mod input;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use input::{
+    MAX_STATUS_INPUT, StatusInput, StatusInputError, context_window, parse_status_input,
+};
+
+use super::error::TranscriptError;
+use super::format::Format;
+use super::report::UsageFigures;
+use super::store::{OpenOptions, Transcript, open};
+
+/// New transcript bytes up to this many are folded in memory instead of written to the index.
+const MEMORY_TAIL: u64 = 1 << 20;
+/// Seconds in a day, and in a quarter-hour (the buckets' unit).
+const DAY: i64 = 86_400;
+const QUARTER: i64 = 900;
+
+/// How the status line reads.
+#[derive(Clone, Debug, Default)]
+pub struct StatusOptions {
+    /// Where index files go (default: the cache directory).
+    pub index_dir: Option<PathBuf>,
+    /// The time "today" is the UTC day of (default: now).
+    pub now: Option<jiff::Timestamp>,
+}
+
+/// The figures of a status line: `agentlog statusline --json` prints them as they serialize,
+/// and [`StatusLine::line`] is the line itself.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatusLine {
+    /// `context_tokens` as a percentage of `context_window`.
+    pub context_percent: Option<f64>,
+    /// The context: the prompt of the session's latest main-chain request, 0 after a later
+    /// compaction; `None` before any.
+    pub context_tokens: Option<u64>,
+    /// The model's context window ([`context_window`]).
+    pub context_window: u64,
+    /// The model's display name, else its id, else `?`.
+    pub model: String,
+    /// The session id Claude Code passed.
+    pub session_id: Option<String>,
+    /// The session transcript's total tokens (its subagents not added).
+    pub session_total_tokens: u64,
+    /// The session's usage since its latest compaction.
+    pub since_compaction: UsageFigures,
+    /// The time zone of `today` (`UTC`).
+    pub timezone: &'static str,
+    /// Total tokens today in the session's project: its transcript and the other transcripts
+    /// beside it written today.
+    pub today_total_tokens: u64,
+    /// How many transcripts `today_total_tokens` was read from.
+    pub today_transcripts: u64,
+    /// The session's transcript.
+    #[serde(serialize_with = "display")]
+    pub transcript_path: PathBuf,
+}
+
+fn display<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&path.display())
+}
+
+impl StatusLine {
+    /// The line: `Opus | ctx 77.3k (39%) | since compact 3.0M | session 15.2M | today 21.4M`.
+    pub fn line(&self) -> String {
+        let context = match (self.context_tokens, self.context_percent) {
+            (Some(c), Some(p)) => format!("{} ({p:.0}%)", short(c)),
+            _ => "-".to_owned(),
+        };
+        format!(
+            "{} | ctx {context} | since compact {} | session {} | today {}",
+            self.model,
+            short(self.since_compaction.tally.usage.total()),
+            short(self.session_total_tokens),
+            short(self.today_total_tokens)
+        )
+    }
+}
+
+/// The status line of the session `input` names: its transcript read through its index (a
+/// tail up to 1 MiB folded in memory, so a status line seldom writes), and today's usage of
+/// its project's transcripts written today. A transcript that does not exist yet, or holds no
+/// complete line, counts nothing; any other failure to read it is an error.
+pub fn statusline(
+    input: &StatusInput,
+    options: &StatusOptions,
+) -> Result<StatusLine, TranscriptError> {
+    let now = options.now.unwrap_or_else(jiff::Timestamp::now).as_second();
+    let day_start = now.div_euclid(DAY) * DAY;
+    let from = day_start / QUARTER;
+    let open_options = OpenOptions {
+        index_dir: options.index_dir.clone(),
+        // Claude Code's own transcripts: read as such even before a line shows the format.
+        format: Some(Format::ClaudeCode),
+        max_memory_tail: MEMORY_TAIL,
+        buckets_from: Some(from),
+        ..OpenOptions::default()
+    };
+    let path = &input.transcript_path;
+    let main = match open(path, &open_options) {
+        Ok(t) => Some(t),
+        // A session that has not written its transcript yet: nothing counted so far.
+        Err(TranscriptError::NotFound { .. } | TranscriptError::Empty { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let today_of = |t: &Transcript| -> u64 {
+        t.buckets()
+            .unwrap_or_default()
+            .iter()
+            .filter(|((q, _), _)| *q >= from)
+            .fold(0u64, |sum, (_, tally)| {
+                sum.saturating_add(tally.usage.total())
+            })
+    };
+    let mut today = main.as_ref().map_or(0, today_of);
+    let mut today_transcripts = u64::from(main.is_some());
+    for other in written_since(path, day_start) {
+        if let Ok(t) = open(&other, &open_options) {
+            today = today.saturating_add(today_of(&t));
+            today_transcripts += 1;
+        }
+    }
+    let window = context_window(input.model_id.as_deref(), input.model_name.as_deref());
+    let context = main.as_ref().and_then(|t| t.summary.context);
+    Ok(StatusLine {
+        context_percent: context.map(|c| percent(c, window)),
+        context_tokens: context,
+        context_window: window,
+        model: input
+            .model_name
+            .clone()
+            .or_else(|| input.model_id.clone())
+            .unwrap_or_else(|| "?".to_owned()),
+        session_id: input.session_id.clone(),
+        session_total_tokens: main.as_ref().map_or(0, |t| t.lifetime().usage.total()),
+        since_compaction: UsageFigures::new(
+            Format::ClaudeCode,
+            main.as_ref()
+                .map(Transcript::since_compaction)
+                .unwrap_or_default(),
+        ),
+        timezone: "UTC",
+        today_total_tokens: today,
+        today_transcripts,
+        transcript_path: path.clone(),
+    })
+}
+
+/// The other `*.jsonl` files beside `path` (its project's sessions) written since `start`
+/// (seconds since the epoch): a file last written before then holds no usage since.
+fn written_since(path: &Path, start: i64) -> Vec<PathBuf> {
+    let Some(dir) = path.parent() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let p = e.path();
+            p.extension().is_some_and(|x| x == "jsonl")
+                && p.file_name() != path.file_name()
+                && e.metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .is_some_and(|t| {
+                        jiff::Timestamp::try_from(t).is_ok_and(|t| t.as_second() >= start)
+                    })
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+// Token counts are far below 2^52: the conversion is exact.
+#[allow(clippy::cast_precision_loss)]
+fn percent(tokens: u64, window: u64) -> f64 {
+    tokens as f64 * 100.0 / window.max(1) as f64
+}
+
+/// 950, 12.3k, 1.2M.
+#[allow(clippy::cast_precision_loss)]
+fn short(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_numbers_read_as_people_write_them() {
+        assert_eq!(short(950), "950");
+        assert_eq!(short(12_345), "12.3k");
+        assert_eq!(short(1_250_000), "1.2M");
+        assert!((percent(50_000, 200_000) - 25.0).abs() < 1e-12);
+    }
+}

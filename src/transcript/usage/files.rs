@@ -1,0 +1,98 @@
+//! Which files a usage report reads: the places the agents keep their transcripts, every
+//! `*.jsonl` file under the paths given, and the session and project a file belongs to.
+
+use std::path::{Path, PathBuf};
+
+use super::Skipped;
+use crate::transcript::error::TranscriptError;
+use crate::transcript::format::Format;
+use crate::transcript::reader::{Env, reader, readers};
+
+/// An environment variable, if set and not empty.
+fn var(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// The places the agents keep their transcripts, those that exist, each once: for Claude
+/// Code `<dir>/projects` for each directory of the comma-separated `$CLAUDE_CONFIG_DIR`,
+/// `~/.claude/projects` and `~/.config/claude/projects`; for Codex
+/// `${CODEX_HOME:-~/.codex}/sessions`; for pi `~/.pi/agent/sessions`.
+pub fn default_roots() -> Vec<PathBuf> {
+    let env = Env {
+        home: var("HOME").map(PathBuf::from),
+        var,
+    };
+    let mut seen = Vec::new();
+    let mut roots: Vec<PathBuf> = readers().iter().flat_map(|r| r.roots(&env)).collect();
+    roots.retain(|r| {
+        let canonical = std::fs::canonicalize(r).ok();
+        let keep = canonical
+            .as_ref()
+            .is_some_and(|c| c.is_dir() && !seen.contains(c));
+        if let (true, Some(c)) = (keep, canonical) {
+            seen.push(c);
+        }
+        keep
+    });
+    roots
+}
+
+/// Every `*.jsonl` file under `paths` (a file is taken as it is), canonical, sorted, each
+/// once; symbolic links to directories are not followed. Directories that cannot be listed
+/// are reported.
+pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    for path in paths {
+        match std::fs::metadata(path) {
+            // Walked from its canonical path, a directory's files are canonical already
+            // (symbolic links apart): no path is resolved once per file.
+            Ok(m) if m.is_dir() => walk(&canonical(path), &mut files, &mut skipped),
+            Ok(_) => files.push(canonical(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => skipped.push(Skipped {
+                path: path.clone(),
+                error: TranscriptError::NotFound { path: path.clone() },
+            }),
+            Err(e) => skipped.push(Skipped {
+                path: path.clone(),
+                error: TranscriptError::io("read", path, e),
+            }),
+        }
+    }
+    files.sort();
+    files.dedup();
+    (files, skipped)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            skipped.push(Skipped {
+                path: dir.to_path_buf(),
+                error: TranscriptError::io("list", dir, e),
+            });
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => walk(&path, files, skipped),
+            Ok(t) if t.is_file() && jsonl => files.push(path),
+            Ok(t) if t.is_symlink() && jsonl && path.is_file() => {
+                files.push(std::fs::canonicalize(&path).unwrap_or(path));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The session and project a transcript belongs to, from its path: Claude Code's
+/// `<project>/<session>.jsonl` and `<project>/<session>/subagents/agent-*.jsonl`, pi's
+/// `<project>/<file>.jsonl`; a Codex rollout is its own session, in project `codex`.
+pub fn session_of(path: &Path, format: Format) -> (String, String) {
+    reader(format).session(path)
+}

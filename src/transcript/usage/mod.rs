@@ -1,0 +1,248 @@
+//! Usage reports over many transcripts: every file read through its own index, a message
+//! present in several files counted once, the tallies grouped by day, session, project or
+//! model. The rules: docs/TRANSCRIPTS.md, "Usage over many transcripts".
+
+mod files;
+mod group;
+pub(crate) mod merge;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use jiff::civil::Date;
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+pub use files::{default_roots, discover, session_of};
+pub(crate) use group::Grouper;
+pub use group::day_of;
+use merge::read_and_merge;
+
+use super::error::TranscriptError;
+use super::snapshot::{SnapshotOutcome, usage_with_snapshot};
+use super::store::OpenOptions;
+use super::tally::Tally;
+
+/// How a usage report groups its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GroupBy {
+    /// By UTC day (`YYYY-MM-DD`; `unknown` for usage without a readable timestamp).
+    #[default]
+    Day,
+    /// By session: a transcript and its subagent transcripts.
+    Session,
+    /// By project: the directory the session files sit in.
+    Project,
+    /// By model name (`unknown` for usage without one).
+    Model,
+}
+
+impl GroupBy {
+    /// The name used on the command line and in JSON (`day`, `session`, `project`, `model`):
+    /// a row's key is under this name.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBy::Day => "day",
+            GroupBy::Session => "session",
+            GroupBy::Project => "project",
+            GroupBy::Model => "model",
+        }
+    }
+}
+
+impl Serialize for GroupBy {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// What a usage report reads and how it groups it.
+#[derive(Clone, Debug)]
+pub struct UsageOptions {
+    /// How each transcript is opened (index directory, format); `load_dedup` is set for it.
+    pub open: OpenOptions,
+    /// How rows are grouped.
+    pub by: GroupBy,
+    /// Only usage on or after this UTC day.
+    pub since: Option<Date>,
+    /// Only usage on or before this UTC day.
+    pub until: Option<Date>,
+    /// How many files are read at once (0: one per core).
+    pub threads: usize,
+    /// Answer from (and keep) the run-level snapshot in the index directory (default); without
+    /// it every file's index is opened.
+    pub snapshot: bool,
+}
+
+impl Default for UsageOptions {
+    fn default() -> UsageOptions {
+        UsageOptions {
+            open: OpenOptions::default(),
+            by: GroupBy::Day,
+            since: None,
+            until: None,
+            threads: 0,
+            snapshot: true,
+        }
+    }
+}
+
+/// One row of a usage report: a group and what it adds up to. In JSON the key is under the
+/// name of the grouping (`day`, `session`, `project`, `model`), with the tally's fields beside
+/// it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageRow {
+    /// How the report groups.
+    pub by: GroupBy,
+    /// The group: a day, a session id, a project, or a model name.
+    pub key: String,
+    /// The project of a session row.
+    pub project: Option<String>,
+    /// What the group adds up to.
+    pub tally: Tally,
+}
+
+impl Serialize for UsageRow {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// The row's key under the grouping's name.
+        struct Key<'a>(&'a UsageRow);
+        impl Serialize for Key<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry(self.0.by.name(), &self.0.key)?;
+                map.end()
+            }
+        }
+        #[derive(Serialize)]
+        struct Row<'a> {
+            #[serde(flatten)]
+            key: Key<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            project: Option<&'a str>,
+            #[serde(flatten)]
+            tally: &'a Tally,
+        }
+        Row {
+            key: Key(self),
+            project: self.project.as_deref(),
+            tally: &self.tally,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// A transcript that could not be read, and why: it is left out of the totals. In JSON,
+/// `{path, error}` with the error's message.
+#[derive(Debug)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub error: TranscriptError,
+}
+
+impl Serialize for Skipped {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("path", &self.path.display().to_string())?;
+        map.serialize_entry("error", &self.error.to_string())?;
+        map.end()
+    }
+}
+
+/// A usage report: `agentlog usage --json` prints it as it serializes.
+#[derive(Debug, Default, Serialize)]
+pub struct UsageReport {
+    /// How the rows are grouped.
+    pub by: GroupBy,
+    /// Messages found in more than one file and counted once.
+    pub cross_file_duplicates: u64,
+    /// Transcripts read, by format.
+    pub files: BTreeMap<&'static str, u64>,
+    /// What opening each index did, by outcome name (`fresh`, `caught_up`, `created`, ...):
+    /// only the indexes this report opened (none when the snapshot answered alone).
+    pub index_outcomes: BTreeMap<String, u64>,
+    /// The rows, sorted by key (session rows by project, then session).
+    pub rows: Vec<UsageRow>,
+    /// The first day counted, if limited.
+    #[serde(serialize_with = "day")]
+    pub since: Option<Date>,
+    /// Transcripts and directories that could not be read.
+    pub skipped: Vec<Skipped>,
+    /// What the run-level snapshot did.
+    pub snapshot: SnapshotOutcome,
+    /// The time zone days are cut in (`UTC`).
+    pub timezone: &'static str,
+    /// The sum of the rows.
+    pub totals: Tally,
+    /// The last day counted, if limited.
+    #[serde(serialize_with = "day")]
+    pub until: Option<Date>,
+}
+
+// The signature serde's `serialize_with` asks for.
+#[allow(clippy::ref_option, clippy::trivially_copy_pass_by_ref)]
+fn day<S: Serializer>(day: &Option<Date>, serializer: S) -> Result<S::Ok, S::Error> {
+    match day {
+        Some(d) => serializer.collect_str(d),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// The usage report of the transcripts under `paths` (the places the agents keep theirs when
+/// `paths` is empty: [`default_roots`]): every `*.jsonl` file found ([`discover`]) read
+/// through its index, each message counted once across files, grouped and limited as
+/// `options` say, answered from the run-level snapshot when `options.snapshot` is set.
+/// `progress(done, total)` is called as files are read (not when the snapshot answers). A file
+/// or directory that cannot be read is listed in [`UsageReport::skipped`] and left out.
+pub fn usage(
+    paths: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
+    let roots = if paths.is_empty() {
+        default_roots()
+    } else {
+        paths.to_vec()
+    };
+    let (files, mut skipped) = discover(&roots);
+    let mut report = if options.snapshot {
+        usage_with_snapshot(&roots, &files, options, progress)
+    } else {
+        read_files(&files, options, progress)
+    };
+    skipped.append(&mut report.skipped);
+    report.skipped = skipped;
+    report.by = options.by;
+    report.since = options.since;
+    report.until = options.until;
+    report.timezone = "UTC";
+    report
+}
+
+/// Reads `files` (canonical, sorted) and adds up their usage, each message counted once across
+/// files (in path order: a message's first file owns it).
+pub(crate) fn read_files(
+    files: &[PathBuf],
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
+    let mut merged = read_and_merge(files, options, progress, false);
+    let mut rows = Grouper::new(options);
+    for (t, file_buckets) in merged.read.iter().zip(&merged.buckets) {
+        let (session, project) = session_of(&t.path, t.format);
+        for (&(quarter, model), tally) in file_buckets {
+            let model_name = || {
+                t.summary
+                    .models
+                    .get(model as usize)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_owned())
+            };
+            rows.add((&session, &project), quarter, model_name, tally);
+        }
+    }
+    rows.finish(&mut merged.report);
+    merged.report.snapshot = SnapshotOutcome::Off;
+    merged.report
+}
