@@ -253,6 +253,62 @@ fn errors_are_typed_json_with_a_non_zero_exit() {
     assert_eq!(json(&out)["error"], "no_store");
 }
 
+/// dsh's legacy worked example as stored lines (pre-identity messages, a legacy turn/start), its
+/// prune at seq 6 replacing `start`.
+fn legacy_log(start: u64) -> String {
+    let lines = [
+        json!({"type": "session", "version": 0, "id": "old", "createdAt": 1}),
+        json!({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1, "trigger": {"kind": "user"}}}),
+        json!({"type": "user/message", "seq": 1, "time": 2, "surfaceOp": "append", "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}}),
+        json!({"type": "step/start", "seq": 2, "time": 3, "data": {"turn": 1, "step": 1}}),
+        json!({"type": "assistant/message", "seq": 3, "time": 4, "surfaceOp": "append", "data": {"turn": 1, "step": 1, "content": [{"type": "text", "text": "reading"}], "provenance": {"provider": "p", "model": "m"}}}),
+        json!({"type": "tool/call", "seq": 4, "time": 5, "data": {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": "{}"}}),
+        json!({"type": "tool/result", "seq": 5, "time": 6, "surfaceOp": "append", "sourceEventSeqs": [4], "data": {"turn": 1, "step": 1, "callId": "c1", "content": [{"type": "text", "text": "big"}], "isError": false}}),
+        json!({"type": "tool/result", "seq": 6, "time": 7, "surfaceOp": {"op": "replace", "start": start, "end": start}, "sourceEventSeqs": [start], "data": {"turn": 1, "step": 1, "callId": "c1", "content": [{"type": "text", "text": "[pruned]"}], "isError": false}}),
+        json!({"type": "step/end", "seq": 7, "time": 8, "data": {"turn": 1, "step": 1}}),
+        json!({"type": "turn/end", "seq": 8, "time": 9, "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+    ];
+    lines.iter().map(|l| l.to_string() + "\n").collect()
+}
+
+/// `read` refuses a session whose legacy prune replaces a seq with no recorded message id (the
+/// `tool/call` at 4), as `events` does and as dsh does on load, even for a window that holds
+/// neither the prune nor a legacy message; the same log with the prune of seq 5 answers, the
+/// prune inheriting seq 5's id.
+#[test]
+fn read_refuses_a_legacy_prune_without_a_recorded_id() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("old")).unwrap();
+    let log = dir.path().join("old/events.jsonl");
+    let root = dir.path().to_str().unwrap();
+    std::fs::write(&log, legacy_log(4)).unwrap();
+    for args in [
+        vec!["read", root, "old", "0", "--json"],
+        vec!["read", root, "old", "8", "--before", "1", "--json"],
+        vec!["events", root, "old", "--type", "step/start", "--json"],
+        vec!["events", root, "old", "--json"],
+    ] {
+        // Twice: the first builds the session's index, the second reads through it.
+        for _ in 0..2 {
+            let out = agentlog(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let v = json(&out);
+            assert_eq!(v["error"], "corrupt_session", "{args:?}: {v}");
+            assert!(
+                v["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("replaces seq 4, which has no recorded message id")),
+                "{args:?}: {v}"
+            );
+        }
+    }
+    std::fs::write(&log, legacy_log(5)).unwrap();
+    let v = json(&agentlog(&["read", root, "old", "6", "--json"]));
+    assert_eq!(v["target"]["data"]["message"]["id"], "legacy-message:old:5");
+    let v = json(&agentlog(&["read", root, "old", "0", "--json"]));
+    assert_eq!(v["target"]["data"], json!({"turn": 1}));
+}
+
 #[test]
 fn traces_follow_lineage_and_replacements() {
     let dir = store();

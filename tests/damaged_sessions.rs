@@ -57,6 +57,9 @@ fn cases() -> Vec<Case> {
     let surface_op_on_log_only =
         r#"{"type":"step/start","seq":2,"time":3,"data":{"turn":1,"step":1},"surfaceOp":"append"}"#;
     let legacy = r#"{"type":"turn/end","seq":2,"time":3,"data":{"turn":1}}"#;
+    // A legacy prune of seq 0, a `turn/start`: no message id to inherit. The window read of
+    // seqs 0 and 1 holds neither it nor any legacy message.
+    let legacy_prune = r#"{"type":"tool/result","seq":2,"time":3,"data":{"callId":"c","content":[],"isError":false},"surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]}"#;
     let mut cases = vec![
         Case {
             name: "clean",
@@ -152,6 +155,18 @@ fn cases() -> Vec<Case> {
         Case {
             name: "malformed legacy shape at the end",
             log: at_the_end(legacy),
+            expect: corrupt,
+        },
+        // What only the whole log shows: the index stops at a legacy message, and the log is
+        // judged whole.
+        Case {
+            name: "legacy prune without a recorded id",
+            log: inside(legacy_prune),
+            expect: corrupt,
+        },
+        Case {
+            name: "legacy prune without a recorded id at the end",
+            log: at_the_end(legacy_prune),
             expect: corrupt,
         },
         // Whole-log rules the index answers from its type table.

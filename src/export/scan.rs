@@ -14,7 +14,7 @@ use super::state::{Part, take_serial};
 use crate::event::{EventKind, FoldState, Folded, Folder, Timestamp};
 use crate::index::IndexOptions;
 use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
-use crate::query::{SessionHeader, session_index_options};
+use crate::query::{SessionHeader, session_log_options};
 
 /// At most this many part files are open at once (one per date met recently); a log whose
 /// dates go back and forth gets another part for a date met again.
@@ -175,7 +175,7 @@ pub fn scan(
 ) -> Result<Scanned, ExportError> {
     let index_options = match source.kind {
         SourceKind::Agent => IndexOptions::default(),
-        SourceKind::Session => session_index_options(),
+        SourceKind::Session => session_log_options(),
         SourceKind::Transcript => {
             // Transcripts have their own scan (transcript.rs); this one reads our logs.
             return Err(ExportError::Unsupported {

@@ -24,10 +24,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::envelope::parse_event;
+use super::legacy::needs_prefix;
 use super::source::{
     JsonlSource, PersistedSource, SourceError, StoredSlice, read_stored_header, stored_log,
 };
-use super::stored::{LineFault, parse_stored_line};
+use super::stored::{LineFault, RegionJudge, parse_stored_line};
 use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
@@ -36,28 +37,51 @@ use crate::log::{Line, LineScanner, LogError, LogPaths};
 /// The event type whose presence after damage proves the damage is in acknowledged history.
 const TURN_END: &str = "turn/end";
 
-/// The rule for one stored event line ([`parse_stored_line`]), as the index's line validator.
+/// The rule for one stored event line ([`parse_stored_line`]) as a line validator; for the
+/// index, also that the line can be read alone.
 #[derive(Debug)]
-struct EventLineValidator;
+struct EventLineValidator {
+    /// Whether a legacy message, whose reading needs the events before it, is refused.
+    read_alone: bool,
+}
 
 impl LineValidator for EventLineValidator {
     fn name(&self) -> &'static str {
         // The name is part of the index's profile fingerprint: a new rule needs a new name, so
         // that an index built under another rule is rebuilt, not believed.
-        "dsh-envelope/2"
+        if self.read_alone {
+            "dsh-envelope/3"
+        } else {
+            "dsh-envelope/2"
+        }
     }
 
     fn accepts(&self, line: &[u8]) -> bool {
-        parse_stored_line(line).is_ok()
+        parse_stored_line(line).is_ok_and(|event| !(self.read_alone && needs_prefix(&event)))
     }
 }
 
 /// How session logs are indexed. The store's writer and [`IndexedSource`] must agree on it,
 /// or each would find the other's index built differently and rebuild it.
+///
+/// The index's first break is the first line that cannot be read alone: damage, an event that
+/// breaks the rule for one line, or a legacy message (whose id may come from the events before
+/// it). A log that holds a legacy message is then judged whole when it is opened.
 pub fn session_index_options() -> IndexOptions {
+    options(true)
+}
+
+/// How a session log's lines are folded where only its committed region matters (the export):
+/// the first break is where the committed region may end, as the JSONL scanner judges it, and
+/// a legacy message is a line like any other.
+pub(crate) fn session_log_options() -> IndexOptions {
+    options(false)
+}
+
+fn options(read_alone: bool) -> IndexOptions {
     IndexOptions {
         profile: Profile::session(),
-        line_validator: Some(Arc::new(EventLineValidator)),
+        line_validator: Some(Arc::new(EventLineValidator { read_alone })),
         ..IndexOptions::default()
     }
 }
@@ -168,10 +192,15 @@ impl IndexedSource {
         match state.first_break {
             None => committed.count = state.events,
             Some(at) => {
+                let fault = committed.fault_at(at).map_err(|e| failed(session_id, e))?;
+                if let BreakFault::Legacy = fault {
+                    (committed.count, committed.end) =
+                        committed.judge_whole(session_id, self.options.max_line)?;
+                    return Ok(committed);
+                }
                 let acknowledged = committed
                     .turn_end_after(at)
                     .map_err(|e| failed(session_id, e))?;
-                let fault = committed.fault_at(at).map_err(|e| failed(session_id, e))?;
                 if acknowledged || !fault.is_damage() {
                     return Err(fault.refusal(session_id, at));
                 }
@@ -314,8 +343,33 @@ impl Committed {
         Ok(match line.map(|line| parse_stored_line(&line)) {
             None => BreakFault::NotAnEvent,
             Some(Err(fault)) => BreakFault::Line(fault),
+            Some(Ok(event)) if needs_prefix(&event) => BreakFault::Legacy,
             Some(Ok(event)) => BreakFault::OutOfPlace(event.seq),
         })
+    }
+
+    /// The committed region of a log that holds a legacy message, judged by reading every line
+    /// the index covers in order ([`RegionJudge`], as the JSONL scanner does): how many events
+    /// it holds and where it ends. Only such logs pay for it, once per state of the file kept.
+    fn judge_whole(&self, session_id: &str, max_line: usize) -> Result<(u64, u64), SourceError> {
+        let (log, path) = (self.index.log_file(), &self.index.paths().log);
+        let read_err = |e| failed(session_id, IndexError::Log(LogError::io("read", path, e)));
+        let mut scanner = LineScanner::new(log, 0, self.index.state().end, max_line, 0);
+        let mut judge: Option<RegionJudge> = None;
+        while let Some(line) = scanner.next_line().map_err(read_err)? {
+            let (offset, len, bytes) = match line {
+                Line::Complete { offset, bytes } => (offset, bytes.len() as u64, Some(bytes)),
+                Line::TooLong { offset, len } => (offset, len, None),
+            };
+            match &mut judge {
+                // The header line, read and checked before: the events start after it.
+                None => judge = Some(RegionJudge::new(session_id, offset + len + 1)),
+                Some(judge) => {
+                    judge.line(offset, bytes)?;
+                }
+            }
+        }
+        Ok(judge.map_or((0, 0), RegionJudge::finish))
     }
 
     /// The event types of the index (and of the lines after its watermark), or `None` when there
@@ -519,6 +573,8 @@ enum BreakFault {
     Line(LineFault),
     /// An event that passes the rule, with this seq, out of place.
     OutOfPlace(u64),
+    /// A legacy message: the log is judged whole.
+    Legacy,
 }
 
 impl BreakFault {
@@ -527,7 +583,7 @@ impl BreakFault {
     fn is_damage(&self) -> bool {
         match self {
             Self::Line(fault) => fault.is_damage(),
-            Self::NotAnEvent | Self::OutOfPlace(_) => true,
+            Self::NotAnEvent | Self::OutOfPlace(_) | Self::Legacy => true,
         }
     }
 
@@ -541,6 +597,9 @@ impl BreakFault {
             )),
             Self::OutOfPlace(seq) => SourceError::corrupt(format!(
                 "damaged {event}: seq {seq} out of place; {acknowledged}"
+            )),
+            Self::Legacy => SourceError::corrupt(format!(
+                "{event} is a legacy message, which is judged with the whole log"
             )),
             Self::Line(fault) if fault.is_damage() => SourceError::corrupt_by(
                 format!("damaged {event}: {fault}; {acknowledged}"),

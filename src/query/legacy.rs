@@ -45,16 +45,53 @@ pub fn normalize_log(
     events: Vec<SessionEvent>,
 ) -> Result<Vec<SessionEvent>, Violation> {
     check_no_retired(&events)?;
-    let mut ids = HashMap::new();
-    let mut out = Vec::with_capacity(events.len());
-    for event in events {
-        let normalized = normalize_event(session_id, event, &ids)?;
-        if let Some(id) = message_id(&normalized) {
-            ids.insert(normalized.seq, id.to_string());
-        }
-        out.push(normalized);
+    let mut reader = LegacyReader::default();
+    events
+        .into_iter()
+        .map(|event| reader.read(session_id, event))
+        .collect()
+}
+
+/// Reads a log's events in seq order into current shapes, remembering each message's id for
+/// the legacy rewrites after it that inherit one.
+#[derive(Debug, Default)]
+pub(crate) struct LegacyReader {
+    ids: HashMap<u64, String>,
+}
+
+impl LegacyReader {
+    /// The next event of the log, in its current shape.
+    pub(crate) fn read(
+        &mut self,
+        session_id: &str,
+        event: SessionEvent,
+    ) -> Result<SessionEvent, Violation> {
+        let normalized = normalize_event(session_id, event, &self.ids)?;
+        self.remember(&normalized);
+        Ok(normalized)
     }
-    Ok(out)
+
+    /// Checks what only the whole log shows about the next event (a legacy rewrite's inherited
+    /// id), copying it only when its reading needs the events before it: the rule for one
+    /// stored line has checked the rest.
+    pub(crate) fn check(
+        &mut self,
+        session_id: &str,
+        event: &SessionEvent,
+    ) -> Result<(), Violation> {
+        if needs_prefix(event) {
+            self.read(session_id, event.clone()).map(drop)
+        } else {
+            self.remember(event);
+            Ok(())
+        }
+    }
+
+    fn remember(&mut self, event: &SessionEvent) {
+        if let Some(id) = message_id(event) {
+            self.ids.insert(event.seq, id.to_owned());
+        }
+    }
 }
 
 /// Whether reading `event` correctly needs the events before it (its normalization
@@ -68,8 +105,8 @@ pub(crate) fn needs_prefix(event: &SessionEvent) -> bool {
 /// surface fields where they belong and a well-formed message.
 ///
 /// A legacy `tool/result` rewrite inherits its message id from the event it replaces, which
-/// only the whole log knows; here it is given a stand-in, and the whole-log read checks the
-/// real one.
+/// only the whole log knows; here it is given a stand-in, and [`LegacyReader::check`], run on
+/// the whole log, checks the real one.
 pub(crate) fn check_event_alone(event: &SessionEvent) -> Result<(), Violation> {
     let legacy = match event.event_type.as_str() {
         "turn/start" => event.data.get("trigger").is_some(),
@@ -130,7 +167,7 @@ pub(crate) fn normalize_event(
             (Some("user/message"), data)
         }
         _ => match pre_identity_kind(&event) {
-            Some(kind) => (None, normalize_pre_identity(session_id, &event, kind, ids)),
+            Some(kind) => (None, normalize_pre_identity(session_id, &event, kind, ids)?),
             None => return Ok(event),
         },
     };
@@ -260,13 +297,14 @@ fn pre_identity_kind(event: &SessionEvent) -> Option<PreIdentity> {
     }
 }
 
-/// D. Builds the identified message payload for a pre-identity event.
+/// D. Builds the identified message payload for a pre-identity event. A rewrite that replaces a
+/// seq with no recorded message id has no id to inherit, and is refused.
 fn normalize_pre_identity(
     session_id: &str,
     event: &SessionEvent,
     kind: PreIdentity,
     ids: &HashMap<u64, String>,
-) -> Value {
+) -> Result<Value, Violation> {
     let mut rest = event.data.as_object().cloned().unwrap_or_default();
     let fresh_id = Value::String(legacy_message_id(session_id, event.seq));
     match kind {
@@ -293,14 +331,19 @@ fn normalize_pre_identity(
             // A pruning rewrite keeps its target's identity (the content-only rule).
             let id = match event.surface_op {
                 Some(SurfaceOp::Replace { start, .. }) => {
-                    ids.get(&start).cloned().map(Value::String)
+                    Value::String(ids.get(&start).cloned().ok_or_else(|| {
+                        Violation::at(
+                            event.seq,
+                            format!(
+                                "a legacy tool/result rewrite replaces seq {start}, which has no recorded message id"
+                            ),
+                        )
+                    })?)
                 }
-                _ => Some(fresh_id),
+                _ => fresh_id,
             };
             let mut message = Map::new();
-            if let Some(id) = id {
-                message.insert("id".into(), id);
-            }
+            message.insert("id".into(), id);
             message.insert("role".into(), Value::String("user".into()));
             message.insert(
                 "content".into(),
@@ -310,7 +353,7 @@ fn normalize_pre_identity(
             rest.insert("message".into(), Value::Object(message));
         }
     }
-    Value::Object(rest)
+    Ok(Value::Object(rest))
 }
 
 #[cfg(test)]
@@ -390,15 +433,40 @@ mod tests {
     }
 
     #[test]
-    fn legacy_replacement_without_a_recorded_target_is_left_unidentified() {
-        let e = log_only(
-            "tool/result",
-            0,
-            json!({"callId": "c", "content": [], "isError": false}),
-        )
-        .with_surface_op(SurfaceOp::Replace { start: 9, end: 9 });
-        let out = normalize_log(SID, vec![e]).unwrap();
-        assert!(check_message_shape(&out[0]).is_err());
+    fn legacy_replacement_without_a_recorded_target_is_refused() {
+        let prune = |seq, start| {
+            log_only(
+                "tool/result",
+                seq,
+                json!({"callId": "c", "content": [], "isError": false}),
+            )
+            .with_surface_op(SurfaceOp::Replace { start, end: start })
+        };
+        // A seq not yet written, and a log-only event, have no message id to inherit.
+        let not_yet = normalize_log(SID, vec![prune(0, 9)]).unwrap_err();
+        assert_eq!(not_yet.seq, Some(0));
+        assert!(
+            not_yet
+                .message
+                .contains("replaces seq 9, which has no recorded message id")
+        );
+        let log_only_target = vec![log_only("turn/start", 0, json!({"turn": 1})), prune(1, 0)];
+        assert!(normalize_log(SID, log_only_target.clone()).is_err());
+        // The streaming check says the same without copying current events.
+        let mut reader = LegacyReader::default();
+        reader.check(SID, &log_only_target[0]).unwrap();
+        assert!(reader.check(SID, &log_only_target[1]).is_err());
+        // A prune of a recorded message inherits its id, on both paths.
+        let mut log = legacy_message_log();
+        log.truncate(7);
+        let mut reader = LegacyReader::default();
+        for e in &log {
+            reader.check(SID, e).unwrap();
+        }
+        assert_eq!(
+            message_id(&normalize_log(SID, log).unwrap()[6]),
+            Some("legacy-message:old:5")
+        );
     }
 
     #[test]

@@ -92,6 +92,7 @@ pub use window::{DEFAULT_READ_WINDOW_MAX, WindowRequest};
 // must judge a log exactly as the query service does.
 pub(crate) use envelope::{check_message_shape, parse_header};
 pub(crate) use filter::{compile_event_filters, compile_session_filters};
+pub(crate) use indexed::session_log_options;
 pub(crate) use legacy::{needs_prefix, normalize_log};
 pub(crate) use stored::parse_stored_line;
 

@@ -12,12 +12,12 @@
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 
-use memchr::{memchr, memmem};
+use memchr::memchr;
 use serde_json::Value;
 
 use crate::query::envelope::parse_header;
 use crate::query::error::{Cause, HeaderError, QueryError};
-use crate::query::stored::parse_stored_line;
+use crate::query::stored::RegionJudge;
 use crate::query::types::{SessionEvent, SessionHeader};
 
 /// Name of the log file inside a session directory.
@@ -366,13 +366,8 @@ pub struct ScannedLog {
     pub committed_bytes: usize,
 }
 
-/// Scans a whole log file (docs/SESSIONS.md, "Torn tails and corruption").
-///
-/// The first line that is not JSON, breaks the envelope, or whose seq breaks contiguity ends
-/// the committed region *unless* a later line holds a `turn/end`: a completed turn after the
-/// damage proves the damage is inside history that was acknowledged, which is corruption,
-/// not a torn write. An event that breaks a read rule (surface fields, message or legacy
-/// shape) is corruption wherever it stands.
+/// Scans a whole log file (docs/SESSIONS.md, "Torn tails and corruption"): its header, then
+/// each complete line judged by [`RegionJudge`]. A final line without `\n` is a torn tail.
 pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
     let header_end = memchr(b'\n', bytes)
         .ok_or_else(|| SourceError::corrupt("the header line is incomplete"))?;
@@ -382,7 +377,7 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
 
     let mut events = Vec::new();
     let mut pos = header_end + 1;
-    let mut committed_bytes = pos;
+    let mut judge = RegionJudge::new(&header.id, pos as u64);
     while let Some(rest) = bytes.get(pos..) {
         let Some(len) = memchr(b'\n', rest) else {
             if !rest.is_empty() {
@@ -390,63 +385,22 @@ pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
             }
             break;
         };
-        let line = rest.get(..len).unwrap_or_default();
-        let expected = events.len() as u64;
-        let issue = match parse_stored_line(line) {
-            Err(fault) if !fault.is_damage() => {
-                return Err(SourceError::corrupt_by(
-                    format!("invalid committed event at byte {pos}: {fault}"),
-                    fault.into_cause(),
-                ));
-            }
-            Err(fault) => Some(SourceError::corrupt_by(
-                format!("unparsable committed event at byte {pos}: {fault}"),
-                fault.into_cause(),
-            )),
-            Ok(event) if event.seq != expected => Some(SourceError::corrupt(format!(
-                "seq gap in committed region at byte {pos}: seq {} where {expected} was expected",
-                event.seq
-            ))),
-            Ok(event) => {
-                events.push(event);
-                None
-            }
-        };
-        let next = pos + len + 1;
-        if let Some(issue) = issue {
-            if later_turn_end(bytes.get(next..).unwrap_or_default()) {
-                return Err(issue);
-            }
-            tracing::warn!(offset = pos, %issue, "treating the damaged tail after the last turn/end as torn");
-            break;
+        if let Some(event) = judge.line(pos as u64, Some(rest.get(..len).unwrap_or_default()))? {
+            events.push(event);
         }
-        pos = next;
-        committed_bytes = pos;
+        pos += len + 1;
     }
+    let (_, committed_bytes) = judge.finish();
     Ok(ScannedLog {
         header,
         events,
-        committed_bytes,
+        // Never past `bytes.len()`, which is a usize.
+        committed_bytes: usize::try_from(committed_bytes).unwrap_or(usize::MAX),
     })
 }
 
 fn header_not_json(e: serde_json::Error) -> SourceError {
     SourceError::corrupt_by(format!("the header line is not JSON: {e}"), e)
-}
-
-/// Whether any complete line of `rest` is a `turn/end` event.
-fn later_turn_end(rest: &[u8]) -> bool {
-    let finder = memmem::Finder::new(b"turn/end");
-    let complete = match memchr::memrchr(b'\n', rest) {
-        Some(end) => rest.get(..end).unwrap_or_default(),
-        None => return false,
-    };
-    complete.split(|b| *b == b'\n').any(|line| {
-        finder.find(line).is_some()
-            && serde_json::from_slice::<Value>(line)
-                .ok()
-                .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("turn/end"))
-    })
 }
 
 #[cfg(test)]

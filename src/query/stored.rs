@@ -1,5 +1,6 @@
-//! The rule for one stored event line (docs/SESSIONS.md, "Torn tails and corruption" and
-//! "Reading a damaged session").
+//! The rules of a stored log (docs/SESSIONS.md, "Torn tails and corruption" and "Reading a
+//! damaged session"): the rule for one stored event line, and the judge of a log's committed
+//! region.
 //!
 //! A line is an event when it is a JSON object that passes the envelope, carries the surface
 //! fields only where they belong, and, once a legacy shape is normalized, a well-formed
@@ -8,14 +9,17 @@
 //! the session judges it alike. A line that is not JSON or breaks the envelope is *damage*: it
 //! ends the committed region (torn, unless a later `turn/end` makes it corrupt). A well-formed
 //! event that breaks a read rule is not damage a crash could leave: the session is corrupt
-//! wherever it stands. What needs more than one line (seq contiguity, the surface fold,
-//! retired and unknown types) is checked by the readers.
+//! wherever it stands. [`RegionJudge`] applies this line by line together with what one line
+//! cannot show alone but a pass in order can: seq contiguity and a legacy rewrite's inherited
+//! id. The surface fold, retired and unknown types are checked by the readers.
 
+use memchr::memmem;
 use serde_json::Value;
 
 use crate::query::envelope::parse_event;
 use crate::query::error::{Cause, Violation};
-use crate::query::legacy::check_event_alone;
+use crate::query::legacy::{LegacyReader, check_event_alone};
+use crate::query::source::SourceError;
 use crate::query::types::SessionEvent;
 
 /// Why a stored line is not an event.
@@ -55,6 +59,109 @@ pub(crate) fn parse_stored_line(line: &[u8]) -> Result<SessionEvent, LineFault> 
     let event = parse_event(value).map_err(LineFault::Envelope)?;
     check_event_alone(&event).map_err(LineFault::Rule)?;
     Ok(event)
+}
+
+/// Judges a stored log's event lines, fed in file order, the way every reader must: which are
+/// committed, and whether the log is corrupt.
+///
+/// The first line that is damage (not JSON, the envelope broken, a seq out of place, a line
+/// too long to read) ends the committed region, *unless* a later line holds a `turn/end`: a
+/// completed turn after the damage proves it lies in acknowledged history, which is
+/// corruption, not a torn write. A committed event that breaks a read rule (the rule for one
+/// line, or a legacy rewrite with no id to inherit) is corruption wherever it stands.
+#[derive(Debug)]
+pub(crate) struct RegionJudge {
+    session_id: String,
+    /// The seq the next committed event must have: the committed events are `0..next_seq`.
+    next_seq: u64,
+    /// The offset just past the last committed line.
+    end: u64,
+    /// The damage that ended the committed region, and what it becomes if a `turn/end` follows.
+    damage: Option<(u64, SourceError)>,
+    legacy: LegacyReader,
+}
+
+impl RegionJudge {
+    /// A judge of session `session_id`'s log, whose first event line starts at `start`.
+    pub(crate) fn new(session_id: &str, start: u64) -> RegionJudge {
+        RegionJudge {
+            session_id: session_id.to_owned(),
+            next_seq: 0,
+            end: start,
+            damage: None,
+            legacy: LegacyReader::default(),
+        }
+    }
+
+    /// Judges the next complete line, at `offset` (`None`: one too long to read); returns its
+    /// event when it is committed.
+    pub(crate) fn line(
+        &mut self,
+        offset: u64,
+        line: Option<&[u8]>,
+    ) -> Result<Option<SessionEvent>, SourceError> {
+        if let Some((_, damage)) = self.damage.take_if(|_| line.is_some_and(is_turn_end)) {
+            return Err(damage);
+        }
+        if self.damage.is_some() {
+            return Ok(None);
+        }
+        let Some(line) = line else {
+            self.damage = Some((
+                offset,
+                SourceError::corrupt(format!(
+                    "unparsable committed event at byte {offset}: the line is too long to read"
+                )),
+            ));
+            return Ok(None);
+        };
+        let invalid = |what: String, cause: Cause| {
+            SourceError::corrupt_by(
+                format!("invalid committed event at byte {offset}: {what}"),
+                cause,
+            )
+        };
+        let damage = match parse_stored_line(line) {
+            Err(fault) if !fault.is_damage() => {
+                return Err(invalid(fault.to_string(), fault.into_cause()));
+            }
+            Err(fault) => SourceError::corrupt_by(
+                format!("unparsable committed event at byte {offset}: {fault}"),
+                fault.into_cause(),
+            ),
+            Ok(event) if event.seq != self.next_seq => SourceError::corrupt(format!(
+                "seq gap in committed region at byte {offset}: seq {} where {} was expected",
+                event.seq, self.next_seq
+            )),
+            Ok(event) => {
+                self.legacy
+                    .check(&self.session_id, &event)
+                    .map_err(|v| invalid(v.to_string(), Box::new(v)))?;
+                self.next_seq += 1;
+                self.end = offset + line.len() as u64 + 1;
+                return Ok(Some(event));
+            }
+        };
+        self.damage = Some((offset, damage));
+        Ok(None)
+    }
+
+    /// How many events are committed, and the offset just past the last of them, once every
+    /// complete line was judged.
+    pub(crate) fn finish(self) -> (u64, u64) {
+        if let Some((offset, issue)) = &self.damage {
+            tracing::warn!(offset, %issue, "treating the damaged tail after the last turn/end as torn");
+        }
+        (self.next_seq, self.end)
+    }
+}
+
+/// Whether `line` is a `turn/end` event.
+fn is_turn_end(line: &[u8]) -> bool {
+    memmem::find(line, b"turn/end").is_some()
+        && serde_json::from_slice::<Value>(line)
+            .ok()
+            .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("turn/end"))
 }
 
 #[cfg(test)]

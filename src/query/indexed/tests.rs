@@ -227,3 +227,67 @@ fn a_stamp_is_settled_only_once_old_enough() {
     assert!(!at(1_001).settled(now, SETTLED));
     assert!(!at(-5).settled(now, SETTLED));
 }
+
+/// A legacy message ends the index's clean region (its reading may need the lines before it), so
+/// the source judges such a log whole, as the plain scanner does: the same committed events and
+/// torn tail, the same refusals. A current log has no break and is not judged whole.
+#[test]
+fn a_log_with_a_legacy_message_is_judged_whole_like_the_scanner() {
+    let current = log_text("s", 9, 'a');
+    let legacy = r#"{"type":"user/message","seq":9,"time":1,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
+    let end =
+        r#"{"type":"turn/end","seq":10,"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+    let prune = r#"{"type":"tool/result","seq":11,"time":1,"data":{"callId":"c","content":[],"isError":false},"surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]}"#;
+    let cases = [
+        ("clean", format!("{current}{legacy}\n{end}\n"), Some(11)),
+        (
+            "torn tail",
+            format!("{current}{legacy}\n{end}\n{{not json\n"),
+            Some(11),
+        ),
+        (
+            "acknowledged damage",
+            format!("{current}{legacy}\n{{not json\n{end}\n"),
+            None,
+        ),
+        (
+            "prune with no id to inherit",
+            format!("{current}{legacy}\n{end}\n{prune}\n"),
+            None,
+        ),
+    ];
+    for (name, text, events) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let log = store_with(dir.path(), "s", &text);
+        let index = Index::open(&LogPaths::for_log_file(log), &session_index_options()).unwrap();
+        assert_eq!(
+            index.state().first_break,
+            Some(current.len() as u64),
+            "{name}"
+        );
+        drop(index);
+        let source = eager(dir.path());
+        let plain = JsonlSource::new(dir.path());
+        // Twice: the second read is the kept session's.
+        for _ in 0..2 {
+            match events {
+                Some(n) => {
+                    agrees(&source, "s");
+                    assert_eq!(source.read_all("s").unwrap().events.len(), n, "{name}");
+                }
+                None => {
+                    for read in [source.read_range("s", 0, 0), plain.read_range("s", 0, 0)] {
+                        assert!(
+                            matches!(read, Err(SourceError::Corrupt { .. })),
+                            "{name}: {read:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = store_with(dir.path(), "s", &current);
+    let index = Index::open(&LogPaths::for_log_file(log), &session_index_options()).unwrap();
+    assert_eq!(index.state().first_break, None);
+}

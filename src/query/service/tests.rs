@@ -536,6 +536,51 @@ fn retired_shapes_refuse_even_window_reads() {
     assert_eq!(err.code(), "corrupt_session");
 }
 
+/// A legacy prune that replaces a seq with no recorded message id (here the `tool/call` at 4)
+/// has no id to inherit: dsh refuses the whole session when it loads it, so every read refuses
+/// it, the windows that neither hold the prune nor any legacy message included, through the
+/// index and through the plain scanner, on a first read and on a kept one.
+#[test]
+fn a_legacy_prune_without_a_recorded_id_refuses_every_read() {
+    let mut lines = legacy_lines();
+    lines[6]["surfaceOp"] = json!({"op": "replace", "start": 4, "end": 4});
+    lines[6]["sourceEventSeqs"] = json!([4]);
+    for indexed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        write_raw_log(dir.path(), "old", &raw_header("old", 1), &lines);
+        let store = if indexed {
+            manual_store(dir.path())
+        } else {
+            let source = Arc::new(JsonlSource::new(dir.path()));
+            Store::with_source(dir.path(), StoreConfig::default(), source).unwrap()
+        };
+        let svc = service(&store);
+        for _ in 0..2 {
+            let reads = [
+                svc.read_event(&WindowRequest::new("old", 0)).map(drop),
+                svc.read_event(&WindowRequest::new("old", 8).with_neighbours(1, 0))
+                    .map(drop),
+                svc.list_events_of_types("old", &["turn/start"]).map(drop),
+                svc.list_events("old").map(drop),
+                svc.trace_event("old", 0).map(drop),
+            ];
+            for (i, read) in reads.into_iter().enumerate() {
+                let err = read.unwrap_err();
+                assert_eq!(err.code(), "corrupt_session", "read {i}, indexed {indexed}");
+                let cause = std::error::Error::source(&err).map(ToString::to_string);
+                assert!(
+                    cause.is_some_and(
+                        |c| c.contains("replaces seq 4, which has no recorded message id")
+                    ),
+                    "read {i}, indexed {indexed}: {err}"
+                );
+            }
+        }
+        // The session is still listed: listing reads headers only.
+        assert_eq!(svc.list_sessions().unwrap().len(), 1);
+    }
+}
+
 #[test]
 fn format_versions_and_unknown_types_are_refused_as_unsupported() {
     let dir = tempfile::tempdir().unwrap();
