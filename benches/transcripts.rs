@@ -24,8 +24,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use agentlog::transcript::{
-    Format, GroupBy, OpenOptions, StatusOptions, UsageOptions, discover, open, parse_status_input,
-    report, statusline, usage,
+    Format, GroupBy, OpenOptions, StatusOptions, Transcript, UsageOptions, discover,
+    parse_status_input, report, statusline, usage,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -46,12 +46,12 @@ fn transcripts(c: &mut Criterion) {
         ..OpenOptions::default()
     };
     let one: PathBuf = files[0].clone();
-    open(&one, &options).unwrap();
+    Transcript::open(&one, &options).unwrap();
     c.bench_function("transcript/open_fresh", |b| {
-        b.iter(|| black_box(open(&one, &options).unwrap().since_compaction()));
+        b.iter(|| black_box(Transcript::open(&one, &options).unwrap().since_compaction()));
     });
     let grown = files[1].clone();
-    open(&grown, &options).unwrap();
+    Transcript::open(&grown, &options).unwrap();
     std::fs::OpenOptions::new()
         .append(true)
         .open(&grown)
@@ -59,7 +59,13 @@ fn transcripts(c: &mut Criterion) {
         .write_all(&generate::transcript(Format::ClaudeCode, 99, 5))
         .unwrap();
     c.bench_function("transcript/open_small_tail_in_memory", |b| {
-        b.iter(|| black_box(open(&grown, &options).unwrap().since_compaction()));
+        b.iter(|| {
+            black_box(
+                Transcript::open(&grown, &options)
+                    .unwrap()
+                    .since_compaction(),
+            )
+        });
     });
     let (found, _) = discover(std::slice::from_ref(&root));
     let usage_options = UsageOptions {
@@ -141,12 +147,18 @@ fn documents(c: &mut Criterion) {
     for compactions in [0usize, 500, 2670] {
         let path = dir.path().join(format!("c{compactions}.jsonl"));
         std::fs::write(&path, compacting(compactions)).unwrap();
-        let t = open(&path, &options).unwrap();
+        let t = Transcript::open(&path, &options).unwrap();
         assert_eq!(t.summary.boundaries.len(), compactions);
         c.bench_function(
             &format!("transcript/open_fresh_{compactions}_compactions"),
             |b| {
-                b.iter(|| black_box(open(&path, &options).unwrap().since_compaction()));
+                b.iter(|| {
+                    black_box(
+                        Transcript::open(&path, &options)
+                            .unwrap()
+                            .since_compaction(),
+                    )
+                });
             },
         );
         let mut out = Vec::with_capacity(1 << 20);

@@ -16,15 +16,22 @@
 //!   filters, windows, traces, legacy normalization, read through each session's index.
 //! * [`transcript`]: Claude Code, Codex and pi transcripts read in place, with a derived index
 //!   per transcript in a per-user cache directory.
-//! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
-//! * [`search`]: full-text search over a store's sessions and over agent transcripts, from
-//!   derived SQLite FTS5 indexes caught up with the files before every search.
+//! * `export` (feature `export`): Parquet datasets of agent logs and session stores for
+//!   warehouse engines.
+//! * `search` (feature `search`): full-text search over a store's sessions and over agent
+//!   transcripts, from derived SQLite FTS5 indexes caught up with the files before every search.
+//!
+//! Features: `cli` (the `agentlog` binary), `search`, `export` and `opencode` are on by default;
+//! `default-features = false` compiles the core alone (no clap, SQLite or Parquet).
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
+//! The root re-exports the types a user starts from: the [`Writer`], the status answer
+//! ([`current_generation`], [`StatusReport`]), the session [`Store`], a transcript's
+//! [`TranscriptReport`] ([`read_report`]), the [`UsageReport`] ([`usage`]) and the
+//! [`StatusLine`] ([`statusline`]), the search requests and the export run (`export::export`).
+//!
 //! ```
-//! use agentlog::index::{Writer, WriterOptions};
-//! use agentlog::generation::{current_generation, GenerationRequest};
-//! use agentlog::log::LogPaths;
+//! use agentlog::{GenerationRequest, LogPaths, Writer, WriterOptions, current_generation};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
@@ -40,16 +47,38 @@
 //! See `README.md` for the command line and `docs/FORMAT.md` for the on-disk rules.
 
 pub mod event;
+#[cfg(feature = "export")]
 pub mod export;
 pub mod generation;
 pub mod index;
 pub mod log;
 pub mod query;
+#[cfg(feature = "search")]
 pub mod search;
 pub mod synth;
 pub mod transcript;
 
+// The front door: the types a user starts from, as redb's and tantivy's roots have them. Each
+// module holds the rest of its own vocabulary.
+#[cfg(feature = "export")]
+pub use export::{ExportError, ExportOptions, ExportReport, export};
+pub use generation::{
+    CurrentGeneration, GenerationError, GenerationRequest, StatusReport, current_generation,
+};
+pub use index::{IndexError, Writer, WriterOptions};
+pub use log::{LogError, LogPaths, SyncPolicy};
+pub use query::{QueryError, QueryService, Store, StoreConfig};
+#[cfg(feature = "search")]
+pub use search::{
+    EventSearchRequest, SearchError, SearchIndex, SessionSearchRequest, TranscriptSearch,
+    TranscriptSearchRequest,
+};
+pub use transcript::{
+    ReportOptions, StatusLine, StatusOptions, Transcript, TranscriptError, TranscriptReport,
+    UsageOptions, UsageReport, read_report, statusline, usage,
+};
+
 /// The README's example, compiled and run as a doctest so it cannot rot.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "cli"))]
 #[doc = include_str!("../README.md")]
 mod readme {}

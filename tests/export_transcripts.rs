@@ -873,12 +873,14 @@ fn boundaries_that_differ_from_those_exported_start_the_transcript_over() {
         .unwrap();
     let mut state = SourceState::decode(&std::fs::read(&state_path).unwrap()).unwrap();
     let next = state.generations.len() as u64;
-    state.generations.push(agentlog::export::GenerationRow {
-        generation: next,
-        boundary_offset: Some(1),
-        boundary_initiator: "auto".to_owned(),
-        ..agentlog::export::GenerationRow::default()
-    });
+    state
+        .generations
+        .push(agentlog::export::ExportedGeneration {
+            generation: next,
+            boundary_offset: Some(1),
+            boundary_initiator: "auto".to_owned(),
+            ..agentlog::export::ExportedGeneration::default()
+        });
     state.fold.boundaries += 1;
     std::fs::write(&state_path, state.encode()).unwrap();
     std::fs::write(&path, &bytes).unwrap();

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use agentlog::index::{IndexOutcome, ReadOnlyReason, StaleReason};
 use agentlog::log::CoverageCheck;
 use agentlog::transcript::{
-    Format, OpenOptions, Transcript, fold_bytes, index_file, open, verify, with_subagents,
+    Format, OpenOptions, Transcript, fold_bytes, index_file, with_subagents,
 };
 
 struct Case {
@@ -44,7 +44,7 @@ impl Case {
     }
 
     fn open(&self) -> Transcript {
-        open(&self.path, &self.options()).unwrap()
+        Transcript::open(&self.path, &self.options()).unwrap()
     }
 
     fn index(&self) -> PathBuf {
@@ -109,7 +109,9 @@ fn a_damaged_index_file_is_rebuilt_whatever_the_damage() {
         agrees(&t, &case.bytes());
         assert_eq!(case.open().outcome, IndexOutcome::Fresh, "{damage}");
         assert!(
-            verify(&case.path, &case.options()).unwrap().is_valid(),
+            Transcript::verify(&case.path, &case.options())
+                .unwrap()
+                .is_valid(),
             "{damage}"
         );
     }
@@ -123,7 +125,7 @@ fn another_format_or_line_limit_rebuilds_the_index() {
         format: Some(Format::Codex),
         ..case.options()
     };
-    let t = open(&case.path, &as_codex).unwrap();
+    let t = Transcript::open(&case.path, &as_codex).unwrap();
     assert!(
         matches!(
             t.outcome,
@@ -148,7 +150,7 @@ fn another_format_or_line_limit_rebuilds_the_index() {
         max_line: 100,
         ..case.options()
     };
-    let t = open(&case.path, &small).unwrap();
+    let t = Transcript::open(&case.path, &small).unwrap();
     assert!(matches!(
         t.outcome,
         IndexOutcome::Rebuilt {
@@ -308,7 +310,7 @@ fn the_cache_is_private_and_nothing_is_written_beside_the_transcript() {
         .open(&path)
         .unwrap();
     for round in 0..3 {
-        let t = open(&path, &options).unwrap();
+        let t = Transcript::open(&path, &options).unwrap();
         assert!(t.outcome.code() != "read_only", "{}", t.outcome);
         let index = t.index.clone().unwrap();
         assert!(index.starts_with(&cache));
@@ -345,7 +347,7 @@ fn an_unwritable_cache_or_read_only_request_still_answers_right() {
         load_dedup: true,
         ..OpenOptions::default()
     };
-    let t = open(&case.path, &unwritable).unwrap();
+    let t = Transcript::open(&case.path, &unwritable).unwrap();
     assert!(
         matches!(
             &t.outcome,
@@ -363,7 +365,7 @@ fn an_unwritable_cache_or_read_only_request_still_answers_right() {
         read_only: true,
         ..case.options()
     };
-    let t = open(&case.path, &read_only).unwrap();
+    let t = Transcript::open(&case.path, &read_only).unwrap();
     assert!(matches!(
         &t.outcome,
         IndexOutcome::ReadOnly {
@@ -375,7 +377,7 @@ fn an_unwritable_cache_or_read_only_request_still_answers_right() {
     agrees(&t, &bytes);
     case.open();
     assert_eq!(
-        open(&case.path, &read_only).unwrap().outcome,
+        Transcript::open(&case.path, &read_only).unwrap().outcome,
         IndexOutcome::Fresh
     );
     std::fs::OpenOptions::new()
@@ -384,7 +386,7 @@ fn an_unwritable_cache_or_read_only_request_still_answers_right() {
         .unwrap()
         .write_all(&claude(7, 5))
         .unwrap();
-    let t = open(&case.path, &read_only).unwrap();
+    let t = Transcript::open(&case.path, &read_only).unwrap();
     assert!(
         matches!(&t.outcome, IndexOutcome::ReadOnly { why: ReadOnlyReason::Requested, tail_events, .. } if *tail_events > 0)
     );
@@ -407,7 +409,7 @@ fn a_rewrite_between_the_windows_is_found_by_the_deep_check() {
     changed[at] = if changed[at] == b'1' { b'2' } else { b'1' };
     std::fs::write(&case.path, &changed).unwrap();
     assert_eq!(case.open().outcome, IndexOutcome::Fresh);
-    let check = verify(&case.path, &case.options()).unwrap();
+    let check = Transcript::verify(&case.path, &case.options()).unwrap();
     assert_eq!(
         check.coverage,
         Some(CoverageCheck::BodyChanged {

@@ -16,7 +16,7 @@ use std::path::Path;
 use agentlog::index::{IndexOutcome, ReadOnlyReason, StaleReason};
 use agentlog::log::WINDOW_BYTES;
 use agentlog::transcript::{
-    Format, OpenOptions, Transcript, fold_at_once, fold_bytes, fold_in_pieces, open, verify,
+    Format, OpenOptions, Transcript, fold_at_once, fold_bytes, fold_in_pieces,
 };
 use proptest::prelude::*;
 
@@ -185,7 +185,7 @@ proptest! {
         for cut in cuts {
             file.write_all(&whole[written..cut]).unwrap();
             written = cut;
-            let t = match open(&path, &OpenOptions { format: Some(format), ..options.clone() }) {
+            let t = match Transcript::open(&path, &OpenOptions { format: Some(format), ..options.clone() }) {
                 Ok(t) => t,
                 // Nothing complete yet.
                 Err(agentlog::transcript::TranscriptError::Empty { .. }) => {
@@ -206,7 +206,7 @@ proptest! {
             agrees(&t, &whole[..cut])?;
         }
         // The index itself holds what a fold of its covered bytes gives.
-        let check = verify(&path, &options).unwrap();
+        let check = Transcript::verify(&path, &options).unwrap();
         prop_assert!(check.agrees && check.stale.is_none(), "{:?}", check);
     }
 
@@ -225,7 +225,7 @@ proptest! {
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, &original).unwrap();
         let options = OpenOptions { format: Some(format), ..options(&dir.path().join("cache"), 0) };
-        let first = open(&path, &options).unwrap();
+        let first = Transcript::open(&path, &options).unwrap();
         let created = matches!(first.outcome, IndexOutcome::Created { .. });
         prop_assert!(created, "{}", first.outcome);
         let end = original.len();
@@ -241,7 +241,7 @@ proptest! {
             _ => changed.extend(generate::transcript(format, seed ^ 0x1234, more + 1)),
         }
         std::fs::write(&path, &changed).unwrap();
-        let t = match open(&path, &options) {
+        let t = match Transcript::open(&path, &options) {
             Ok(t) => t,
             Err(agentlog::transcript::TranscriptError::Empty { .. }) => {
                 prop_assert!(!changed.contains(&b'\n'));
@@ -265,11 +265,11 @@ proptest! {
             );
             prop_assert!(rebuilt, "{}", t.outcome);
             agrees(&t, &changed)?;
-            prop_assert!(verify(&path, &options).unwrap().is_valid());
+            prop_assert!(Transcript::verify(&path, &options).unwrap().is_valid());
         } else {
             // Between the windows: only the deep check reads those bytes.
             prop_assert_eq!(&t.outcome, &IndexOutcome::Fresh);
-            let check = verify(&path, &options).unwrap();
+            let check = Transcript::verify(&path, &options).unwrap();
             prop_assert!(!check.is_valid(), "{:?}", check);
         }
     }

@@ -21,8 +21,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentlog::transcript::{
-    Format, GroupBy, OpenOptions, SnapshotOutcome, UsageOptions, UsageReport, day_of, discover,
-    open, usage,
+    Format, GroupBy, OpenOptions, SnapshotOutcome, Transcript, UsageOptions, UsageReport, day_of,
+    discover, usage,
 };
 use oracle::Sum;
 use proptest::prelude::*;
@@ -450,7 +450,7 @@ fn an_index_ahead_of_the_snapshot_still_gives_the_new_lines() {
         index_dir: Some(cache.clone()),
         ..OpenOptions::default()
     };
-    open(&grown, &o).unwrap();
+    Transcript::open(&grown, &o).unwrap();
     assert_eq!(
         check(&root, &cache, &files),
         SnapshotOutcome::CaughtUp { files: 1 }

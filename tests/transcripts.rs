@@ -18,7 +18,7 @@ mod oracle;
 use std::path::Path;
 
 use agentlog::index::IndexOutcome;
-use agentlog::transcript::{Format, OpenOptions, Transcript, fold_bytes, open};
+use agentlog::transcript::{Format, OpenOptions, Transcript, fold_bytes};
 
 fn fold_agrees(format: Format, bytes: &[u8], what: &str) {
     let fold = fold_bytes(format, bytes);
@@ -58,7 +58,7 @@ fn every_fixture_is_indexed_as_the_oracle_says_then_fresh() {
         let cache = dir.path().join("cache");
         let bytes = std::fs::read(&copy).unwrap();
         let what = path.display().to_string();
-        let first = open(&copy, &options(&cache)).unwrap();
+        let first = Transcript::open(&copy, &options(&cache)).unwrap();
         assert_eq!(first.format, format, "{what}");
         assert!(
             matches!(first.outcome, IndexOutcome::Created { .. }),
@@ -66,7 +66,7 @@ fn every_fixture_is_indexed_as_the_oracle_says_then_fresh() {
             first.outcome
         );
         index_agrees(&first, &bytes, &what);
-        let second = open(&copy, &options(&cache)).unwrap();
+        let second = Transcript::open(&copy, &options(&cache)).unwrap();
         assert_eq!(second.outcome, IndexOutcome::Fresh, "{what}");
         index_agrees(&second, &bytes, &what);
         assert_eq!(second.summary, first.summary, "{what}");
@@ -83,7 +83,7 @@ fn generated_transcripts_fold_and_index_as_the_oracle_says() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("t.jsonl");
             std::fs::write(&path, &bytes).unwrap();
-            let t = open(&path, &options(&dir.path().join("cache"))).unwrap();
+            let t = Transcript::open(&path, &options(&dir.path().join("cache"))).unwrap();
             assert_eq!(t.format, format, "{what}");
             index_agrees(&t, &bytes, &what);
         }
@@ -95,7 +95,7 @@ fn generated_transcripts_fold_and_index_as_the_oracle_says() {
 #[test]
 fn generated_transcripts_hold_every_hazard() {
     let mut kinds = std::collections::BTreeSet::new();
-    let mut d = agentlog::transcript::Diagnostics::default();
+    let mut d = agentlog::transcript::TranscriptDiagnostics::default();
     for format in Format::ALL {
         for seed in 0..12u64 {
             let bytes = generate::transcript(format, seed, 200);
@@ -226,7 +226,7 @@ fn the_document_holds_the_oracle_figures_under_both_names() {
     let mut seen = std::collections::BTreeSet::new();
     for (path, _) in fixtures::all() {
         let (_copy_dir, copy) = fixtures::copy_to_temp(&path);
-        let t = open(&copy, &options(&cache)).unwrap();
+        let t = Transcript::open(&copy, &options(&cache)).unwrap();
         document_agrees(&t, &std::fs::read(&copy).unwrap());
         seen.insert(t.format.name());
     }
@@ -235,7 +235,7 @@ fn the_document_holds_the_oracle_figures_under_both_names() {
             let bytes = generate::transcript(format, 700 + seed, 300);
             let path = dir.path().join(format!("{format}-{seed}.jsonl"));
             std::fs::write(&path, &bytes).unwrap();
-            let t = open(&path, &options(&cache)).unwrap();
+            let t = Transcript::open(&path, &options(&cache)).unwrap();
             document_agrees(&t, &bytes);
         }
     }

@@ -9,10 +9,10 @@
 //!   transcript. Each patch is 4 bytes: a 24-bit little-endian offset (modulo the file size)
 //!   and a byte to XOR in; a patch whose byte is 0 truncates the file at its offset instead.
 //!
-//! Checks: `transcript::open` never panics and answers with `Fresh`, `CaughtUp`, `Created` or
+//! Checks: `Transcript::open` never panics and answers with `Fresh`, `CaughtUp`, `Created` or
 //! `Rebuilt` (nothing else holds the index, and it can be written). An answer from a new or
 //! rebuilt index equals one fold of the transcript, and so do its rows (read back with
-//! `load_dedup`); any other answer does too, or else the deep check (`transcript::verify`)
+//! `load_dedup`); any other answer does too, or else the deep check (`Transcript::verify`)
 //! says the index is not valid, so a wrong answer is never invisible. A second open after a
 //! rebuild is Fresh and equal. The rows of a damaged file are not iterated: redb can loop
 //! forever iterating a tree whose pages were damaged into a cycle.
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use agentlog::index::IndexOutcome;
-use agentlog::transcript::{Format, OpenOptions, fold_at_once, index_file, open, verify};
+use agentlog::transcript::{Format, OpenOptions, Transcript, fold_at_once, index_file};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../common/transcripts.rs"]
@@ -57,7 +57,7 @@ fn index_of(format: Format, transcript: &PathBuf, bytes: &[u8]) -> Vec<u8> {
     std::fs::write(transcript, bytes).unwrap();
     let index = index_file(&cache(), &std::fs::canonicalize(transcript).unwrap());
     let _ = std::fs::remove_file(&index);
-    open(transcript, &options(format)).unwrap();
+    Transcript::open(transcript, &options(format)).unwrap();
     std::fs::read(&index).unwrap()
 }
 
@@ -125,7 +125,7 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&index, &file).unwrap();
     let _ = std::fs::remove_file(format!("{}.unsynced", index.display()));
     let expected = fold_at_once(format, &fixture.bytes);
-    let t = open(&fixture.transcript, &options(format)).expect("the transcript is fine");
+    let t = Transcript::open(&fixture.transcript, &options(format)).expect("the transcript is fine");
     let answer_right = t.summary == expected.summary;
     match &t.outcome {
         IndexOutcome::Created { .. } | IndexOutcome::Rebuilt { .. } => {
@@ -134,14 +134,14 @@ fuzz_target!(|data: &[u8]| {
                 load_dedup: true,
                 ..options(format)
             };
-            let again = open(&fixture.transcript, &rows).unwrap();
+            let again = Transcript::open(&fixture.transcript, &rows).unwrap();
             assert_eq!(again.outcome, IndexOutcome::Fresh);
             assert_eq!(again.summary, expected.summary);
             assert_eq!(again.buckets(), Some(expected.buckets.clone()));
         }
         IndexOutcome::Fresh | IndexOutcome::CaughtUp { .. } => {
             if !answer_right {
-                let check = verify(&fixture.transcript, &options(format)).unwrap();
+                let check = Transcript::verify(&fixture.transcript, &options(format)).unwrap();
                 assert!(
                     !check.is_valid(),
                     "a wrong answer the deep check calls valid: {}",

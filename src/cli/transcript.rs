@@ -9,8 +9,8 @@ use clap::ValueEnum;
 use serde_json::Value;
 
 use agentlog::transcript::{
-    Diagnostics, Format, NativeValue, OpenOptions, ReportError, ReportOptions, TranscriptError,
-    TranscriptReport, UsageFigures, read_report,
+    Format, NativeValue, OpenOptions, ReportError, ReportOptions, TranscriptDiagnostics,
+    TranscriptError, TranscriptReport, UsageFigures, read_report,
 };
 
 use super::table::{render, thousands};
@@ -216,7 +216,7 @@ fn cells(figures: &UsageFigures) -> Vec<String> {
 }
 
 /// The diagnostics worth a human's attention, as `name count` pairs.
-fn odd_diagnostics(d: &Diagnostics) -> String {
+fn odd_diagnostics(d: &TranscriptDiagnostics) -> String {
     let Ok(Value::Object(map)) = serde_json::to_value(d) else {
         return String::new();
     };

@@ -50,7 +50,7 @@ use serde::Serialize;
 pub use compact::{CompactReport, compact};
 pub use error::ExportError;
 pub use layout::{NO_DATE, Table, default_host, validate_host};
-pub use rows::{GenerationRow, SessionRow};
+pub use rows::{ExportedGeneration, SessionRow};
 pub use run::{FileReport, SourceReport};
 pub use schema::{ColumnKind, ColumnSpec, EVENT_COLUMNS, GENERATION_COLUMNS, SESSION_COLUMNS};
 pub use source::{Source, SourceKind, resolve};
@@ -111,7 +111,7 @@ impl ExportOptions {
 
 /// How far an export is, in bytes of log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Progress {
+pub struct ExportProgress {
     /// Bytes read so far.
     pub done: u64,
     /// Bytes to read in all.
@@ -151,7 +151,7 @@ pub struct ExportReport {
 pub fn export(
     sources: &[PathBuf],
     options: &ExportOptions,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut dyn FnMut(ExportProgress),
 ) -> Result<ExportReport, ExportError> {
     validate_host(&options.host)?;
     let mut logs: Vec<Source> = Vec::new();
@@ -196,7 +196,7 @@ pub fn export(
             prepared,
             &mut |bytes| {
                 done += bytes;
-                progress(Progress { done, total });
+                progress(ExportProgress { done, total });
             },
             &mut steps,
         )?;

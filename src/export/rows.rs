@@ -72,7 +72,7 @@ impl Row for EventRow<'_> {
 /// One generation's facts, as the export state keeps them between runs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GenerationRow {
+pub struct ExportedGeneration {
     /// 0 before the first boundary, then 1, 2, ... in file order.
     pub generation: u64,
     /// 0 for the boot generation, else the boundary's valid `molt_count`.
@@ -162,7 +162,7 @@ pub struct Sourced<'a, T> {
     pub row: &'a T,
 }
 
-impl Row for Sourced<'_, GenerationRow> {
+impl Row for Sourced<'_, ExportedGeneration> {
     const COLUMNS: &'static [ColumnSpec] = GENERATION_COLUMNS;
 
     fn push(&self, sink: &mut RowSink<'_>) {

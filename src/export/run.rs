@@ -11,7 +11,7 @@ use super::commit::{Applied, Place, Steps, apply, create_dir, sweep, write_state
 use super::error::ExportError;
 use super::layout::{Found, Table, source_key, utc_date};
 use super::part::write_all;
-use super::rows::{GenerationRow, SessionRow, Sourced};
+use super::rows::{ExportedGeneration, SessionRow, Sourced};
 use super::scan::{Resume, ScanOptions, scan};
 use super::source::{Source, SourceKind};
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
@@ -278,7 +278,7 @@ pub fn run(
         stopped_at: scanned.stopped_at,
     };
     let mut written = scanned.parts.clone();
-    let generation_dates = |rows: &[GenerationRow]| by_date(rows, |g| g.first_ts);
+    let generation_dates = |rows: &[ExportedGeneration]| by_date(rows, |g| g.first_ts);
     let session_dates = |rows: &[SessionRow]| by_date(rows, |s| s.created_at);
     for (date, rows) in changed(
         generation_dates(&old_generations),

@@ -8,7 +8,7 @@ use super::commit::{Place, Steps, create_dir};
 use super::error::ExportError;
 use super::layout::{Table, utc_date};
 use super::part::{PartWriter, ROW_GROUP_BYTES, Row as _};
-use super::rows::{EventRow, GenerationRow, SessionRow};
+use super::rows::{EventRow, ExportedGeneration, SessionRow};
 use super::source::{Source, SourceKind};
 use super::state::{Part, take_serial};
 use crate::event::{EventKind, FoldState, Folded, Folder, Timestamp};
@@ -31,7 +31,7 @@ pub struct Resume {
     /// The running crc of the bytes before it.
     pub crc: u32,
     /// The generation rows so far.
-    pub generations: Vec<GenerationRow>,
+    pub generations: Vec<ExportedGeneration>,
     /// The session row, once the header was read.
     pub session: Option<SessionRow>,
 }
@@ -44,7 +44,7 @@ pub struct Scanned {
     /// The fold state at `coverage.end`.
     pub fold: FoldState,
     /// The generation rows (agents and transcripts).
-    pub generations: Vec<GenerationRow>,
+    pub generations: Vec<ExportedGeneration>,
     /// The session row (sessions and transcripts).
     pub session: Option<SessionRow>,
     /// The event parts written, still under their temporary names.
@@ -192,10 +192,10 @@ pub fn scan(
     let mut folder = Folder::new(index_options.extractor(), resume.fold);
     let mut generations = resume.generations;
     if source.kind != SourceKind::Session && generations.is_empty() {
-        generations.push(GenerationRow {
+        generations.push(ExportedGeneration {
             molt_count: Some(0),
             boundary_initiator: "boot".to_owned(),
-            ..GenerationRow::default()
+            ..ExportedGeneration::default()
         });
     }
     let mut session = resume.session;
@@ -249,7 +249,7 @@ pub fn scan(
                 && let Some(latest) = &state.latest
             {
                 let b = &latest.boundary;
-                generations.push(GenerationRow {
+                generations.push(ExportedGeneration {
                     generation: event.generation,
                     molt_count: b.molt_count.value(),
                     boundary_offset: Some(b.offset),
@@ -257,7 +257,7 @@ pub fn scan(
                     boundary_ts: b.time.map(Timestamp::micros),
                     before_tokens: Some(b.before_tokens),
                     after_tokens: Some(b.after_tokens),
-                    ..GenerationRow::default()
+                    ..ExportedGeneration::default()
                 });
             }
             generations.last_mut().and_then(|g| {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::layout::{Table, is_date};
-use super::rows::{GenerationRow, SessionRow};
+use super::rows::{ExportedGeneration, SessionRow};
 use super::source::SourceKind;
 use crate::event::FoldState;
 use crate::log::Coverage;
@@ -72,7 +72,7 @@ pub struct SourceState {
     /// The fold state at `coverage.end`, to continue from.
     pub fold: FoldState,
     /// The rows of the generations table (agents and transcripts).
-    pub generations: Vec<GenerationRow>,
+    pub generations: Vec<ExportedGeneration>,
     /// The row of the sessions table (sessions and transcripts).
     pub session: Option<SessionRow>,
     /// The committed parts, oldest first; each is revealed (renamed to its final name) after
@@ -251,7 +251,7 @@ mod tests {
             log: "/x/logs/events.jsonl".into(),
             coverage: Coverage::default(),
             fold: FoldState::default(),
-            generations: vec![GenerationRow::default()],
+            generations: vec![ExportedGeneration::default()],
             session: None,
             parts: vec![Part {
                 table: Table::Generations,

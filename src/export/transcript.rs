@@ -14,7 +14,7 @@ use super::commit::{Place, Steps};
 use super::error::ExportError;
 use super::layout::utc_date;
 use super::probe::subagent_parent;
-use super::rows::{EventRow, GenerationRow, SessionRow, TranscriptUsage};
+use super::rows::{EventRow, ExportedGeneration, SessionRow, TranscriptUsage};
 use super::scan::{Batch, Resume, ScanOptions, Scanned};
 use super::source::Source;
 use crate::event::{FoldState, Timestamp};
@@ -46,7 +46,7 @@ pub fn open(path: &Path, index_dir: Option<&PathBuf>) -> Result<Option<Transcrip
 /// boundaries before the exported end differ from the generations recorded then (another
 /// build's reader rules).
 pub fn resume_mismatch(
-    recorded: &[GenerationRow],
+    recorded: &[ExportedGeneration],
     end: u64,
     answer: Option<&Transcript>,
 ) -> Option<String> {
@@ -153,9 +153,9 @@ pub fn scan(
         };
         lines += 1;
         if generations.is_empty() {
-            generations.push(GenerationRow {
+            generations.push(ExportedGeneration {
                 boundary_initiator: "boot".to_owned(),
-                ..GenerationRow::default()
+                ..ExportedGeneration::default()
             });
         }
         let facts = match (answer, bytes) {
@@ -164,7 +164,7 @@ pub fn scan(
         };
         // A boundary line opens its generation.
         while let Some(b) = boundaries.get(next_boundary).filter(|b| b.offset <= offset) {
-            generations.push(GenerationRow {
+            generations.push(ExportedGeneration {
                 generation: generations.len() as u64,
                 boundary_offset: Some(b.offset),
                 boundary_initiator: b.trigger.clone().unwrap_or_else(|| "unknown".to_owned()),
@@ -174,7 +174,7 @@ pub fn scan(
                     boundary_kind: Some(b.kind.name().to_owned()),
                     ..TranscriptUsage::default()
                 }),
-                ..GenerationRow::default()
+                ..ExportedGeneration::default()
             });
             next_boundary += 1;
         }

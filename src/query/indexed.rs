@@ -74,6 +74,7 @@ pub fn session_index_options() -> IndexOptions {
 /// How a session log's lines are folded where only its committed region matters (the export):
 /// the first break is where the committed region may end, as the JSONL scanner judges it, and
 /// a legacy message is a line like any other.
+#[cfg(feature = "export")]
 pub(crate) fn session_log_options() -> IndexOptions {
     options(false)
 }

@@ -79,6 +79,7 @@ pub use source::{
 pub use store::{AppendReceipt, CheckpointPolicy, LiveView, Store, StoreConfig};
 pub use surface::{EventLookup, SurfaceFold, SurfaceState, fold_surface};
 pub use text::event_text;
+#[cfg(feature = "search")]
 pub(crate) use text::{join_parts, push_value};
 pub use types::{
     LineageResolution, Replacement, SESSION_FORMAT_VERSION, SURFACE_EVENT_TYPES, SessionEvent,
@@ -90,10 +91,15 @@ pub use window::{DEFAULT_READ_WINDOW_MAX, WindowRequest};
 
 // The read rules of a stored log, for the search index's reader (src/search/reader.rs), which
 // must judge a log exactly as the query service does.
+#[cfg(feature = "search")]
 pub(crate) use envelope::{check_message_shape, parse_header};
+#[cfg(feature = "search")]
 pub(crate) use filter::{compile_event_filters, compile_session_filters};
+#[cfg(feature = "export")]
 pub(crate) use indexed::session_log_options;
+#[cfg(feature = "search")]
 pub(crate) use legacy::{needs_prefix, normalize_log};
+#[cfg(feature = "search")]
 pub(crate) use stored::parse_stored_line;
 
 /// Internals that the fuzz targets and integration tests check against their own models

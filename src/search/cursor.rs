@@ -170,7 +170,7 @@ pub fn base64url_encode(bytes: &[u8]) -> String {
 
 /// Decodes base64url without padding; `None` for anything else (padding, other characters,
 /// an impossible length, non-zero trailing bits).
-pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn base64url_decode(text: &str) -> Option<Vec<u8>> {
     let value = |c: u8| {
         ALPHABET
             .iter()

@@ -70,7 +70,9 @@ mod stamp;
 mod transcripts;
 
 pub use catch_up::Caught;
-pub use cursor::{base64url_decode, base64url_encode};
+// The cursor encoding and the snippet cutter, for the fuzz targets (feature `testing`).
+#[cfg(feature = "testing")]
+pub use cursor::base64url_encode;
 pub use db::{INDEX_DIR, INDEX_FILE};
 pub use error::SearchError;
 pub use index::{
@@ -80,7 +82,9 @@ pub use index::{
 pub use request::{
     DEFAULT_LIMIT, EventSearchRequest, MAX_LIMIT, MatchMode, SessionSearchRequest, normalize_query,
 };
-pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet, make_snippet};
+#[cfg(feature = "testing")]
+pub use snippet::make_snippet;
+pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet};
 pub use transcripts::{
     TRANSCRIPT_SEARCH_DIR, TranscriptLineText, TranscriptSearch, TranscriptSearchHit,
     TranscriptSearchPage, TranscriptSearchRequest, UnreadableTranscript, transcript_line_text,

@@ -48,7 +48,7 @@ impl BoundaryKind {
 
 /// A compaction boundary: generation `n` starts at boundary `n - 1`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Boundary {
+pub struct CompactionBoundary {
     /// Byte offset of the line that marks it.
     pub offset: u64,
     /// 1-based number of that line.
@@ -63,7 +63,7 @@ pub struct Boundary {
 
 /// What was odd about the lines folded: each is counted, and none makes a total silently wrong.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnostics {
+pub struct TranscriptDiagnostics {
     /// Lines that could carry usage or a boundary and were parsed.
     pub parsed_lines: u64,
     /// Such lines that were not a JSON object (not JSON, torn and terminated, another value,
@@ -128,7 +128,7 @@ pub struct Summary {
     /// Complete lines folded.
     pub lines: u64,
     /// The boundaries, in file order.
-    pub boundaries: Vec<Boundary>,
+    pub boundaries: Vec<CompactionBoundary>,
     /// The tally of each generation: one more than there are boundaries.
     pub generations: Vec<Tally>,
     /// The tally of every generation.
@@ -137,7 +137,7 @@ pub struct Summary {
     /// so never looked up when files are merged).
     pub unkeyed: Tally,
     /// What was odd.
-    pub diagnostics: Diagnostics,
+    pub diagnostics: TranscriptDiagnostics,
     /// The context: the prompt (input + cache creation + cache read) of the latest request
     /// (Claude Code: main-chain assistant line; Codex: `last_token_usage`; pi: assistant
     /// message), 0 after a later compaction boundary; `None` before any.
@@ -164,7 +164,7 @@ impl Summary {
             generations: vec![Tally::default()],
             lifetime: Tally::default(),
             unkeyed: Tally::default(),
-            diagnostics: Diagnostics::default(),
+            diagnostics: TranscriptDiagnostics::default(),
             context: None,
             models: Vec::new(),
             keys: 0,
@@ -370,7 +370,7 @@ impl Fold {
         trigger: Option<&str>,
         pre_tokens: Option<u64>,
     ) {
-        self.summary.boundaries.push(Boundary {
+        self.summary.boundaries.push(CompactionBoundary {
             offset: at.offset,
             line: at.line,
             kind,

@@ -8,7 +8,7 @@
 //!   duplicates are merged, what marks a boundary, how its fields map to [`Usage`]) are in
 //!   docs/TRANSCRIPTS.md.
 //!
-//! * The index: [`open`] reads a transcript through a derived index kept in a per-user cache
+//! * The index: [`Transcript::open`] reads a transcript through a derived index kept in a per-user cache
 //!   directory ([`cache_dir`]), validated on every open, caught up in O(new bytes), rebuilt
 //!   after a rewrite or damage; the answer is a [`Transcript`] with the typed
 //!   [`IndexOutcome`](crate::index::IndexOutcome) of what the open found and did.
@@ -26,12 +26,15 @@ mod error;
 mod fold;
 mod format;
 // The tolerant field types also read the lines the Parquet export writes out one by one.
+// The per-line facts and native token slots the readers give are read by the export only.
+#[cfg_attr(not(feature = "export"), allow(dead_code))]
 pub(crate) mod json;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
 mod read;
 // The export reads each line's own figures through the readers.
+#[cfg_attr(not(feature = "export"), allow(dead_code))]
 pub(crate) mod reader;
 mod report;
 mod snapshot;
@@ -42,11 +45,13 @@ mod tally;
 mod tokens;
 mod usage;
 
+#[cfg(feature = "search")]
 pub(crate) use cache::ensure_private_dir;
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub use error::TranscriptError;
 pub use fold::{
-    Boundary, BoundaryKind, BucketKey, Diagnostics, Fold, Summary, UNKNOWN_MODEL, UNKNOWN_QUARTER,
+    BoundaryKind, BucketKey, CompactionBoundary, Fold, Summary, TranscriptDiagnostics,
+    UNKNOWN_MODEL, UNKNOWN_QUARTER,
 };
 pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
@@ -55,14 +60,19 @@ pub use read::fold_bytes;
 pub use reader::{NativeValue, native};
 pub use report::{
     GenerationReport, ReportError, ReportOptions, SubagentReport, TranscriptReport, UsageFigures,
-    read_report, report,
+    read_report,
 };
+// The report of an already opened transcript, for the tests (feature `testing`).
+#[cfg(feature = "testing")]
+pub use report::report;
 pub use snapshot::SnapshotOutcome;
 pub use statusline::{
     MAX_STATUS_INPUT, StatusInput, StatusInputError, StatusLine, StatusOptions, context_window,
     parse_status_input, statusline,
 };
-pub use store::{OpenOptions, Transcript, Verification, open, verify};
+#[cfg(any(feature = "search", feature = "export"))]
+pub(crate) use store::open;
+pub use store::{OpenOptions, Transcript, Verification};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use super::error::TranscriptError;
-use super::fold::{Boundary, Diagnostics};
+use super::fold::{CompactionBoundary, TranscriptDiagnostics};
 use super::format::Format;
 use super::reader::{NativeValue, native};
 use super::store::{OpenOptions, Transcript, open};
@@ -98,11 +98,11 @@ pub struct SubagentReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct TranscriptReport {
     /// The compaction boundaries, in file order.
-    pub boundaries: Vec<Boundary>,
+    pub boundaries: Vec<CompactionBoundary>,
     /// The end of the complete lines the answer covers.
     pub covered_bytes: u64,
     /// What was odd about the lines.
-    pub diagnostics: Diagnostics,
+    pub diagnostics: TranscriptDiagnostics,
     /// The format it was read as.
     pub format: Format,
     /// Each generation: one more than there are boundaries.

@@ -105,7 +105,9 @@ pub fn agent_molt(ts: f64, molt_count: u64) -> String {
     )
 }
 
-/// Runs the `agentlog` binary built for these tests, with its log output off.
+/// Runs the `agentlog` binary built for these tests, with its log output off (the binary is
+/// built with the `cli` feature only).
+#[cfg(feature = "cli")]
 pub fn agentlog(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
         .args(args)

@@ -4,10 +4,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use agentlog::transcript::{Format, OpenOptions, TranscriptError, open, report, with_subagents};
+use agentlog::transcript::{Format, OpenOptions, ReportError, ReportOptions, read_report};
 
 use crate::convert::to_py;
-use crate::errors::{transcript_error, transcript_subagents_refused};
+use crate::errors::{internal, transcript_error, transcript_subagents_refused};
 use crate::paths::path_arg;
 
 fn format_arg(name: &str) -> PyResult<Option<Format>> {
@@ -20,13 +20,6 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
             "format must be 'auto', 'claude-code', 'codex' or 'pi', not {other:?}"
         ))),
     }
-}
-
-/// Why a call gives no document.
-enum Refused {
-    Read(TranscriptError),
-    /// `subagents` asked of a transcript that is not Claude Code's: its format.
-    Subagents(Format),
 }
 
 /// A transcript's compaction boundaries and token tallies, as `agentlog transcript --json`
@@ -53,21 +46,16 @@ pub fn transcript(
         index_dir: index_dir.map(|d| path_arg(d, "index_dir")).transpose()?,
         ..OpenOptions::default()
     };
-    let answer = py.detach(|| {
-        if subagents {
-            let found = with_subagents(&path, &options).map_err(Refused::Read)?;
-            if found.main.format != Format::ClaudeCode {
-                return Err(Refused::Subagents(found.main.format));
-            }
-            Ok(report(&found.main, Some(&found)))
-        } else {
-            let transcript = open(&path, &options).map_err(Refused::Read)?;
-            Ok(report(&transcript, None))
-        }
-    });
-    match answer {
+    let options = ReportOptions {
+        open: options,
+        subagents,
+    };
+    match py.detach(|| read_report(&path, &options)) {
         Ok(document) => to_py(py, &document),
-        Err(Refused::Read(e)) => Err(transcript_error(py, e)),
-        Err(Refused::Subagents(found)) => Err(transcript_subagents_refused(py, &path, found)),
+        Err(ReportError::Transcript(e)) => Err(transcript_error(py, e)),
+        Err(ReportError::NoSubagents { path, format }) => {
+            Err(transcript_subagents_refused(py, &path, format))
+        }
+        Err(e) => Err(internal(py, e.to_string())),
     }
 }

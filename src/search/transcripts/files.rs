@@ -3,7 +3,7 @@
 //!
 //! Only complete new lines are read (a torn last line waits). A known file no longer found
 //! under a searched directory is dropped. Each line's format and generation come from the
-//! transcript readers themselves ([`crate::transcript::open`]: the format, and the compaction
+//! transcript readers themselves ([`crate::transcript::Transcript::open`]: the format, and the compaction
 //! boundaries), never from a second detector; its text from [`transcript_line_text`].
 
 use std::ffi::OsStr;

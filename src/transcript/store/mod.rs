@@ -19,8 +19,12 @@ mod write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use open::open;
-pub use verify::{Verification, verify};
+pub(crate) use open::open;
+pub use verify::Verification;
+
+use std::path::Path;
+
+use crate::transcript::error::TranscriptError;
 
 use crate::index::IndexOutcome;
 use crate::index::derived::storage::Settings;
@@ -115,6 +119,18 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// Reads a transcript through its index: validates the index, then catches it up, rebuilds
+    /// it, or steps around it, and answers. Only a problem with the transcript itself is an
+    /// error.
+    pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, TranscriptError> {
+        open::open(path, options)
+    }
+
+    /// Checks a transcript's index deeply (O(transcript)) without changing it.
+    pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, TranscriptError> {
+        verify::verify(path, options)
+    }
+
     /// The tally since the latest boundary.
     pub fn since_compaction(&self) -> Tally {
         self.summary.since_compaction()

@@ -19,7 +19,7 @@ use crate::transcript::error::TranscriptError;
 
 /// Reads a transcript through its index: validates the index, then catches it up, rebuilds
 /// it, or steps around it, and answers. Only a problem with the transcript itself is an error.
-pub fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, TranscriptError> {
+pub(crate) fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, TranscriptError> {
     let source = Source::open(path, options.format)?;
     let Some(dir) = options.index_dir.clone().or_else(default_index_dir) else {
         return from_scratch(&source, None, options, not_writable("no cache directory"));

@@ -42,7 +42,7 @@ impl Verification {
 }
 
 /// Checks a transcript's index deeply (O(transcript)) without changing it.
-pub fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, TranscriptError> {
+pub(crate) fn verify(path: &Path, options: &OpenOptions) -> Result<Verification, TranscriptError> {
     let source = Source::open(path, options.format)?;
     let index = options
         .index_dir
