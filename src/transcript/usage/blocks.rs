@@ -202,3 +202,109 @@ fn row(b: Open, now: i64) -> UsageRow {
     };
     block_row(at(b.start).to_string(), b.slot.tally, b.slot.cost, block)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::tally::Money;
+    use crate::transcript::tokens::Usage;
+
+    fn options(now: i64) -> UsageOptions {
+        UsageOptions {
+            now: Some(at(now)),
+            ..UsageOptions::default()
+        }
+    }
+
+    fn slot(tokens: u64) -> Slot {
+        let mut cost = RowCost::default();
+        cost.add("m", Some(Money::from_picodollars(tokens)));
+        Slot {
+            tally: Tally::message(
+                Usage {
+                    input: tokens,
+                    ..Usage::default()
+                },
+                Money::default(),
+            ),
+            cost,
+        }
+    }
+
+    /// ccusage's rule, applied to messages one second into their quarter-hours: (start, end,
+    /// tokens) of each block and (start, end) of each gap.
+    fn naive(messages: &[(i64, u64)]) -> Vec<(i64, i64, u64, bool)> {
+        let mut out = Vec::new();
+        let mut block: Option<(i64, i64, u64)> = None; // start, last message, tokens
+        for &(quarter, tokens) in messages {
+            let t = quarter * 900 + 1;
+            if let Some((start, last, sum)) = block {
+                if t - start > BLOCK_SECONDS || t - last > BLOCK_SECONDS {
+                    out.push((start, start + BLOCK_SECONDS, sum, false));
+                    if t - last > BLOCK_SECONDS {
+                        // At quarter-hour resolution: the gap from the end of the last
+                        // message's quarter-hour + 5 h to the next one's start.
+                        out.push((last - 1 + 900 + BLOCK_SECONDS, t - 1, 0, true));
+                    }
+                } else {
+                    block = Some((start, t, sum + tokens));
+                    continue;
+                }
+            }
+            block = Some((t - t.rem_euclid(3600), t, tokens));
+        }
+        if let Some((start, _, sum)) = block {
+            out.push((start, start + BLOCK_SECONDS, sum, false));
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Blocks equal ccusage's rule on any sequence of quarter-hours, and their tokens and
+        /// costs add up to the whole.
+        #[test]
+        fn blocks_follow_ccusages_rule(steps in proptest::collection::vec((1i64..40, 1u64..1000), 1..60)) {
+            let mut quarters = BTreeMap::new();
+            let mut q = 1_900_000;
+            let mut messages = Vec::new();
+            for (step, tokens) in steps {
+                q += step;
+                quarters.insert(q, slot(tokens));
+                messages.push((q, tokens));
+            }
+            let rows = blocks(&quarters, &options(0));
+            let got: Vec<(i64, i64, u64, bool)> = rows
+                .iter()
+                .map(|r| {
+                    let b = r.block.as_ref().unwrap();
+                    (b.start.as_second(), b.end.as_second(), r.tally.usage.input, b.is_gap)
+                })
+                .collect();
+            proptest::prop_assert_eq!(got, naive(&messages));
+            let total: u64 = messages.iter().map(|m| m.1).sum();
+            let cost: u64 = rows.iter().filter_map(|r| r.cost.cost).map(Money::picodollars).sum();
+            proptest::prop_assert_eq!(cost, total);
+        }
+    }
+
+    #[test]
+    fn the_active_block_has_a_burn_rate_and_a_projection() {
+        // Usage at 10:00 and 10:30 (quarters); now 11:00, the block runs to 15:00.
+        let base: i64 = 1_900_000 * 900; // on the hour
+        let q = base / 900;
+        let quarters: BTreeMap<i64, Slot> = [(q, slot(600)), (q + 2, slot(600))].into();
+        let rows = blocks(&quarters, &options(base + 3600));
+        let b = rows[0].block.as_ref().unwrap();
+        assert!(b.is_active && !b.is_gap);
+        // From 10:00 to the end of the 10:30 quarter (10:45): 1200 tokens in 45 minutes.
+        let rate = b.burn_rate.unwrap();
+        assert!((rate.tokens_per_minute - 1200.0 / 45.0).abs() < 1e-9);
+        let p = b.projection.unwrap();
+        assert_eq!(p.remaining_minutes, 240);
+        // 1200 + 1200 / 45 * 240 = 7600
+        assert_eq!(p.total_tokens, 7600);
+        let later = blocks(&quarters, &options(base + 6 * 3600));
+        assert!(!later[0].block.as_ref().unwrap().is_active);
+        assert!(later[0].block.as_ref().unwrap().burn_rate.is_none());
+    }
+}

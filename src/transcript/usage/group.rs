@@ -135,3 +135,27 @@ impl<'a> Grouper<'a> {
         report.cost = self.cost;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_cut_in_the_zone_across_a_dst_change() {
+        let ny = TimeZone::get("America/New_York").unwrap();
+        let quarter = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_second() / 900;
+        // 2026-03-08: clocks go from 02:00 EST to 03:00 EDT.
+        for (utc, day) in [
+            ("2026-03-08T04:45:00Z", "2026-03-07"), // 23:45 EST
+            ("2026-03-08T05:00:00Z", "2026-03-08"), // 00:00 EST
+            ("2026-03-09T03:45:00Z", "2026-03-08"), // 23:45 EDT
+            ("2026-03-09T04:00:00Z", "2026-03-09"), // 00:00 EDT
+        ] {
+            assert_eq!(day_in(quarter(utc), &ny).unwrap().to_string(), day, "{utc}");
+        }
+        assert_eq!(day_in(UNKNOWN_QUARTER, &ny), None);
+        let d: Date = "2026-03-08".parse().unwrap(); // a Sunday
+        assert_eq!(monday_of(d).to_string(), "2026-03-02");
+        assert_eq!(monday_of(monday_of(d)), monday_of(d));
+    }
+}
