@@ -95,6 +95,7 @@ fn transcripts(c: &mut Criterion) {
     let status_options = StatusOptions {
         index_dir: Some(cache.clone()),
         now: None,
+        prices: None,
     };
     statusline(&parsed, &status_options).unwrap();
     c.bench_function("statusline/call", |b| {
