@@ -255,3 +255,64 @@ fn pi_costs_are_the_recorded_ones_in_auto_and_unpriced_when_calculated_without_a
         }
     }
 }
+
+fn agentlog(args: &[&str]) -> (i32, Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(args)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap(), json)
+}
+
+#[test]
+fn the_cli_prices_reports_blocks_and_refuses_bad_prices_and_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, json) = agentlog(&["pricing", "claude-opus-4.6", "sonnet", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["source"]["kind"], "embedded");
+    assert_eq!(json["models"][0]["price"]["key"], "claude-opus-4-6");
+    assert_eq!(json["models"][1]["price"], Value::Null);
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"m": {"input_cost_per_token": "cheap"}}"#).unwrap();
+    let (code, json) = agentlog(&["pricing", "--pricing", bad.to_str().unwrap(), "--json"]);
+    assert_eq!((code, json["error"].as_str()), (2, Some("bad_pricing")));
+
+    let (path, _) = fixtures::all()
+        .into_iter()
+        .find(|(p, _)| p.to_string_lossy().contains("258c7280"))
+        .unwrap();
+    let copy = dir.path().join("t/p/s.jsonl");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(&path, &copy).unwrap();
+    let index = dir.path().join("index");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["usage", copy.to_str().unwrap(), "--index-dir"];
+        args.push(index.to_str().unwrap());
+        args.extend_from_slice(extra);
+        args.push("--json");
+        agentlog(&args)
+    };
+    let (code, json) = run(&["--timezone", "Nowhere/Special"]);
+    assert_eq!((code, json["error"].as_str()), (2, Some("bad_input")));
+    let (code, days) = run(&["--by", "day"]);
+    assert_eq!(code, 0);
+    let (_, blocks) = run(&["--by", "block"]);
+    let (_, months) = run(&["--by", "month", "--timezone", "Asia/Tokyo"]);
+    // Whatever the grouping, the totals and their cost are the same.
+    for other in [&blocks, &months] {
+        assert_eq!(other["cost_usd"], days["cost_usd"]);
+        assert_eq!(other["totals"], days["totals"]);
+    }
+    assert!(days["cost_usd"].as_f64().unwrap() > 0.0);
+    assert_eq!(months["timezone"], "Asia/Tokyo");
+    let rows = blocks["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["is_gap"] == false));
+    for r in rows {
+        for field in ["start", "end", "is_active", "is_gap", "cost_usd", "models"] {
+            assert!(r.get(field).is_some(), "{field} in {r}");
+        }
+    }
+}
