@@ -64,8 +64,8 @@ pub use report::{
 };
 pub use snapshot::SnapshotOutcome;
 pub use statusline::{
-    MAX_STATUS_INPUT, StatusInput, StatusInputError, StatusLine, StatusOptions, context_window,
-    parse_status_input, statusline,
+    MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,
+    context_window, parse_status_input, statusline,
 };
 pub use store::{OpenOptions, Transcript, Verification, open, verify};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};

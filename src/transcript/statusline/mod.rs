@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use input::{
-    MAX_STATUS_INPUT, StatusInput, StatusInputError, context_window, parse_status_input,
+    MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, context_window, parse_status_input,
 };
 
 use super::error::TranscriptError;
@@ -48,8 +48,17 @@ pub struct StatusLine {
     /// The context: the prompt of the session's latest main-chain request, 0 after a later
     /// compaction; `None` before any.
     pub context_tokens: Option<u64>,
-    /// The model's context window ([`context_window`]).
+    /// The model's context window: Claude Code's `context_window.context_window_size` when it
+    /// passes one, else guessed from the model ([`context_window`]).
     pub context_window: u64,
+    /// The plan's 5-hour limit used, in percent, as Claude Code passes it (`rate_limits`).
+    pub five_hour_used_percent: Option<f64>,
+    /// When the 5-hour limit resets, as Claude Code passes it.
+    pub five_hour_resets_at: Option<String>,
+    /// The plan's 7-day limit used, in percent, as Claude Code passes it.
+    pub seven_day_used_percent: Option<f64>,
+    /// When the 7-day limit resets, as Claude Code passes it.
+    pub seven_day_resets_at: Option<String>,
     /// The model's display name, else its id, else `?`.
     pub model: String,
     /// The session id Claude Code passed.
@@ -89,8 +98,15 @@ impl StatusLine {
             _ => "-".to_owned(),
         };
         let usd = |c: Option<f64>| c.map(|d| format!(" ${d:.2}")).unwrap_or_default();
+        let limits = match (self.five_hour_used_percent, self.seven_day_used_percent) {
+            (None, None) => String::new(),
+            (five, seven) => {
+                let p = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{x:.0}%"));
+                format!(" | 5h {} 7d {}", p(five), p(seven))
+            }
+        };
         format!(
-            "{} | ctx {context} | since compact {} | session {}{} | today {}{}",
+            "{} | ctx {context} | since compact {} | session {}{} | today {}{}{limits}",
             self.model,
             short(self.since_compaction.tally.usage.total()),
             short(self.session_total_tokens),
@@ -205,12 +221,20 @@ pub fn statusline(
         .cloned()
         .collect();
     unpriced.dedup();
-    let window = context_window(input.model_id.as_deref(), input.model_name.as_deref());
+    let window = input
+        .context_window_size
+        .unwrap_or_else(|| context_window(input.model_id.as_deref(), input.model_name.as_deref()));
+    let used = |l: &Option<RateLimit>| l.as_ref().and_then(|l| l.used_percentage);
+    let resets = |l: &Option<RateLimit>| l.as_ref().and_then(|l| l.resets_at.clone());
     let context = main.as_ref().and_then(|t| t.summary.context);
     Ok(StatusLine {
         context_percent: context.map(|c| percent(c, window)),
         context_tokens: context,
         context_window: window,
+        five_hour_used_percent: used(&input.five_hour),
+        five_hour_resets_at: resets(&input.five_hour),
+        seven_day_used_percent: used(&input.seven_day),
+        seven_day_resets_at: resets(&input.seven_day),
         model: input
             .model_name
             .clone()
@@ -289,6 +313,10 @@ mod tests {
             context_percent: Some(38.6),
             context_tokens: Some(77_300),
             context_window: 200_000,
+            five_hour_used_percent: Some(42.4),
+            five_hour_resets_at: Some("1767225600".to_owned()),
+            seven_day_used_percent: None,
+            seven_day_resets_at: None,
             model: "Opus".to_owned(),
             session_id: None,
             session_total_tokens: 15,
