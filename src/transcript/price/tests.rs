@@ -140,3 +140,59 @@ fn aliases_are_tried_in_order() {
     assert_eq!(dashed("gpt-5.3-codex"), "gpt-5-3-codex");
     assert_eq!(dashed("a.b1.2"), "a.b1-2");
 }
+
+fn any_tally() -> impl proptest::strategy::Strategy<Value = Tally> {
+    use proptest::prelude::*;
+    (
+        0u64..400_000,
+        0u64..100_000,
+        0u64..300_000,
+        0u64..300_000,
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(|(input, output, created, read, r, h)| {
+            let usage = Usage {
+                input,
+                output,
+                cache_creation: created,
+                cache_read: read,
+                reasoning: r % (output + 1),
+                cache_creation_1h: h % (created + 1),
+            };
+            Tally::message(usage, Money::default())
+        })
+}
+
+proptest::proptest! {
+    /// Pricing is exact and linear: the cost of a sum of messages is the sum of their costs,
+    /// whatever their sizes (long prompts included), and equals a naive computation in u128.
+    #[test]
+    fn the_cost_of_a_sum_is_the_sum_of_the_costs(
+        tallies in proptest::collection::vec(any_tally(), 1..20)
+    ) {
+        let t = PriceTable::embedded();
+        // A model with a long-prompt tier, so both branches are taken.
+        let m = t.lookup("gemini-2.5-pro").unwrap();
+        proptest::prop_assert!(m.long_prompt.is_some());
+        let mut sum = Tally::default();
+        let mut each = 0u128;
+        for x in &tallies {
+            sum.add(x);
+            let rates = if x.usage.prompt() > crate::transcript::tally::LONG_PROMPT {
+                m.long_prompt.unwrap_or(m.base)
+            } else {
+                m.base
+            };
+            let u = &x.usage;
+            let naive = u128::from(u.input) * u128::from(rates.input)
+                + u128::from(u.output) * u128::from(rates.output)
+                + u128::from(u.cache_creation - u.cache_creation_1h) * u128::from(rates.cache_creation)
+                + u128::from(u.cache_creation_1h) * u128::from(rates.cache_creation_1h)
+                + u128::from(u.cache_read) * u128::from(rates.cache_read);
+            proptest::prop_assert_eq!(u128::from(m.cost(x).picodollars()), naive);
+            each += naive;
+        }
+        proptest::prop_assert_eq!(u128::from(m.cost(&sum).picodollars()), each);
+    }
+}
