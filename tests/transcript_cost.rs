@@ -316,3 +316,62 @@ fn the_cli_prices_reports_blocks_and_refuses_bad_prices_and_zones() {
         }
     }
 }
+
+#[test]
+fn the_live_view_finds_the_active_block_today_and_the_latest_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut copies = Vec::new();
+    for (i, (path, format)) in fixtures::all().into_iter().enumerate() {
+        if format == Format::ClaudeCode && !path.to_string_lossy().contains("subagents") {
+            let copy = dir.path().join(format!("p/f{i}.jsonl"));
+            std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+            std::fs::copy(&path, &copy).unwrap();
+            copies.push(copy);
+        }
+    }
+    let root = dir.path().join("p");
+    let base = UsageOptions {
+        open: OpenOptions {
+            index_dir: Some(dir.path().join("index")),
+            ..OpenOptions::default()
+        },
+        timezone: TimeZone::UTC,
+        by: GroupBy::Block,
+        ..UsageOptions::default()
+    };
+    let blocks = usage(std::slice::from_ref(&root), &base, &|_, _| {});
+    let last = blocks
+        .rows
+        .iter()
+        .rev()
+        .find(|r| r.block.is_some())
+        .unwrap();
+    let b = last.block.clone().unwrap();
+    // An hour after the last block's last activity, it is still active.
+    let now = b
+        .last_activity
+        .checked_add(jiff::SignedDuration::from_hours(1))
+        .unwrap();
+    let options = UsageOptions {
+        now: Some(now),
+        ..base.clone()
+    };
+    let view = agentlog::transcript::live(std::slice::from_ref(&root), &options);
+    let active = view.block.expect("an active block");
+    assert_eq!(active.key, last.key);
+    assert_eq!(active.tally, last.tally);
+    let today = view.today.expect("usage today");
+    assert_eq!(today.key, TimeZone::UTC.to_datetime(now).date().to_string());
+    let session = view.session.expect("a session");
+    let sessions = usage(
+        std::slice::from_ref(&root),
+        &UsageOptions {
+            by: GroupBy::Session,
+            ..base
+        },
+        &|_, _| {},
+    );
+    let latest = sessions.rows.iter().map(|r| r.last_activity).max().unwrap();
+    assert_eq!(session.last_activity, latest);
+    assert!(copies.len() > 1);
+}
