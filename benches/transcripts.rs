@@ -90,6 +90,15 @@ fn transcripts(c: &mut Criterion) {
     c.bench_function("transcript/usage_warm_40_files_snapshot", |b| {
         b.iter(|| black_box(usage(&roots, &with_snapshot, &|_, _| {}).totals));
     });
+    // The same warm answer priced and cut into billing blocks in a zone.
+    let blocks = UsageOptions {
+        by: GroupBy::Block,
+        timezone: jiff::tz::TimeZone::get("Europe/Paris").unwrap(),
+        ..with_snapshot.clone()
+    };
+    c.bench_function("transcript/usage_warm_40_files_snapshot_blocks_cost", |b| {
+        b.iter(|| black_box(usage(&roots, &blocks, &|_, _| {}).cost));
+    });
     let input = format!(
         r#"{{"session_id":"s","transcript_path":"{}","model":{{"id":"claude-opus-4-6","display_name":"Opus"}},"cwd":"/w","version":"2.1.39","output_style":{{"name":"default"}}}}"#,
         one.display()
@@ -101,6 +110,7 @@ fn transcripts(c: &mut Criterion) {
     let status_options = StatusOptions {
         index_dir: Some(cache.clone()),
         now: None,
+        prices: None,
     };
     statusline(&parsed, &status_options).unwrap();
     c.bench_function("statusline/call", |b| {

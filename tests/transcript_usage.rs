@@ -475,6 +475,7 @@ fn the_statusline_call_answers_as_the_oracle_after_every_append() {
         let options = StatusOptions {
             index_dir: Some(dir.path().join("cache")),
             now: None,
+            prices: None,
         };
         let cuts = [whole.len() / 3, whole.len() / 2, whole.len()];
         for cut in cuts {

@@ -25,6 +25,7 @@ mod demo;
 mod export;
 mod generations;
 mod index;
+mod pricing;
 mod search;
 mod sessions;
 mod status;
@@ -33,6 +34,7 @@ mod table;
 mod transcript;
 mod usage;
 mod verify;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -106,6 +108,9 @@ enum Command {
     /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
     /// context size, tokens since the latest compaction, the session's and today's totals.
     Statusline(statusline::Args),
+    /// The prices `usage` and `statusline` use (`LiteLLM`'s table: the embedded snapshot or
+    /// `--pricing FILE`) and where they came from.
+    Pricing(pricing::Args),
 }
 
 /// `--tier` values.
@@ -290,6 +295,7 @@ pub fn run() -> ExitCode {
         Command::Transcript(args) => (transcript::run(&args), args.json),
         Command::Usage(args) => (usage::run(&args), args.json),
         Command::Statusline(args) => (statusline::run(&args), args.json),
+        Command::Pricing(args) => (pricing::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

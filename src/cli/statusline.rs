@@ -14,6 +14,13 @@ pub struct Args {
     /// Keep index files in DIR instead of the cache directory.
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// The line to print: fields of the `--json` output by name in braces, e.g.
+    /// `'{model} {context_percent}% {session_cost_usd}'`.
+    #[arg(long, value_name = "TEMPLATE")]
+    format: Option<String>,
+    /// A price file in `LiteLLM`'s format, used instead of the embedded table.
+    #[arg(long, value_name = "FILE")]
+    pricing: Option<PathBuf>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -31,10 +38,17 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let options = StatusOptions {
         index_dir: args.index_dir.clone(),
         now: None,
+        prices: args
+            .pricing
+            .as_ref()
+            .map(|p| super::pricing::table(Some(p)))
+            .transpose()?,
     };
     let line = statusline(&input, &options)?;
     if args.json {
         print_json(&line)?;
+    } else if let Some(template) = &args.format {
+        outln!("{}", line.format(template));
     } else {
         outln!("{}", line.line());
     }

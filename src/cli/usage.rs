@@ -1,14 +1,19 @@
-//! `agentlog usage [PATH...]`: token usage over every transcript found, each message counted
-//! once across files, by day, session, project or model.
+//! `agentlog usage [PATH...]`: token usage and its cost over every transcript found, each
+//! message counted once across files, by day, week, month, session, project, model or
+//! billing block; `--watch` redraws it (`super::watch`).
 
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use clap::ValueEnum;
 use jiff::civil::Date;
+use jiff::tz::TimeZone;
 
-use agentlog::transcript::{GroupBy, OpenOptions, Tally, UsageOptions, UsageReport, usage};
+use agentlog::transcript::{
+    CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageOptions, UsageReport, UsageRow, usage,
+};
 
 use super::table::{render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure, display, print_json};
@@ -25,12 +30,30 @@ pub struct Args {
     /// How rows are grouped.
     #[arg(long, value_enum, default_value = "day")]
     by: ByArg,
-    /// Only usage on or after this UTC day (YYYY-MM-DD or YYYYMMDD).
+    /// Only usage on or after this day in the report's zone (YYYY-MM-DD or YYYYMMDD).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
-    /// Only usage on or before this UTC day (YYYY-MM-DD or YYYYMMDD).
+    /// Only usage on or before this day in the report's zone (YYYY-MM-DD or YYYYMMDD).
     #[arg(long, value_name = "DATE")]
     until: Option<String>,
+    /// The time zone days, weeks and months are cut in (IANA name, e.g. Europe/Paris;
+    /// default: `TZ`, else the system's /etc/localtime).
+    #[arg(long, value_name = "TZ")]
+    timezone: Option<String>,
+    /// Which cost to show: the recorded one where a format records it, else calculated
+    /// (auto); always calculated from the price table; or recorded only.
+    #[arg(long, value_enum, default_value = "auto")]
+    cost: CostArg,
+    /// A price file in `LiteLLM`'s `model_prices_and_context_window.json` format, used instead
+    /// of the embedded table.
+    #[arg(long, value_name = "FILE")]
+    pricing: Option<PathBuf>,
+    /// Redraw the active block, today and the latest session every --interval seconds.
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between redraws with --watch.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub interval: f64,
     /// Keep index files in DIR instead of the cache directory.
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
@@ -43,25 +66,43 @@ pub struct Args {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
 enum ByArg {
-    /// UTC day.
+    /// Day in the report's zone.
     Day,
+    /// ISO week (Monday first) in the report's zone.
+    Week,
+    /// Month in the report's zone.
+    Month,
     /// Session (a transcript with its subagents).
     Session,
     /// Project directory.
     Project,
     /// Model name.
     Model,
+    /// 5-hour billing block.
+    Block,
 }
 
 impl ByArg {
     fn group(self) -> GroupBy {
         match self {
             ByArg::Day => GroupBy::Day,
+            ByArg::Week => GroupBy::Week,
+            ByArg::Month => GroupBy::Month,
             ByArg::Session => GroupBy::Session,
             ByArg::Project => GroupBy::Project,
             ByArg::Model => GroupBy::Model,
+            ByArg::Block => GroupBy::Block,
         }
     }
+}
+
+/// `--cost` values.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum CostArg {
+    Auto,
+    Calculate,
+    Recorded,
 }
 
 /// A day argument: `YYYY-MM-DD` or `YYYYMMDD`.
@@ -85,9 +126,23 @@ fn parse_day(flag: &str, text: Option<&str>) -> Result<Option<Date>, Failure> {
     })
 }
 
-/// Runs the command.
-pub fn run(args: &Args) -> Result<u8, Failure> {
-    let options = UsageOptions {
+/// The zone `--timezone` names, or the system's.
+pub fn zone(name: Option<&str>) -> Result<TimeZone, Failure> {
+    match name {
+        None => Ok(TimeZone::system()),
+        Some(name) => TimeZone::get(name).map_err(|e| {
+            Failure::new(
+                "bad_input",
+                EXIT_BAD_INPUT,
+                format!("--timezone {name:?} is not a time zone: {e}"),
+            )
+        }),
+    }
+}
+
+/// The options the arguments ask for.
+pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
+    Ok(UsageOptions {
         open: OpenOptions {
             index_dir: args.index_dir.clone(),
             ..OpenOptions::default()
@@ -95,8 +150,23 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         by: args.by.group(),
         since: parse_day("--since", args.since.as_deref())?,
         until: parse_day("--until", args.until.as_deref())?,
+        timezone: zone(args.timezone.as_deref())?,
+        cost: match args.cost {
+            CostArg::Auto => CostMode::Auto,
+            CostArg::Calculate => CostMode::Calculate,
+            CostArg::Recorded => CostMode::Recorded,
+        },
+        prices: super::pricing::table(args.pricing.as_ref())?,
         ..UsageOptions::default()
-    };
+    })
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    let options = options(args)?;
+    if args.watch {
+        return super::watch::run(&args.paths, &options, args.interval, args.json);
+    }
     // A bar on a terminal, for a run that reads many files.
     let bar: OnceLock<Option<indicatif::ProgressBar>> = OnceLock::new();
     let progress = |done: usize, total: usize| {
@@ -129,9 +199,44 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     Ok(EXIT_OK)
 }
 
+/// A cost cell: dollars to the cent, `-` when nothing is priced, `*` when part is unpriced.
+pub fn money(cost: &RowCost) -> String {
+    let mark = if cost.unpriced_models.is_empty() {
+        ""
+    } else {
+        "*"
+    };
+    cost.usd()
+        .map_or_else(|| format!("-{mark}"), |d| format!("${d:.2}{mark}"))
+}
+
+/// A row's first cells: the key (a block's start and end in the report's zone), and the
+/// project of a session row.
+fn key_cells(row: &UsageRow, zone: &TimeZone) -> Vec<String> {
+    let mut cells = vec![match &row.block {
+        Some(b) => {
+            let local = |t: jiff::Timestamp| zone.to_datetime(t).strftime("%F %H:%M");
+            let tag = if b.is_gap {
+                " (gap)"
+            } else if b.is_active {
+                " (active)"
+            } else {
+                ""
+            };
+            format!("{} - {}{tag}", local(b.start), local(b.end))
+        }
+        None => row.key.clone(),
+    }];
+    if let Some(project) = &row.project {
+        cells.push(project.clone());
+    }
+    cells
+}
+
 /// The table: one line per row, then the totals.
-fn human(report: &UsageReport) -> String {
+pub fn human(report: &UsageReport) -> String {
     let by = report.by;
+    let zone = TimeZone::get(&report.timezone).unwrap_or_else(|_| TimeZone::system());
     let mut header = vec![by.name().to_owned()];
     if by == GroupBy::Session {
         header.push("project".to_owned());
@@ -145,12 +250,13 @@ fn human(report: &UsageReport) -> String {
             "reasoning",
             "total",
             "messages",
+            "cost_usd",
         ]
         .map(str::to_owned),
     );
-    let cells = |t: &Tally| {
+    let cells = |t: &Tally, cost: &RowCost| {
         let u = &t.usage;
-        [
+        let mut out: Vec<String> = [
             u.input,
             u.output,
             u.cache_creation,
@@ -160,26 +266,58 @@ fn human(report: &UsageReport) -> String {
             t.messages,
         ]
         .map(thousands)
+        .to_vec();
+        out.push(money(cost));
+        out
     };
     let mut rows = vec![header];
     for row in &report.rows {
-        let mut line = vec![row.key.clone()];
-        if let Some(project) = &row.project {
-            line.push(project.clone());
-        }
-        line.extend(cells(&row.tally));
+        let mut line = key_cells(row, &zone);
+        line.extend(cells(&row.tally, &row.cost));
         rows.push(line);
     }
     let mut total = vec!["total".to_owned()];
     if by == GroupBy::Session {
         total.push(String::new());
     }
-    total.extend(cells(&report.totals));
+    total.extend(cells(&report.totals, &report.cost));
     rows.push(total);
     let files: u64 = report.files.values().sum();
-    format!(
-        "{}\n{files} transcripts, {} messages found in several files counted once (days in UTC)\n",
+    let mut out = format!(
+        "{}\n{files} transcripts, {} messages found in several files counted once (times in {}, cost {})\n",
         render(&rows),
-        report.cross_file_duplicates
-    )
+        report.cross_file_duplicates,
+        report.timezone,
+        report.cost_mode.name(),
+    );
+    if !report.cost.unpriced_models.is_empty() {
+        let names: Vec<&str> = report
+            .cost
+            .unpriced_models
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let _ = writeln!(
+            out,
+            "* not priced (no price for): {} (see `agentlog pricing`)",
+            names.join(", ")
+        );
+    }
+    for row in &report.rows {
+        if let Some(b) = row.block.as_ref().filter(|b| b.is_active)
+            && let (Some(rate), Some(p)) = (b.burn_rate, b.projection)
+        {
+            let usd = |d: Option<f64>| d.map_or_else(|| "-".to_owned(), |d| format!("${d:.2}"));
+            let _ = writeln!(
+                out,
+                "active block: {:.0} tokens/min, {}/h; by its end ({} min): {} tokens, {}",
+                rate.tokens_per_minute,
+                usd(rate.cost_usd_per_hour),
+                p.remaining_minutes,
+                thousands(p.total_tokens),
+                usd(p.cost_usd)
+            );
+        }
+    }
+    out
 }

@@ -32,6 +32,7 @@ pub(crate) mod json;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
+mod price;
 mod read;
 // The export reads each line's own figures through the readers.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
@@ -56,6 +57,10 @@ pub use fold::{
 pub use format::{Format, UnknownFormat, detect_format};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
+pub use price::{
+    CostMode, ModelPrice, PriceError, PriceSource, PriceTable, PricingReport, PricingRow, Rates,
+    RowCost, SNAPSHOT_DATE, SNAPSHOT_VERSION, pricing, records_cost,
+};
 pub use read::fold_bytes;
 pub use reader::{NativeValue, native};
 pub use report::{
@@ -67,8 +72,8 @@ pub use report::{
 pub use report::report;
 pub use snapshot::SnapshotOutcome;
 pub use statusline::{
-    MAX_STATUS_INPUT, StatusInput, StatusInputError, StatusLine, StatusOptions, context_window,
-    parse_status_input, statusline,
+    MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,
+    context_window, parse_status_input, statusline,
 };
 #[cfg(any(feature = "search", feature = "export"))]
 pub(crate) use store::open;
@@ -77,6 +82,6 @@ pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
-    GroupBy, Skipped, UsageOptions, UsageReport, UsageRow, day_of, default_roots, discover,
-    session_of, usage,
+    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UsageOptions,
+    UsageReport, UsageRow, day_in, day_of, default_roots, discover, live, session_of, usage,
 };

@@ -4,7 +4,7 @@
 //! snapshot".
 //!
 //! Per file it holds the coverage (end, head and tail windows, running crc) the answer was
-//! made of, the file's own tally by (UTC day, model), and what the merge moved in or out of
+//! made of, the file's own tally by (quarter-hour, model), and what the merge moved in or out of
 //! it (a signed correction). Beside them, a sorted map from a hash of every merge key (Claude
 //! Code message ids, pi entry ids: any id a format dedups by) to the one file holding it, or
 //! to "several". A grown file whose new lines carry only keys no other file holds changes no
@@ -34,8 +34,6 @@ use file::{read_snapshot, write_snapshot};
 
 /// The holder of a key several files hold.
 const SEVERAL: u32 = u32::MAX;
-/// Quarter-hours in a day.
-const QUARTERS_PER_DAY: i64 = 96;
 
 /// What a usage run did with its snapshot. In JSON, `{outcome, reason}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -107,8 +105,9 @@ impl Default for Delta {
     }
 }
 
-/// A (UTC day, model number) bucket: days since the epoch (`UNKNOWN_QUARTER` for unknown).
-type DayKey = (i64, u32);
+/// A (quarter-hour, model number) bucket: quarter-hours since the epoch (`UNKNOWN_QUARTER` for
+/// unknown).
+type QuarterKey = (i64, u32);
 
 /// What `stat` said of a file just before its windows were found to match its coverage,
 /// and when.
@@ -167,8 +166,8 @@ struct FileEntry {
     coverage: Coverage,
     /// `stat` of the file when its windows last matched its coverage, if that was settled.
     stat: Option<Stat>,
-    own: Vec<(DayKey, Tally)>,
-    correction: Vec<(DayKey, Delta)>,
+    own: Vec<(QuarterKey, Tally)>,
+    correction: Vec<(QuarterKey, Delta)>,
 }
 
 /// The snapshot file's payload.
@@ -180,7 +179,7 @@ struct Snapshot {
     files: Vec<FileEntry>,
     /// The files that could not be read, in path order.
     skipped: Vec<Vec<u8>>,
-    /// Model names, by the number day buckets use.
+    /// Model names, by the number buckets use.
     models: Vec<String>,
     /// Messages of later files merged into earlier ones.
     duplicates: u64,
@@ -329,32 +328,15 @@ impl Models {
     }
 }
 
-/// The day of a quarter-hour, as the day buckets number it.
-fn day_number(quarter: i64) -> i64 {
-    if quarter == UNKNOWN_QUARTER {
-        UNKNOWN_QUARTER
-    } else {
-        quarter.div_euclid(QUARTERS_PER_DAY)
-    }
-}
-
-/// A quarter-hour of a day bucket's day (what the report's grouping takes).
-fn quarter_of(day: i64) -> i64 {
-    if day == UNKNOWN_QUARTER {
-        UNKNOWN_QUARTER
-    } else {
-        day.saturating_mul(QUARTERS_PER_DAY)
-    }
-}
-
-/// A file's quarter-hour buckets by (day, global model number); empty tallies are left out,
-/// as a report leaves them out.
-fn by_day(
+/// A file's quarter-hour buckets by (quarter-hour, global model number); empty tallies are
+/// left out, as a report leaves them out. Kept by quarter-hour (not by day) so that a report
+/// cuts days in any zone and finds billing blocks from the snapshot alone.
+fn by_quarter(
     buckets: &HashMap<BucketKey, Tally>,
     names: &[String],
     models: &mut Models,
-) -> BTreeMap<DayKey, Tally> {
-    let mut out: BTreeMap<DayKey, Tally> = BTreeMap::new();
+) -> BTreeMap<QuarterKey, Tally> {
+    let mut out: BTreeMap<QuarterKey, Tally> = BTreeMap::new();
     for (&(quarter, model), tally) in buckets {
         if tally.is_empty() {
             continue;
@@ -362,9 +344,7 @@ fn by_day(
         let number = names
             .get(model as usize)
             .map_or(UNKNOWN_MODEL, |name| models.number(name));
-        out.entry((day_number(quarter), number))
-            .or_default()
-            .add(tally);
+        out.entry((quarter, number)).or_default().add(tally);
     }
     out
 }
@@ -375,11 +355,11 @@ fn signed(n: u64) -> i64 {
 
 /// `after - before`, bucket by bucket, leaving out the buckets where they are equal.
 fn correction(
-    before: &BTreeMap<DayKey, Tally>,
-    after: &BTreeMap<DayKey, Tally>,
-) -> Vec<(DayKey, Delta)> {
+    before: &BTreeMap<QuarterKey, Tally>,
+    after: &BTreeMap<QuarterKey, Tally>,
+) -> Vec<(QuarterKey, Delta)> {
     let zero = Tally::default();
-    let mut keys: Vec<&DayKey> = before.keys().chain(after.keys()).collect();
+    let mut keys: Vec<&QuarterKey> = before.keys().chain(after.keys()).collect();
     keys.sort();
     keys.dedup();
     keys.into_iter()
@@ -426,12 +406,12 @@ fn full(
     let mut holders: HashMap<u64, u32> = HashMap::new();
     let empty = HashMap::new();
     for (i, t) in merged.read.iter().enumerate() {
-        let own = by_day(
+        let own = by_quarter(
             merged.own.get(i).unwrap_or(&empty),
             &t.summary.models,
             &mut models,
         );
-        let after = by_day(
+        let after = by_quarter(
             merged.buckets.get(i).unwrap_or(&empty),
             &t.summary.models,
             &mut models,
@@ -496,7 +476,7 @@ fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut UsageReport)
         *report.files.entry(f.format.name()).or_default() += 1;
         let path = PathBuf::from(std::ffi::OsString::from_vec(f.path.clone()));
         let (session, project) = session_of(&path, f.format);
-        let mut buckets: BTreeMap<DayKey, Tally> = f.own.iter().copied().collect();
+        let mut buckets: BTreeMap<QuarterKey, Tally> = f.own.iter().copied().collect();
         for (key, delta) in &f.correction {
             let own = buckets.get(key).unwrap_or(&zero);
             // A correction that does not hold together is left out (a forged snapshot).
@@ -504,15 +484,17 @@ fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut UsageReport)
                 buckets.insert(*key, value);
             }
         }
-        for ((day, model), tally) in &buckets {
-            let model_name = || {
-                snapshot
-                    .models
-                    .get(*model as usize)
-                    .cloned()
-                    .unwrap_or_else(|| "unknown".to_owned())
-            };
-            rows.add((&session, &project), quarter_of(*day), model_name, tally);
+        for ((quarter, model), tally) in &buckets {
+            let model_name = snapshot
+                .models
+                .get(*model as usize)
+                .map_or("unknown", String::as_str);
+            rows.add(
+                (&session, &project),
+                f.format,
+                (*quarter, model_name),
+                tally,
+            );
         }
     }
     report.cross_file_duplicates = snapshot.duplicates;
@@ -685,7 +667,7 @@ fn warm(
         }
         let empty = HashMap::new();
         let buckets = t.dedup.as_ref().map_or(&empty, |d| &d.buckets);
-        let own: Vec<(DayKey, Tally)> = by_day(buckets, &t.summary.models, &mut models)
+        let own: Vec<(QuarterKey, Tally)> = by_quarter(buckets, &t.summary.models, &mut models)
             .into_iter()
             .collect();
         // A torn line alone changes nothing worth writing.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub const MAX_STATUS_INPUT: usize = 1 << 20;
 
 /// The fields of Claude Code's status line input this command uses; others are ignored.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct StatusInput {
     /// `session_id`.
     pub session_id: Option<String>,
@@ -19,6 +19,21 @@ pub struct StatusInput {
     pub model_name: Option<String>,
     /// `cwd` (or `workspace.current_dir`).
     pub cwd: Option<String>,
+    /// `context_window.context_window_size`: the window Claude Code says the model has.
+    pub context_window_size: Option<u64>,
+    /// `rate_limits.five_hour`: the plan's 5-hour limit.
+    pub five_hour: Option<RateLimit>,
+    /// `rate_limits.seven_day`: the plan's 7-day limit.
+    pub seven_day: Option<RateLimit>,
+}
+
+/// A plan limit as Claude Code reports it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RateLimit {
+    /// `used_percentage`.
+    pub used_percentage: Option<f64>,
+    /// `resets_at`, as given (a string, or a number written out).
+    pub resets_at: Option<String>,
 }
 
 /// Why the status line input was refused.
@@ -68,12 +83,36 @@ pub fn parse_status_input(bytes: &[u8]) -> Result<StatusInput, StatusInputError>
             .map(str::to_owned)
     };
     let path = text("", "transcript_path").ok_or(StatusInputError::NoTranscript)?;
+    let window = value
+        .get("context_window")
+        .and_then(|w| w.get("context_window_size"))
+        .and_then(serde_json::Value::as_u64)
+        .filter(|&n| n > 0);
+    let limit = |name: &str| {
+        let l = value.get("rate_limits")?.get(name)?;
+        let used = l
+            .get("used_percentage")
+            .and_then(serde_json::Value::as_f64)
+            .filter(|p| p.is_finite());
+        let resets = l.get("resets_at").and_then(|r| match r {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        (used.is_some() || resets.is_some()).then_some(RateLimit {
+            used_percentage: used,
+            resets_at: resets,
+        })
+    };
     Ok(StatusInput {
         session_id: text("", "session_id"),
         transcript_path: PathBuf::from(path),
         model_id: text("model", "id"),
         model_name: text("model", "display_name"),
         cwd: text("", "cwd").or_else(|| text("workspace", "current_dir")),
+        context_window_size: window,
+        five_hour: limit("five_hour"),
+        seven_day: limit("seven_day"),
     })
 }
 

@@ -5,16 +5,20 @@
 
 mod input;
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 pub use input::{
-    MAX_STATUS_INPUT, StatusInput, StatusInputError, context_window, parse_status_input,
+    MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, context_window, parse_status_input,
 };
 
 use super::error::TranscriptError;
+use super::fold::UNKNOWN_QUARTER;
 use super::format::Format;
+use super::price::{CostMode, PriceTable, Pricer, RowCost};
 use super::report::UsageFigures;
 use super::store::{OpenOptions, Transcript, open};
 
@@ -31,6 +35,8 @@ pub struct StatusOptions {
     pub index_dir: Option<PathBuf>,
     /// The time "today" is the UTC day of (default: now).
     pub now: Option<jiff::Timestamp>,
+    /// The prices (default: the embedded snapshot).
+    pub prices: Option<Arc<PriceTable>>,
 }
 
 /// The figures of a status line: `agentlog statusline --json` prints them as they serialize,
@@ -42,8 +48,17 @@ pub struct StatusLine {
     /// The context: the prompt of the session's latest main-chain request, 0 after a later
     /// compaction; `None` before any.
     pub context_tokens: Option<u64>,
-    /// The model's context window ([`context_window`]).
+    /// The model's context window: Claude Code's `context_window.context_window_size` when it
+    /// passes one, else guessed from the model ([`context_window`]).
     pub context_window: u64,
+    /// The plan's 5-hour limit used, in percent, as Claude Code passes it (`rate_limits`).
+    pub five_hour_used_percent: Option<f64>,
+    /// When the 5-hour limit resets, as Claude Code passes it.
+    pub five_hour_resets_at: Option<String>,
+    /// The plan's 7-day limit used, in percent, as Claude Code passes it.
+    pub seven_day_used_percent: Option<f64>,
+    /// When the 7-day limit resets, as Claude Code passes it.
+    pub seven_day_resets_at: Option<String>,
     /// The model's display name, else its id, else `?`.
     pub model: String,
     /// The session id Claude Code passed.
@@ -52,6 +67,12 @@ pub struct StatusLine {
     pub session_total_tokens: u64,
     /// The session's usage since its latest compaction.
     pub since_compaction: UsageFigures,
+    /// What the session transcript cost (`null` when none of its models has a price).
+    pub session_cost_usd: Option<f64>,
+    /// What today's usage in the session's project cost (`null` when nothing has a price).
+    pub today_cost_usd: Option<f64>,
+    /// Models seen in the session and today without a price (left out of the costs).
+    pub unpriced_models: Vec<String>,
     /// The time zone of `today` (`UTC`).
     pub timezone: &'static str,
     /// Total tokens today in the session's project: its transcript and the other transcripts
@@ -69,19 +90,63 @@ fn display<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S:
 }
 
 impl StatusLine {
-    /// The line: `Opus | ctx 77.3k (39%) | since compact 3.0M | session 15.2M | today 21.4M`.
+    /// The line: `Opus | ctx 77.3k (39%) | since compact 3.0M | session 15.2M $4.10 | today
+    /// 21.4M $6.02`.
     pub fn line(&self) -> String {
         let context = match (self.context_tokens, self.context_percent) {
             (Some(c), Some(p)) => format!("{} ({p:.0}%)", short(c)),
             _ => "-".to_owned(),
         };
+        let usd = |c: Option<f64>| c.map(|d| format!(" ${d:.2}")).unwrap_or_default();
+        let limits = match (self.five_hour_used_percent, self.seven_day_used_percent) {
+            (None, None) => String::new(),
+            (five, seven) => {
+                let p = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{x:.0}%"));
+                format!(" | 5h {} 7d {}", p(five), p(seven))
+            }
+        };
         format!(
-            "{} | ctx {context} | since compact {} | session {} | today {}",
+            "{} | ctx {context} | since compact {} | session {}{} | today {}{}{limits}",
             self.model,
             short(self.since_compaction.tally.usage.total()),
             short(self.session_total_tokens),
-            short(self.today_total_tokens)
+            usd(self.session_cost_usd),
+            short(self.today_total_tokens),
+            usd(self.today_cost_usd)
         )
+    }
+
+    /// `template` with each `{name}` replaced by the field of that name in the JSON form
+    /// (numbers as they serialize, money to the cent, `null` as `-`); an unknown name is left
+    /// as written.
+    pub fn format(&self, template: &str) -> String {
+        let json = serde_json::to_value(self).unwrap_or_default();
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            let (before, after) = rest.split_at(open);
+            out.push_str(before);
+            let Some(close) = after.find('}') else {
+                out.push_str(after);
+                return out;
+            };
+            let name = after.get(1..close).unwrap_or_default();
+            match json.get(name) {
+                Some(serde_json::Value::String(s)) => out.push_str(s),
+                Some(serde_json::Value::Null) => out.push('-'),
+                Some(serde_json::Value::Number(n)) if name.ends_with("_usd") => {
+                    let _ = write!(out, "{:.2}", n.as_f64().unwrap_or_default());
+                }
+                Some(serde_json::Value::Number(n)) if name.ends_with("_percent") => {
+                    let _ = write!(out, "{:.0}", n.as_f64().unwrap_or_default());
+                }
+                Some(v) => out.push_str(&v.to_string()),
+                None => out.push_str(after.get(..=close).unwrap_or_default()),
+            }
+            rest = after.get(close + 1..).unwrap_or_default();
+        }
+        out.push_str(rest);
+        out
     }
 }
 
@@ -105,35 +170,71 @@ pub fn statusline(
         ..OpenOptions::default()
     };
     let path = &input.transcript_path;
-    let main = match open(path, &open_options) {
+    // The session's own buckets all (its cost), the others' from today on.
+    let main_options = OpenOptions {
+        buckets_from: Some(UNKNOWN_QUARTER),
+        ..open_options.clone()
+    };
+    let main = match open(path, &main_options) {
         Ok(t) => Some(t),
         // A session that has not written its transcript yet: nothing counted so far.
         Err(TranscriptError::NotFound { .. } | TranscriptError::Empty { .. }) => None,
         Err(e) => return Err(e),
     };
-    let today_of = |t: &Transcript| -> u64 {
-        t.buckets()
-            .unwrap_or_default()
-            .iter()
-            .filter(|((q, _), _)| *q >= from)
-            .fold(0u64, |sum, (_, tally)| {
-                sum.saturating_add(tally.usage.total())
-            })
+    let table = options.prices.clone().unwrap_or_else(PriceTable::embedded);
+    let mut pricer = Pricer::new(table, CostMode::Auto);
+    let (mut session_cost, mut today_cost) = (RowCost::default(), RowCost::default());
+    let mut today_of = |t: &Transcript, session: Option<&mut RowCost>| -> u64 {
+        let buckets = t.buckets().unwrap_or_default();
+        let mut session = session;
+        let mut sum = 0u64;
+        for ((q, model), tally) in &buckets {
+            let name = t
+                .summary
+                .models
+                .get(*model as usize)
+                .map_or("unknown", String::as_str);
+            let cost = pricer.cost(t.format, name, tally);
+            if let Some(s) = session.as_deref_mut() {
+                s.add(name, cost);
+            }
+            if *q >= from {
+                sum = sum.saturating_add(tally.usage.total());
+                today_cost.add(name, cost);
+            }
+        }
+        sum
     };
-    let mut today = main.as_ref().map_or(0, today_of);
+    let mut today = main
+        .as_ref()
+        .map_or(0, |t| today_of(t, Some(&mut session_cost)));
     let mut today_transcripts = u64::from(main.is_some());
     for other in written_since(path, day_start) {
         if let Ok(t) = open(&other, &open_options) {
-            today = today.saturating_add(today_of(&t));
+            today = today.saturating_add(today_of(&t, None));
             today_transcripts += 1;
         }
     }
-    let window = context_window(input.model_id.as_deref(), input.model_name.as_deref());
+    let mut unpriced: Vec<String> = session_cost
+        .unpriced_models
+        .union(&today_cost.unpriced_models)
+        .cloned()
+        .collect();
+    unpriced.dedup();
+    let window = input
+        .context_window_size
+        .unwrap_or_else(|| context_window(input.model_id.as_deref(), input.model_name.as_deref()));
+    let used = |l: &Option<RateLimit>| l.as_ref().and_then(|l| l.used_percentage);
+    let resets = |l: &Option<RateLimit>| l.as_ref().and_then(|l| l.resets_at.clone());
     let context = main.as_ref().and_then(|t| t.summary.context);
     Ok(StatusLine {
         context_percent: context.map(|c| percent(c, window)),
         context_tokens: context,
         context_window: window,
+        five_hour_used_percent: used(&input.five_hour),
+        five_hour_resets_at: resets(&input.five_hour),
+        seven_day_used_percent: used(&input.seven_day),
+        seven_day_resets_at: resets(&input.seven_day),
         model: input
             .model_name
             .clone()
@@ -147,6 +248,9 @@ pub fn statusline(
                 .map(Transcript::since_compaction)
                 .unwrap_or_default(),
         ),
+        session_cost_usd: session_cost.usd(),
+        today_cost_usd: today_cost.usd(),
+        unpriced_models: unpriced,
         timezone: "UTC",
         today_total_tokens: today,
         today_transcripts,
@@ -201,6 +305,39 @@ fn short(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::tally::Tally;
+
+    #[test]
+    fn a_template_picks_fields_by_their_json_names() {
+        let line = StatusLine {
+            context_percent: Some(38.6),
+            context_tokens: Some(77_300),
+            context_window: 200_000,
+            five_hour_used_percent: Some(42.4),
+            five_hour_resets_at: Some("1767225600".to_owned()),
+            seven_day_used_percent: None,
+            seven_day_resets_at: None,
+            model: "Opus".to_owned(),
+            session_id: None,
+            session_total_tokens: 15,
+            since_compaction: UsageFigures::new(Format::ClaudeCode, Tally::default()),
+            session_cost_usd: Some(4.104),
+            today_cost_usd: None,
+            unpriced_models: Vec::new(),
+            timezone: "UTC",
+            today_total_tokens: 21,
+            today_transcripts: 1,
+            transcript_path: PathBuf::from("t.jsonl"),
+        };
+        assert_eq!(
+            line.format("{model} {context_percent}% {session_cost_usd} {today_cost_usd} {nope} {"),
+            "Opus 39% 4.10 - {nope} {"
+        );
+        assert_eq!(
+            line.format("{session_total_tokens}/{context_window}"),
+            "15/200000"
+        );
+    }
 
     #[test]
     fn short_numbers_read_as_people_write_them() {

@@ -1,53 +1,80 @@
-//! Adding tallies up into a report's rows: by UTC day, session, project or model, within the
-//! report's day range.
+//! Adding tallies up into a report's rows: by day, ISO week or month in the report's time
+//! zone, by session, project, model, or 5-hour billing block ([`super::blocks`]), within the
+//! report's day range; each bucket priced as it is added.
 
 use std::collections::BTreeMap;
 
 use jiff::civil::Date;
+use jiff::tz::TimeZone;
 
+use super::blocks::{Slot, blocks};
 use super::{GroupBy, UsageOptions, UsageReport, UsageRow};
 use crate::transcript::fold::UNKNOWN_QUARTER;
+use crate::transcript::format::Format;
+use crate::transcript::price::{Pricer, RowCost};
 use crate::transcript::tally::Tally;
+
+/// Seconds in a quarter-hour.
+pub(crate) const QUARTER_SECONDS: i64 = 900;
 
 /// The UTC day of a quarter-hour (`None` for [`UNKNOWN_QUARTER`]).
 pub fn day_of(quarter: i64) -> Option<Date> {
+    day_in(quarter, &TimeZone::UTC)
+}
+
+/// The day of a quarter-hour in `zone` (`None` for [`UNKNOWN_QUARTER`]). Every zone's offset
+/// in use is a whole number of quarter-hours, so a quarter-hour lies in one day.
+pub fn day_in(quarter: i64, zone: &TimeZone) -> Option<Date> {
     if quarter == UNKNOWN_QUARTER {
         return None;
     }
-    let ts = jiff::Timestamp::from_second(quarter.checked_mul(900)?).ok()?;
-    Some(jiff::tz::Offset::UTC.to_datetime(ts).date())
+    let ts = jiff::Timestamp::from_second(quarter.checked_mul(QUARTER_SECONDS)?).ok()?;
+    Some(zone.to_datetime(ts).date())
+}
+
+/// The Monday that starts `day`'s ISO week.
+fn monday_of(day: Date) -> Date {
+    let back = i64::from(day.weekday().to_monday_zero_offset());
+    day.checked_sub(jiff::Span::new().days(back)).unwrap_or(day)
 }
 
 /// Adds tallies up into a report's rows, by the report's grouping and day range.
 pub(crate) struct Grouper<'a> {
     options: &'a UsageOptions,
+    pricer: Pricer,
     groups: BTreeMap<String, UsageRow>,
+    /// By quarter-hour, for blocks.
+    quarters: BTreeMap<i64, Slot>,
     totals: Tally,
+    cost: RowCost,
 }
 
 impl<'a> Grouper<'a> {
     pub(crate) fn new(options: &'a UsageOptions) -> Grouper<'a> {
         Grouper {
             options,
+            pricer: Pricer::new(options.prices.clone(), options.cost),
             groups: BTreeMap::new(),
+            quarters: BTreeMap::new(),
             totals: Tally::default(),
+            cost: RowCost::default(),
         }
     }
 
-    /// Adds a bucket's tally of a file of `session` in `project` (an empty tally adds no
-    /// row); `quarter` is any quarter-hour of the bucket's day.
+    /// Adds a bucket's tally (of `model`, in a file of `format` of `session` in `project`;
+    /// an empty tally adds no row).
     pub(crate) fn add(
         &mut self,
         (session, project): (&str, &str),
-        quarter: i64,
-        model_name: impl FnOnce() -> String,
+        format: Format,
+        (quarter, model): (i64, &str),
         tally: &Tally,
     ) {
         let options = self.options;
         if tally.is_empty() {
             return;
         }
-        let day = day_of(quarter);
+        let day = day_in(quarter, &options.timezone);
         let outside = match day {
             Some(d) => options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u),
             None => options.since.is_some() || options.until.is_some(),
@@ -55,35 +82,80 @@ impl<'a> Grouper<'a> {
         if outside {
             return;
         }
+        let cost = self.pricer.cost(format, model, tally);
+        self.totals.add(tally);
+        self.cost.add(model, cost);
+        let unknown = || "unknown".to_owned();
         let (key, project) = match options.by {
-            GroupBy::Day => (
-                day.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+            GroupBy::Day => (day.map_or_else(unknown, |d| d.to_string()), None),
+            GroupBy::Week => (day.map_or_else(unknown, |d| monday_of(d).to_string()), None),
+            GroupBy::Month => (
+                day.map_or_else(unknown, |d| format!("{:04}-{:02}", d.year(), d.month())),
                 None,
             ),
             GroupBy::Session => (session.to_owned(), Some(project.to_owned())),
             GroupBy::Project => (project.to_owned(), None),
-            GroupBy::Model => (model_name(), None),
+            GroupBy::Model => (model.to_owned(), None),
+            GroupBy::Block if quarter != UNKNOWN_QUARTER => {
+                let slot = self.quarters.entry(quarter).or_default();
+                slot.tally.add(tally);
+                slot.cost.add(model, cost);
+                return;
+            }
+            GroupBy::Block => (unknown(), None),
         };
         let group_key = match &project {
             Some(p) => format!("{p}\u{0}{key}"),
             None => key.clone(),
         };
-        self.groups
-            .entry(group_key)
-            .or_insert_with(|| UsageRow {
-                by: options.by,
-                key,
-                project,
-                tally: Tally::default(),
-            })
-            .tally
-            .add(tally);
-        self.totals.add(tally);
+        let row = self.groups.entry(group_key).or_insert_with(|| UsageRow {
+            by: options.by,
+            key,
+            project,
+            tally: Tally::default(),
+            cost: RowCost::default(),
+            block: None,
+            last_activity: None,
+        });
+        row.tally.add(tally);
+        row.cost.add(model, cost);
+        if quarter != UNKNOWN_QUARTER {
+            let end = quarter.saturating_add(1).saturating_mul(QUARTER_SECONDS);
+            let end = jiff::Timestamp::from_second(end).ok();
+            row.last_activity = row.last_activity.max(end);
+        }
     }
 
     /// Puts the rows and totals in `report`.
     pub(crate) fn finish(self, report: &mut UsageReport) {
-        report.rows = self.groups.into_values().collect();
+        let mut rows = blocks(&self.quarters, self.options);
+        rows.extend(self.groups.into_values());
+        report.rows = rows;
         report.totals = self.totals;
+        report.cost = self.cost;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_cut_in_the_zone_across_a_dst_change() {
+        let ny = TimeZone::get("America/New_York").unwrap();
+        let quarter = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_second() / 900;
+        // 2026-03-08: clocks go from 02:00 EST to 03:00 EDT.
+        for (utc, day) in [
+            ("2026-03-08T04:45:00Z", "2026-03-07"), // 23:45 EST
+            ("2026-03-08T05:00:00Z", "2026-03-08"), // 00:00 EST
+            ("2026-03-09T03:45:00Z", "2026-03-08"), // 23:45 EDT
+            ("2026-03-09T04:00:00Z", "2026-03-09"), // 00:00 EDT
+        ] {
+            assert_eq!(day_in(quarter(utc), &ny).unwrap().to_string(), day, "{utc}");
+        }
+        assert_eq!(day_in(UNKNOWN_QUARTER, &ny), None);
+        let d: Date = "2026-03-08".parse().unwrap(); // a Sunday
+        assert_eq!(monday_of(d).to_string(), "2026-03-02");
+        assert_eq!(monday_of(monday_of(d)), monday_of(d));
     }
 }

@@ -1,24 +1,33 @@
 //! Usage reports over many transcripts: every file read through its own index, a message
-//! present in several files counted once, the tallies grouped by day, session, project or
-//! model. The rules: docs/TRANSCRIPTS.md, "Usage over many transcripts".
+//! present in several files counted once, the tallies grouped by day, week, month, session,
+//! project, model or billing block, and priced. The rules: docs/TRANSCRIPTS.md, "Usage over
+//! many transcripts", and docs/COST.md.
 
+mod blocks;
 mod files;
 mod group;
+mod live;
 pub(crate) mod merge;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use jiff::Timestamp;
 use jiff::civil::Date;
+use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
+pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
 pub use files::{default_roots, discover, session_of};
 pub(crate) use group::Grouper;
-pub use group::day_of;
+pub use group::{day_in, day_of};
+pub use live::{LiveView, live};
 use merge::read_and_merge;
 
 use super::error::TranscriptError;
+use super::price::{CostMode, PriceSource, PriceTable, RowCost};
 use super::snapshot::{SnapshotOutcome, usage_with_snapshot};
 use super::store::OpenOptions;
 use super::tally::Tally;
@@ -26,9 +35,16 @@ use super::tally::Tally;
 /// How a usage report groups its rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GroupBy {
-    /// By UTC day (`YYYY-MM-DD`; `unknown` for usage without a readable timestamp).
+    /// By day in the report's zone (`YYYY-MM-DD`; `unknown` for usage without a readable
+    /// timestamp).
     #[default]
     Day,
+    /// By ISO week in the report's zone, named by its Monday (`YYYY-MM-DD`).
+    Week,
+    /// By month in the report's zone (`YYYY-MM`).
+    Month,
+    /// By 5-hour billing block (docs/COST.md, "Billing blocks"), named by its start (RFC 3339).
+    Block,
     /// By session: a transcript and its subagent transcripts.
     Session,
     /// By project: the directory the session files sit in.
@@ -38,11 +54,14 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
-    /// The name used on the command line and in JSON (`day`, `session`, `project`, `model`):
-    /// a row's key is under this name.
+    /// The name used on the command line and in JSON (`day`, `week`, `month`, `session`,
+    /// `project`, `model`, `block`): a row's key is under this name.
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Day => "day",
+            GroupBy::Week => "week",
+            GroupBy::Month => "month",
+            GroupBy::Block => "block",
             GroupBy::Session => "session",
             GroupBy::Project => "project",
             GroupBy::Model => "model",
@@ -63,10 +82,19 @@ pub struct UsageOptions {
     pub open: OpenOptions,
     /// How rows are grouped.
     pub by: GroupBy,
-    /// Only usage on or after this UTC day.
+    /// Only usage on or after this day (in `timezone`).
     pub since: Option<Date>,
-    /// Only usage on or before this UTC day.
+    /// Only usage on or before this day (in `timezone`).
     pub until: Option<Date>,
+    /// The zone days, weeks and months are cut in (default: the system's, from `TZ` or
+    /// `/etc/localtime`).
+    pub timezone: TimeZone,
+    /// Which cost rows show.
+    pub cost: CostMode,
+    /// The prices (default: the embedded snapshot).
+    pub prices: Arc<PriceTable>,
+    /// The time blocks are judged active at (default: now).
+    pub now: Option<Timestamp>,
     /// How many files are read at once (0: one per core).
     pub threads: usize,
     /// Answer from (and keep) the run-level snapshot in the index directory (default); without
@@ -81,6 +109,10 @@ impl Default for UsageOptions {
             by: GroupBy::Day,
             since: None,
             until: None,
+            timezone: TimeZone::system(),
+            cost: CostMode::Auto,
+            prices: PriceTable::embedded(),
+            now: None,
             threads: 0,
             snapshot: true,
         }
@@ -88,18 +120,26 @@ impl Default for UsageOptions {
 }
 
 /// One row of a usage report: a group and what it adds up to. In JSON the key is under the
-/// name of the grouping (`day`, `session`, `project`, `model`), with the tally's fields beside
-/// it.
+/// name of the grouping (`day`, `week`, `month`, `session`, `project`, `model`, `block`), with
+/// the tally's fields, the cost's (`cost_usd`, `models`, `unpriced_models`) and a block's
+/// beside it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct UsageRow {
     /// How the report groups.
     pub by: GroupBy,
-    /// The group: a day, a session id, a project, or a model name.
+    /// The group: a day, a week's Monday, a month, a session id, a project, a model name, or a
+    /// block's start.
     pub key: String,
     /// The project of a session row.
     pub project: Option<String>,
     /// What the group adds up to.
     pub tally: Tally,
+    /// What it cost.
+    pub cost: RowCost,
+    /// A block row's times and pace.
+    pub block: Option<Block>,
+    /// The end of the last quarter-hour with usage in the row (`null` when unknown).
+    pub last_activity: Option<Timestamp>,
 }
 
 impl Serialize for UsageRow {
@@ -121,11 +161,23 @@ impl Serialize for UsageRow {
             project: Option<&'a str>,
             #[serde(flatten)]
             tally: &'a Tally,
+            #[serde(flatten)]
+            cost: &'a RowCost,
+            #[serde(flatten, skip_serializing_if = "Option::is_none")]
+            block: Option<&'a Block>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            last_activity: Option<String>,
         }
         Row {
             key: Key(self),
             project: self.project.as_deref(),
             tally: &self.tally,
+            cost: &self.cost,
+            block: self.block.as_ref(),
+            last_activity: match self.block {
+                Some(_) => None,
+                None => self.last_activity.map(|t| t.to_string()),
+            },
         }
         .serialize(serializer)
     }
@@ -155,6 +207,13 @@ impl Serialize for Skipped {
 pub struct UsageReport {
     /// How the rows are grouped.
     pub by: GroupBy,
+    /// The cost of the totals: `cost_usd`, `models`, `unpriced_models` beside `totals`.
+    #[serde(flatten)]
+    pub cost: RowCost,
+    /// Which cost the rows show.
+    pub cost_mode: CostMode,
+    /// Where the prices came from.
+    pub pricing: Option<PriceSource>,
     /// Messages found in more than one file and counted once.
     pub cross_file_duplicates: u64,
     /// Transcripts read, by format.
@@ -171,8 +230,8 @@ pub struct UsageReport {
     pub skipped: Vec<Skipped>,
     /// What the run-level snapshot did.
     pub snapshot: SnapshotOutcome,
-    /// The time zone days are cut in (`UTC`).
-    pub timezone: &'static str,
+    /// The time zone days are cut in (its IANA name, or `UTC` / the fixed offset).
+    pub timezone: String,
     /// The sum of the rows.
     pub totals: Tally,
     /// The last day counted, if limited.
@@ -216,8 +275,18 @@ pub fn usage(
     report.by = options.by;
     report.since = options.since;
     report.until = options.until;
-    report.timezone = "UTC";
+    report.timezone = zone_name(&options.timezone);
+    report.cost_mode = options.cost;
+    report.pricing = Some(options.prices.source.clone());
     report
+}
+
+/// A zone's name: its IANA name, else its fixed offset.
+pub(crate) fn zone_name(zone: &TimeZone) -> String {
+    zone.iana_name().map_or_else(
+        || zone.to_offset(Timestamp::now()).to_string(),
+        str::to_owned,
+    )
 }
 
 /// Reads `files` (canonical, sorted) and adds up their usage, each message counted once across
@@ -232,14 +301,12 @@ pub(crate) fn read_files(
     for (t, file_buckets) in merged.read.iter().zip(&merged.buckets) {
         let (session, project) = session_of(&t.path, t.format);
         for (&(quarter, model), tally) in file_buckets {
-            let model_name = || {
-                t.summary
-                    .models
-                    .get(model as usize)
-                    .cloned()
-                    .unwrap_or_else(|| "unknown".to_owned())
-            };
-            rows.add((&session, &project), quarter, model_name, tally);
+            let model_name = t
+                .summary
+                .models
+                .get(model as usize)
+                .map_or("unknown", String::as_str);
+            rows.add((&session, &project), t.format, (quarter, model_name), tally);
         }
     }
     rows.finish(&mut merged.report);

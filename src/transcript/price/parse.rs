@@ -1,0 +1,195 @@
+//! Reading a price table in `LiteLLM`'s format: a JSON object from model key to an object of
+//! fields, of which the per-token costs in dollars are read (docs/COST.md, "The price
+//! table"). A model without `input_cost_per_token` is not priced per token and is left out; a
+//! cost that is not a number from 0 to $1 per token is refused with the model and field named.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::{ModelPrice, Rates};
+use crate::transcript::tally::Money;
+
+/// A price table that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PriceError {
+    /// The file could not be read.
+    #[error("cannot read the price file {}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The bytes are not a JSON object.
+    #[error("{}not a price table (a JSON object of models): {message}", place(path.as_deref()))]
+    NotATable {
+        /// The file, if the table came from one.
+        path: Option<PathBuf>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A model's entry or one of its costs is not usable.
+    #[error("{}model {model:?}: {field} {reason}", place(path.as_deref()))]
+    BadPrice {
+        /// The file, if the table came from one.
+        path: Option<PathBuf>,
+        /// The model's key.
+        model: String,
+        /// The field (`entry` for the entry itself).
+        field: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+fn place(path: Option<&Path>) -> String {
+    path.map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
+}
+
+impl PriceError {
+    /// The error with the file it came from.
+    #[must_use]
+    pub(crate) fn in_file(self, file: &Path) -> PriceError {
+        match self {
+            PriceError::NotATable { message, .. } => PriceError::NotATable {
+                path: Some(file.to_path_buf()),
+                message,
+            },
+            PriceError::BadPrice {
+                model,
+                field,
+                reason,
+                ..
+            } => PriceError::BadPrice {
+                path: Some(file.to_path_buf()),
+                model,
+                field,
+                reason,
+            },
+            io @ PriceError::Io { .. } => io,
+        }
+    }
+}
+
+/// The largest rate accepted: one dollar per token.
+const MAX_RATE: u64 = Money::PER_DOLLAR;
+
+/// The fields read, for the base rates and the long-prompt rates.
+const BASE: [&str; 5] = [
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "cache_creation_input_token_cost",
+    "cache_creation_input_token_cost_above_1hr",
+    "cache_read_input_token_cost",
+];
+const LONG: [&str; 5] = [
+    "input_cost_per_token_above_200k_tokens",
+    "output_cost_per_token_above_200k_tokens",
+    "cache_creation_input_token_cost_above_200k_tokens",
+    "cache_creation_input_token_cost_above_1hr_above_200k_tokens",
+    "cache_read_input_token_cost_above_200k_tokens",
+];
+
+/// The models of a table in `LiteLLM`'s format.
+pub(super) fn models(bytes: &[u8]) -> Result<BTreeMap<String, ModelPrice>, PriceError> {
+    let not_table = |message: String| PriceError::NotATable {
+        path: None,
+        message,
+    };
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| not_table(e.to_string()))?;
+    let Value::Object(table) = value else {
+        return Err(not_table("the top level is not an object".to_owned()));
+    };
+    let mut out = BTreeMap::new();
+    for (key, entry) in table {
+        let Value::Object(fields) = entry else {
+            return Err(bad(&key, "entry", "is not an object"));
+        };
+        if let Some(price) = model(&key, &fields)? {
+            out.insert(key, price);
+        }
+    }
+    Ok(out)
+}
+
+fn bad(model: &str, field: &str, reason: &'static str) -> PriceError {
+    PriceError::BadPrice {
+        path: None,
+        model: model.to_owned(),
+        field: field.to_owned(),
+        reason,
+    }
+}
+
+/// One model's price (`None` when it has no per-token input cost).
+fn model(key: &str, fields: &Map<String, Value>) -> Result<Option<ModelPrice>, PriceError> {
+    let read = |names: [&str; 5]| -> Result<[Option<u64>; 5], PriceError> {
+        let mut out = [None; 5];
+        for (slot, name) in out.iter_mut().zip(names) {
+            *slot = rate(key, name, fields.get(name))?;
+        }
+        Ok(out)
+    };
+    let base = read(BASE)?;
+    let long = read(LONG)?;
+    let [Some(input), output, creation, creation_1h, cache_read] = base else {
+        return Ok(None);
+    };
+    let base_rates = Rates {
+        input,
+        output: output.unwrap_or(0),
+        cache_creation: creation.unwrap_or(input),
+        cache_creation_1h: creation_1h.or(creation).unwrap_or(input),
+        cache_read: cache_read.unwrap_or(input),
+    };
+    let long_rates = long.iter().any(Option::is_some).then(|| {
+        let [l_input, l_output, l_creation, l_creation_1h, l_read] = long;
+        Rates {
+            input: l_input.unwrap_or(base_rates.input),
+            output: l_output.unwrap_or(base_rates.output),
+            cache_creation: l_creation.unwrap_or(base_rates.cache_creation),
+            cache_creation_1h: l_creation_1h.unwrap_or(base_rates.cache_creation_1h),
+            cache_read: l_read.unwrap_or(base_rates.cache_read),
+        }
+    });
+    let provider = fields
+        .get("litellm_provider")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok(Some(ModelPrice {
+        key: key.to_owned(),
+        provider,
+        base: base_rates,
+        long_prompt: long_rates,
+    }))
+}
+
+/// A cost in dollars per token as picodollars per token, rounded to the nearest one (`LiteLLM`'s
+/// rates are whole picodollars but for a few; docs/COST.md). Absent or `null`: `None`.
+// Checked to be finite and within 0..=MAX_RATE before the cast.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
+fn rate(model: &str, field: &str, value: Option<&Value>) -> Result<Option<u64>, PriceError> {
+    let dollars = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(_) => return Err(bad(model, field, "is not a number")),
+    };
+    let Some(dollars) = dollars else {
+        return Err(bad(model, field, "is not a number"));
+    };
+    let units = (dollars * Money::PER_DOLLAR as f64).round();
+    if !units.is_finite() || units < 0.0 {
+        return Err(bad(model, field, "is negative or not finite"));
+    }
+    if units > MAX_RATE as f64 {
+        return Err(bad(model, field, "is above $1 per token"));
+    }
+    Ok(Some(units as u64))
+}
