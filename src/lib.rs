@@ -19,6 +19,8 @@
 //! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
 //! * [`search`]: full-text search over a store's sessions and over agent transcripts, from
 //!   derived SQLite FTS5 indexes caught up with the files before every search.
+//! * `mcp` (feature `mcp`): the Model Context Protocol server, a read-only presenter of the
+//!   answers above.
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! ```
@@ -44,6 +46,8 @@ pub mod export;
 pub mod generation;
 pub mod index;
 pub mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod query;
 pub mod search;
 pub mod synth;

@@ -25,6 +25,8 @@ mod demo;
 mod export;
 mod generations;
 mod index;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod search;
 mod sessions;
 mod status;
@@ -106,6 +108,10 @@ enum Command {
     /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
     /// context size, tokens since the latest compaction, the session's and today's totals.
     Statusline(statusline::Args),
+    /// A Model Context Protocol server on stdio: search, list and read sessions, usage and
+    /// status as tools for an agent (`claude mcp add agentlog -- agentlog mcp`).
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::Args),
 }
 
 /// `--tier` values.
@@ -290,6 +296,8 @@ pub fn run() -> ExitCode {
         Command::Transcript(args) => (transcript::run(&args), args.json),
         Command::Usage(args) => (usage::run(&args), args.json),
         Command::Statusline(args) => (statusline::run(&args), args.json),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => (mcp::run(&args), false),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -82,6 +82,8 @@ pub use request::{
 };
 pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet, make_snippet};
 pub use transcripts::{
-    TRANSCRIPT_SEARCH_DIR, TranscriptLineText, TranscriptSearch, TranscriptSearchHit,
-    TranscriptSearchPage, TranscriptSearchRequest, UnreadableTranscript, transcript_line_text,
+    DEFAULT_LINE_CHARS, DEFAULT_WINDOW_SIDE, LineAnchor, LineWindowError, LineWindowRequest,
+    MAX_LINE_CHARS, MAX_SCAN_BYTES, MAX_WINDOW_SIDE, TRANSCRIPT_SEARCH_DIR, TranscriptLineText,
+    TranscriptSearch, TranscriptSearchHit, TranscriptSearchPage, TranscriptSearchRequest,
+    TranscriptWindow, UnreadableTranscript, WindowedLine, transcript_line_text, transcript_window,
 };

@@ -15,7 +15,8 @@
 //!
 //! * The answers, typed and serializable (the CLI's `--json` prints them as they serialize):
 //!   [`read_report`] ([`TranscriptReport`], one transcript), [`usage`] ([`UsageReport`], many),
-//!   [`statusline`] ([`StatusLine`], Claude Code's status line).
+//!   [`statusline`] ([`StatusLine`], Claude Code's status line), [`list_sessions`]
+//!   ([`SessionList`], the sessions newest first).
 //!
 //! These files belong to the agent: agentlog never writes beside them.
 
@@ -34,6 +35,8 @@ mod read;
 // The export reads each line's own figures through the readers.
 pub(crate) mod reader;
 mod report;
+// The MCP server pages its usage rows with the listing's offset cursors.
+pub(crate) mod sessions;
 mod snapshot;
 mod statusline;
 mod store;
@@ -57,6 +60,10 @@ pub use report::{
     GenerationReport, ReportError, ReportOptions, SubagentReport, TranscriptReport, UsageFigures,
     read_report, report,
 };
+pub use sessions::{
+    DEFAULT_SESSIONS_LIMIT, MAX_SESSIONS_LIMIT, SessionInfo, SessionList, SessionListError,
+    SessionListOptions, list_sessions,
+};
 pub use snapshot::SnapshotOutcome;
 pub use statusline::{
     MAX_STATUS_INPUT, StatusInput, StatusInputError, StatusLine, StatusOptions, context_window,
@@ -67,6 +74,6 @@ pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
-    GroupBy, Skipped, UsageOptions, UsageReport, UsageRow, day_of, default_roots, discover,
-    session_of, usage,
+    GroupBy, Skipped, UnknownGroupBy, UsageOptions, UsageReport, UsageRow, day_of, default_roots,
+    discover, session_of, usage,
 };
