@@ -172,7 +172,7 @@ pub fn transcript_window(
             }
         }
     })?;
-    let covered = complete_end(&file, len).map_err(io("read"))?;
+    let covered = line_start(&file, len).map_err(io("read"))?;
     let (anchor, anchor_line) = match request.at {
         LineAnchor::Offset(offset) if offset < covered => {
             let start = line_start(&file, offset).map_err(io("read"))?;
@@ -410,21 +410,8 @@ fn read_at(file: &File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The end of the complete lines of a file `len` bytes long.
-fn complete_end(file: &File, len: u64) -> std::io::Result<u64> {
-    let mut end = len;
-    while end > 0 {
-        let from = end.saturating_sub(CHUNK as u64);
-        let chunk = read_at(file, from, end - from)?;
-        if let Some(nl) = memchr::memrchr(b'\n', &chunk) {
-            return Ok(from + nl as u64 + 1);
-        }
-        end = from;
-    }
-    Ok(0)
-}
-
-/// The start of the line holding `offset`.
+/// The start of the line holding `offset`; at the file's length, the end of its complete
+/// lines.
 fn line_start(file: &File, offset: u64) -> std::io::Result<u64> {
     let mut end = offset;
     while end > 0 {
