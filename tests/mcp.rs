@@ -9,7 +9,8 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    clippy::needless_pass_by_value
 )]
 
 use std::collections::BTreeMap;
@@ -80,7 +81,7 @@ impl Client {
         }
     }
 
-    /// A tool call: (is_error, structuredContent).
+    /// A tool call: whether it is an error, and its `structuredContent`.
     fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
         let reply = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let result = &reply["result"];
