@@ -20,9 +20,11 @@
 //!   warehouse engines.
 //! * `search` (feature `search`): full-text search over a store's sessions and over agent
 //!   transcripts, from derived SQLite FTS5 indexes caught up with the files before every search.
+//! * `mcp` (feature `mcp`): the Model Context Protocol server, a read-only presenter of the
+//!   answers above.
 //!
-//! Features: `cli` (the `agentlog` binary), `search`, `export` and `opencode` are on by default;
-//! `default-features = false` compiles the core alone (no clap, SQLite or Parquet).
+//! Features: `cli` (the `agentlog` binary), `search`, `export`, `opencode` and `mcp` are on by
+//! default; `default-features = false` compiles the core alone (no clap, SQLite or Parquet).
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! The root re-exports the types a user starts from: the [`Writer`], the status answer
@@ -52,6 +54,8 @@ pub mod export;
 pub mod generation;
 pub mod index;
 pub mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod query;
 #[cfg(feature = "search")]
 pub mod search;

@@ -26,6 +26,8 @@ mod export;
 mod generations;
 mod index;
 mod pricing;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod search;
 mod sessions;
 mod status;
@@ -111,6 +113,10 @@ enum Command {
     /// The prices `usage` and `statusline` use (`LiteLLM`'s table: the embedded snapshot or
     /// `--pricing FILE`) and where they came from.
     Pricing(pricing::Args),
+    /// A Model Context Protocol server on stdio: search, list and read sessions, usage and
+    /// status as tools for an agent (`claude mcp add agentlog -- agentlog mcp`).
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::Args),
 }
 
 /// `--tier` values.
@@ -296,6 +302,8 @@ pub fn run() -> ExitCode {
         Command::Usage(args) => (usage::run(&args), args.json),
         Command::Statusline(args) => (statusline::run(&args), args.json),
         Command::Pricing(args) => (pricing::run(&args), args.json),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => (mcp::run(&args), false),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -86,6 +86,8 @@ pub use request::{
 pub use snippet::make_snippet;
 pub use snippet::{DEFAULT_SNIPPET_CHARS, MARK_CLOSE, MARK_OPEN, Snippet};
 pub use transcripts::{
-    TRANSCRIPT_SEARCH_DIR, TranscriptLineText, TranscriptSearch, TranscriptSearchHit,
-    TranscriptSearchPage, TranscriptSearchRequest, UnreadableTranscript, transcript_line_text,
+    DEFAULT_LINE_CHARS, DEFAULT_WINDOW_SIDE, LineAnchor, LineWindowError, LineWindowRequest,
+    MAX_LINE_CHARS, MAX_SCAN_BYTES, MAX_WINDOW_SIDE, TRANSCRIPT_SEARCH_DIR, TranscriptLineText,
+    TranscriptSearch, TranscriptSearchHit, TranscriptSearchPage, TranscriptSearchRequest,
+    TranscriptWindow, UnreadableTranscript, WindowedLine, transcript_line_text, transcript_window,
 };

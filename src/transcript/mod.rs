@@ -15,7 +15,8 @@
 //!
 //! * The answers, typed and serializable (the CLI's `--json` prints them as they serialize):
 //!   [`read_report`] ([`TranscriptReport`], one transcript), [`usage`] ([`UsageReport`], many),
-//!   [`statusline`] ([`StatusLine`], Claude Code's status line).
+//!   [`statusline`] ([`StatusLine`], Claude Code's status line), [`list_sessions`]
+//!   ([`SessionList`], the sessions newest first).
 //!
 //! These files belong to the agent: agentlog never writes beside them.
 
@@ -38,6 +39,8 @@ mod read;
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
 pub(crate) mod reader;
 mod report;
+// The MCP server pages its usage rows with the listing's offset cursors.
+pub(crate) mod sessions;
 mod snapshot;
 mod statusline;
 mod store;
@@ -70,6 +73,10 @@ pub use report::{
 // The report of an already opened transcript, for the tests (feature `testing`).
 #[cfg(feature = "testing")]
 pub use report::report;
+pub use sessions::{
+    DEFAULT_SESSIONS_LIMIT, MAX_SESSIONS_LIMIT, SessionInfo, SessionList, SessionListError,
+    SessionListOptions, list_sessions,
+};
 pub use snapshot::SnapshotOutcome;
 pub use statusline::{
     MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,
@@ -82,6 +89,7 @@ pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
-    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UsageOptions,
-    UsageReport, UsageRow, day_in, day_of, default_roots, discover, live, session_of, usage,
+    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
+    UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover, live,
+    session_of, usage,
 };

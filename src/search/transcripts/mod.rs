@@ -12,6 +12,7 @@ mod files;
 mod formats;
 mod rank;
 mod text;
+mod window;
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,11 @@ use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
 use rank::rank;
 
 pub use text::{TranscriptLineText, transcript_line_text};
+pub use window::{
+    DEFAULT_LINE_CHARS, DEFAULT_WINDOW_SIDE, LineAnchor, LineWindowError, LineWindowRequest,
+    MAX_LINE_CHARS, MAX_SCAN_BYTES, MAX_WINDOW_SIDE, TranscriptWindow, WindowedLine,
+    transcript_window,
+};
 
 /// The folder of the transcript search index inside the transcript index directory.
 pub const TRANSCRIPT_SEARCH_DIR: &str = "search";

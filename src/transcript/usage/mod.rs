@@ -69,6 +69,35 @@ impl GroupBy {
     }
 }
 
+impl GroupBy {
+    /// Every grouping.
+    pub const ALL: [GroupBy; 7] = [
+        GroupBy::Day,
+        GroupBy::Week,
+        GroupBy::Month,
+        GroupBy::Block,
+        GroupBy::Session,
+        GroupBy::Project,
+        GroupBy::Model,
+    ];
+}
+
+/// A grouping name that is not one of [`GroupBy::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown grouping {0:?} (expected one of: {names})", names = GroupBy::ALL.map(GroupBy::name).join(", "))]
+pub struct UnknownGroupBy(pub String);
+
+impl std::str::FromStr for GroupBy {
+    type Err = UnknownGroupBy;
+
+    fn from_str(s: &str) -> Result<GroupBy, UnknownGroupBy> {
+        GroupBy::ALL
+            .into_iter()
+            .find(|g| g.name() == s)
+            .ok_or_else(|| UnknownGroupBy(s.to_owned()))
+    }
+}
+
 impl Serialize for GroupBy {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.name())
