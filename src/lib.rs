@@ -46,6 +46,8 @@ pub mod index;
 pub mod log;
 pub mod query;
 pub mod search;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod synth;
 pub mod transcript;
 

@@ -26,6 +26,7 @@ mod export;
 mod generations;
 mod index;
 mod search;
+mod serve;
 mod sessions;
 mod status;
 mod statusline;
@@ -106,6 +107,9 @@ enum Command {
     /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
     /// context size, tokens since the latest compaction, the session's and today's totals.
     Statusline(statusline::Args),
+    /// A local, read-only web viewer of sessions, search and usage (prints its address with
+    /// an access token, then serves until interrupted).
+    Serve(serve::Args),
 }
 
 /// `--tier` values.
@@ -290,6 +294,7 @@ pub fn run() -> ExitCode {
         Command::Transcript(args) => (transcript::run(&args), args.json),
         Command::Usage(args) => (usage::run(&args), args.json),
         Command::Statusline(args) => (statusline::run(&args), args.json),
+        Command::Serve(args) => (serve::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),
