@@ -30,6 +30,16 @@ pub const REFRESH_AFTER: Duration = Duration::from_secs(5);
 const HEAD_BYTES: usize = 64 << 10;
 /// Bytes read at a file's tail for its end.
 const TAIL_BYTES: usize = 16 << 10;
+/// Prompts the agents write themselves (command echoes, environment blocks): not a title.
+const BOOKKEEPING: &[&str] = &[
+    "Caveat:",
+    "<command-",
+    "<local-command",
+    "<environment_context",
+    "<user_instructions",
+    "<permissions",
+    "# AGENTS.md",
+];
 /// A title is cut to this many characters.
 const TITLE_CHARS: usize = 200;
 
@@ -363,7 +373,7 @@ fn read_facts(path: &Path, len: u64) -> Facts {
                 .and_then(|f| transcript_line_text(f, line))
                 .filter(|t| t.role.as_deref() == Some("user"))
                 .map(|t| t.text)
-                .filter(|t| !t.starts_with('<') && !t.starts_with("Caveat:"))
+                .filter(|t| !BOOKKEEPING.iter().any(|p| t.starts_with(p)))
                 .map(|t| t.chars().take(TITLE_CHARS).collect());
         }
         if facts.start.is_some() && facts.title.is_some() {
