@@ -73,10 +73,17 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         if args.open {
             open_browser(&address.url);
         }
-        bound
-            .serve(shutdown())
-            .await
-            .map_err(|e| Failure::new("serve_failed", EXIT_FAILURE, e.to_string()))?;
+        // Open event streams would hold a graceful shutdown forever: they get a second.
+        let deadline = async {
+            shutdown().await;
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        };
+        tokio::select! {
+            served = bound.serve(shutdown()) => {
+                served.map_err(|e| Failure::new("serve_failed", EXIT_FAILURE, e.to_string()))?;
+            }
+            () = deadline => {}
+        }
         Ok(EXIT_OK)
     })
 }

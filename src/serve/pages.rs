@@ -95,6 +95,11 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
             "/usage",
             get(|| async { serve(HTML, include_str!("assets/usage.html")) }),
         );
+    // Browsers ask for an icon: none, rather than a 404 in every page's console.
+    router = router.route(
+        "/favicon.ico",
+        get(|| async { axum::http::StatusCode::NO_CONTENT }),
+    );
     for asset in ASSETS {
         let (kind, body) = (asset.kind, asset.body);
         router = router.route(asset.path, get(move || async move { serve(kind, body) }));
