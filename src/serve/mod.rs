@@ -3,7 +3,7 @@
 //!
 //! A presenter: every answer is a library call ([`usage`](crate::transcript::usage),
 //! [`read_report`](crate::transcript::read_report),
-//! [`TranscriptSearch`](crate::search::TranscriptSearch)) or a bounded read of a window of a
+//! `crate::search::TranscriptSearch`) or a bounded read of a window of a
 //! transcript's lines; the pages are static HTML, CSS and JavaScript embedded in the binary
 //! that render every transcript byte as text.
 //!
