@@ -59,6 +59,8 @@ pub mod mcp;
 pub mod query;
 #[cfg(feature = "search")]
 pub mod search;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod synth;
 pub mod transcript;
 

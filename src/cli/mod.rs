@@ -29,6 +29,8 @@ mod pricing;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod search;
+#[cfg(feature = "serve")]
+mod serve;
 mod sessions;
 mod status;
 mod statusline;
@@ -117,6 +119,10 @@ enum Command {
     /// status as tools for an agent (`claude mcp add agentlog -- agentlog mcp`).
     #[cfg(feature = "mcp")]
     Mcp(mcp::Args),
+    /// A local, read-only web viewer of sessions, search and usage (prints its address with
+    /// an access token, then serves until interrupted).
+    #[cfg(feature = "serve")]
+    Serve(serve::Args),
 }
 
 /// `--tier` values.
@@ -304,6 +310,8 @@ pub fn run() -> ExitCode {
         Command::Pricing(args) => (pricing::run(&args), args.json),
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => (mcp::run(&args), false),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => (serve::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,364 @@
+//! The JSON API under `/api/` (docs/SERVE.md, "API"): every answer a library call or a
+//! bounded window, every error `{"error": code, "message": ...}` with its status. Blocking
+//! reads run on tokio's blocking pool.
+
+use std::fs::File;
+use std::sync::{Arc, PoisonError};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+
+use super::State as Shared;
+use super::catalog::{SessionQuery, SessionRow, Viewable};
+use super::window::{self, LineWindow, WindowError};
+use crate::search::{
+    MatchMode, SearchConfig, TranscriptSearch, TranscriptSearchHit, TranscriptSearchRequest,
+};
+use crate::transcript::{
+    Format, GroupBy, OpenOptions, ReportOptions, TranscriptReport, UsageOptions, UsageReport,
+    read_report, usage,
+};
+
+/// The API's routes.
+pub(crate) fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{id}", get(session))
+        .route("/api/sessions/{id}/lines", get(lines))
+        .route("/api/sessions/{id}/follow", get(super::follow::follow))
+        .route("/api/search", get(search))
+        .route("/api/usage", get(usage_report))
+        .fallback(not_found)
+}
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn bad(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    fn internal(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            error: &'a str,
+            message: &'a str,
+        }
+        let body = Body {
+            error: self.code,
+            message: &self.message,
+        };
+        (self.status, Json(body)).into_response()
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such address")
+}
+
+/// Runs a blocking read on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+}
+
+/// The viewable transcript named `id`.
+pub(crate) fn find(state: &Shared, id: &str) -> Result<(Viewable, SessionRow), ApiError> {
+    let listing = state.catalog.listing();
+    let viewable = listing.by_id.get(id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_session",
+            format!("no session {id:?}"),
+        )
+    })?;
+    let row = listing
+        .sessions
+        .get(viewable.session)
+        .cloned()
+        .ok_or_else(|| ApiError::internal("listing out of step"))?;
+    Ok((viewable.clone(), row))
+}
+
+async fn sessions(
+    State(state): State<Arc<Shared>>,
+    Query(query): Query<SessionQuery>,
+) -> Result<Response, ApiError> {
+    let listing = state.catalog.listing();
+    let page = listing
+        .page(&query)
+        .map_err(|e| ApiError::bad(e.to_string()))?;
+    Ok(Json(page).into_response())
+}
+
+/// `/api/sessions/{id}`: the session's row, which transcript this is, and its report.
+#[derive(Serialize)]
+struct SessionAnswer {
+    /// The id asked for.
+    id: String,
+    /// The session it belongs to.
+    session: SessionRow,
+    /// The transcript shown.
+    path: std::path::PathBuf,
+    /// Its format.
+    format: Option<Format>,
+    /// The transcript's report (`transcript --json`), when it could be read.
+    report: Option<TranscriptReport>,
+    /// Why it could not be, if it could not.
+    error: Option<String>,
+}
+
+async fn session(
+    State(state): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionAnswer>, ApiError> {
+    let (viewable, row) = find(&state, &id)?;
+    let open = OpenOptions {
+        index_dir: state.index_dir.clone(),
+        format: viewable.format,
+        ..OpenOptions::default()
+    };
+    let main = viewable.path == row.path;
+    let options = ReportOptions {
+        open,
+        subagents: main && viewable.format == Some(Format::ClaudeCode),
+    };
+    let path = viewable.path.clone();
+    let answer = blocking(move || Ok(read_report(&path, &options))).await?;
+    let (report, error) = match answer {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Ok(Json(SessionAnswer {
+        id,
+        session: row,
+        path: viewable.path,
+        format: viewable.format,
+        report,
+        error,
+    }))
+}
+
+/// `/api/sessions/{id}/lines` parameters.
+#[derive(Deserialize)]
+struct LinesQuery {
+    /// Read forward from this line offset (default 0).
+    offset: Option<u64>,
+    /// Or read the lines ending at this offset (`end`: the transcript's end).
+    before: Option<String>,
+    /// How many lines (default 100, at most 500).
+    limit: Option<usize>,
+}
+
+async fn lines(
+    State(state): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    Query(query): Query<LinesQuery>,
+) -> Result<Json<LineWindow>, ApiError> {
+    let (viewable, _) = find(&state, &id)?;
+    let limit = query.limit.unwrap_or(100);
+    let window = blocking(move || {
+        let file = File::open(&viewable.path)
+            .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unreadable", e.to_string()))?;
+        let len = file
+            .metadata()
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .len();
+        let end =
+            window::complete_end(&file, len).map_err(|e| ApiError::internal(e.to_string()))?;
+        let read = match query.before.as_deref() {
+            Some("end") => window::read_backward(&file, viewable.format, end, limit, end),
+            Some(b) => {
+                let before = b
+                    .parse::<u64>()
+                    .map_err(|_| ApiError::bad(format!("before {b:?} is not an offset or end")))?;
+                window::read_backward(&file, viewable.format, before, limit, end)
+            }
+            None => window::read_forward(
+                &file,
+                viewable.format,
+                query.offset.unwrap_or(0),
+                limit,
+                end,
+            ),
+        };
+        read.map_err(window_error)
+    })
+    .await?;
+    Ok(Json(window))
+}
+
+/// `/api/search` parameters.
+#[derive(Deserialize)]
+struct SearchQuery {
+    q: String,
+    cursor: Option<String>,
+    limit: Option<u64>,
+    mode: Option<MatchMode>,
+}
+
+/// A hit with the viewer's id of its transcript and its marks.
+#[derive(Serialize)]
+struct Hit {
+    #[serde(flatten)]
+    found: TranscriptSearchHit,
+    /// The viewer's id of the hit's transcript.
+    id: Option<String>,
+    /// The matches within `snippet`, as code point ranges `[start, end)`.
+    marks: Vec<(usize, usize)>,
+}
+
+/// A page of hits, as `search --transcripts --json`, with ids and marks.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SearchAnswer {
+    hits: Vec<Hit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
+    unreadable: Vec<crate::search::UnreadableTranscript>,
+}
+
+async fn search(
+    State(state): State<Arc<Shared>>,
+    Query(query): Query<SearchQuery>,
+) -> Result<Json<SearchAnswer>, ApiError> {
+    let shared = Arc::clone(&state);
+    let page = blocking(move || {
+        let mut slot = shared.search.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(
+                TranscriptSearch::new(shared.index_dir.clone(), SearchConfig::default())
+                    .map_err(|e| ApiError::internal(e.to_string()))?,
+            );
+        }
+        let Some(search) = slot.as_mut() else {
+            return Err(ApiError::internal("no search index"));
+        };
+        let request = TranscriptSearchRequest {
+            query: query.q,
+            paths: shared.roots.clone(),
+            limit: query.limit,
+            cursor: query.cursor,
+            mode: query.mode.unwrap_or_default(),
+        };
+        search
+            .search(&request)
+            .map_err(|e| ApiError::bad(e.to_string()))
+    })
+    .await?;
+    let listing = state.catalog.listing();
+    let hits = page
+        .hits
+        .into_iter()
+        .map(|hit| Hit {
+            id: listing.by_path.get(&hit.file).cloned(),
+            marks: hit.marks.clone(),
+            found: hit,
+        })
+        .collect();
+    Ok(Json(SearchAnswer {
+        hits,
+        next_cursor: page.next_cursor,
+        unreadable: page.unreadable,
+    }))
+}
+
+/// `/api/usage` parameters.
+#[derive(Deserialize)]
+struct UsageQuery {
+    by: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    /// At most this many rows (default 1,000, at most 10,000).
+    limit: Option<usize>,
+}
+
+/// The usage report (`usage --json`), its rows cut to the limit.
+#[derive(Serialize)]
+struct UsageAnswer {
+    #[serde(flatten)]
+    report: UsageReport,
+    /// How many rows there were before the cut.
+    rows_total: usize,
+}
+
+async fn usage_report(
+    State(state): State<Arc<Shared>>,
+    Query(query): Query<UsageQuery>,
+) -> Result<Json<UsageAnswer>, ApiError> {
+    let by = match query.by.as_deref().unwrap_or("day") {
+        "day" => GroupBy::Day,
+        "session" => GroupBy::Session,
+        "project" => GroupBy::Project,
+        "model" => GroupBy::Model,
+        other => {
+            return Err(ApiError::bad(format!(
+                "by {other:?} is not day, session, project or model"
+            )));
+        }
+    };
+    let day = |name: &str, v: Option<&str>| match v.filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => s
+            .parse::<jiff::civil::Date>()
+            .map(Some)
+            .map_err(|e| ApiError::bad(format!("{name} {s:?} is not a day: {e}"))),
+    };
+    let options = UsageOptions {
+        open: OpenOptions {
+            index_dir: state.index_dir.clone(),
+            ..OpenOptions::default()
+        },
+        by,
+        since: day("since", query.since.as_deref())?,
+        until: day("until", query.until.as_deref())?,
+        ..UsageOptions::default()
+    };
+    let limit = query.limit.unwrap_or(1000).clamp(1, 10_000);
+    let roots = state.roots.clone();
+    let mut report = blocking(move || Ok(usage(&roots, &options, &|_, _| {}))).await?;
+    let rows_total = report.rows.len();
+    report.rows.truncate(limit);
+    Ok(Json(UsageAnswer { report, rows_total }))
+}
+
+/// The error of a window read, as the API answers it.
+pub(crate) fn window_error(e: WindowError) -> ApiError {
+    match e {
+        WindowError::Io(e) => ApiError::internal(e.to_string()),
+        other => ApiError::bad(other.to_string()),
+    }
+}

@@ -1,0 +1,438 @@
+//! `agentlog serve` over HTTP, as a browser's scripts or another site would speak to it: the
+//! guard (401 without the token, 403 for a foreign `Host`, 405 for other methods, the cookie
+//! and the security headers), the API against naive oracles (sessions, line windows forward
+//! and backward, follow by server-sent events), hostile transcripts sent as JSON text only,
+//! a damaged transcript failing alone, and nothing written beside the transcripts.
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::blocking::Client;
+use reqwest::header::{CONTENT_SECURITY_POLICY, HOST, LOCATION, SET_COOKIE};
+use serde_json::Value;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+/// A running viewer over a copy of the test transcripts; killed on drop.
+struct Viewer {
+    child: Child,
+    base: String,
+    port: u16,
+    token: String,
+    root: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn start(prepare: impl FnOnce(&Path)) -> Viewer {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    copy_dir(&Path::new(DATA).join("transcripts"), &root);
+    copy_dir(
+        &Path::new(DATA).join("serve/hostile"),
+        &root.join("hostile"),
+    );
+    prepare(&root);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(["serve", "--port", "0", "--json"])
+        .arg(&root)
+        .env("AGENTLOG_CACHE_DIR", dir.path().join("cache"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let address: Value = serde_json::from_str(&first).unwrap();
+    let port = u16::try_from(address["port"].as_u64().unwrap()).unwrap();
+    let token = address["token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        address["url"].as_str().unwrap(),
+        format!("http://127.0.0.1:{port}/?token={token}")
+    );
+    Viewer {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        port,
+        token,
+        root,
+        _dir: dir,
+    }
+}
+
+fn client() -> Client {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_mins(1))
+        .build()
+        .unwrap()
+}
+
+impl Viewer {
+    fn get(&self, path: &str) -> reqwest::blocking::Response {
+        client()
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .unwrap()
+    }
+
+    fn json(&self, path: &str) -> Value {
+        let response = self.get(path);
+        assert_eq!(response.status(), 200, "{path}");
+        response.json().unwrap()
+    }
+}
+
+/// Every file under `dir` with its bytes.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(tree(&path));
+        } else {
+            out.insert(path.clone(), std::fs::read(&path).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_guard_refuses_what_it_must() {
+    let v = start(|_| {});
+    let c = client();
+    let url = |p: &str| format!("{}{p}", v.base);
+    // No token: 401, pages and API alike; a wrong token too.
+    for path in ["/", "/api/sessions", "/assets/common.js", "/sessions/x"] {
+        assert_eq!(c.get(url(path)).send().unwrap().status(), 401, "{path}");
+    }
+    assert_eq!(c.get(url("/?token=wrong")).send().unwrap().status(), 401);
+    // A foreign Host (DNS rebinding): 403 even with the token.
+    let foreign = c
+        .get(url(&format!("/api/sessions?token={}", v.token)))
+        .header(HOST, format!("evil.example:{}", v.port))
+        .send()
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let localhost = c
+        .get(url(&format!("/api/sessions?token={}", v.token)))
+        .header(HOST, format!("localhost:{}", v.port))
+        .send()
+        .unwrap();
+    assert_eq!(localhost.status(), 200);
+    // Only GET and HEAD.
+    for method in [
+        reqwest::Method::POST,
+        reqwest::Method::PUT,
+        reqwest::Method::DELETE,
+    ] {
+        let r = c
+            .request(
+                method.clone(),
+                url(&format!("/api/sessions?token={}", v.token)),
+            )
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 405, "{method}");
+    }
+    let head = c
+        .head(url("/api/sessions"))
+        .bearer_auth(&v.token)
+        .send()
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    // The token in a page's address: a strict, HttpOnly cookie and a redirect without it.
+    let r = c
+        .get(url(&format!("/search?q=a&token={}", v.token)))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()[LOCATION], "/search?q=a");
+    let cookie = r.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let page = c
+        .get(url("/search?q=a"))
+        .header(reqwest::header::COOKIE, &pair)
+        .send()
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()[CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for rule in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(rule), "{csp}");
+    }
+    assert!(
+        !csp.contains("unsafe-inline") && !csp.contains("http"),
+        "{csp}"
+    );
+    // The pages carry no inline script and load nothing from elsewhere.
+    for path in ["/", "/sessions/x", "/search", "/usage"] {
+        let html = v.get(path).text().unwrap();
+        assert!(
+            !html.contains("<script>") && !html.contains("http"),
+            "{path}: {html}"
+        );
+        assert!(!html.contains(" on"), "{path} has an inline handler");
+    }
+}
+
+#[test]
+fn sessions_lines_and_follow_match_the_files() {
+    let v = start(|_| {});
+    let before = tree(&v.root);
+    // Every main transcript is a session (subagents are listed under theirs).
+    let files: Vec<PathBuf> = before
+        .keys()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "subagents"))
+        .cloned()
+        .collect();
+    let page = v.json("/api/sessions?limit=500");
+    assert_eq!(page["total"].as_u64().unwrap() as usize, files.len());
+    let mut paged = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let p = v.json(&format!("/api/sessions?limit=3&cursor={cursor}"));
+        paged.extend(
+            p["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["id"].clone()),
+        );
+        match p["next_cursor"].as_str() {
+            Some(c) => cursor = c.to_owned(),
+            None => break,
+        }
+    }
+    let all: Vec<Value> = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].clone())
+        .collect();
+    assert_eq!(paged, all, "pages of 3 add up to the whole list");
+    // Filters: by agent, the oracle being the unfiltered list.
+    let codex = v.json("/api/sessions?agent=codex");
+    let want = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["agent"] == "codex")
+        .count();
+    assert_eq!(codex["total"].as_u64().unwrap() as usize, want);
+    assert!(want >= 4);
+    // The usage row is usage --by session's: the totals add up to usage's.
+    let usage = v.json("/api/usage?by=session");
+    let sum: u64 = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["total_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, usage["totals"]["total_tokens"].as_u64().unwrap());
+
+    // Windows through a session, forward then backward, against the file's own lines.
+    let id = "agentlogs-compact";
+    let row = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap();
+    let path = PathBuf::from(row["path"].as_str().unwrap());
+    let bytes = std::fs::read(&path).unwrap();
+    let mut oracle = Vec::new();
+    let mut at = 0u64;
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        oracle.push(at);
+        at += line.len() as u64;
+    }
+    let mut offsets = Vec::new();
+    let mut next = 0;
+    loop {
+        let w = v.json(&format!("/api/sessions/{id}/lines?offset={next}&limit=4"));
+        offsets.extend(
+            w["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["offset"].as_u64().unwrap()),
+        );
+        next = w["next_offset"].as_u64().unwrap();
+        if next >= w["end"].as_u64().unwrap() {
+            break;
+        }
+    }
+    assert_eq!(offsets, oracle);
+    let tail = v.json(&format!("/api/sessions/{id}/lines?before=end&limit=3"));
+    let tail: Vec<u64> = tail["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["offset"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tail, oracle[oracle.len() - 3..]);
+    assert_eq!(
+        v.get(&format!("/api/sessions/{id}/lines?offset=1"))
+            .status(),
+        400
+    );
+    let meta = v.json(&format!("/api/sessions/{id}"));
+    assert_eq!(meta["report"]["boundaries"].as_array().unwrap().len(), 1);
+
+    // Following: a line appended arrives as an event, from the offset given.
+    let mut stream = client()
+        .get(format!(
+            "{}/api/sessions/{id}/follow?offset={}",
+            v.base,
+            bytes.len()
+        ))
+        .bearer_auth(&v.token)
+        .send()
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let appended = br#"{"type":"user","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"appended while followed"}}"#;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(appended).unwrap();
+    file.write_all(b"\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("appended while followed") {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.contains("event: lines"), "{text}");
+    assert!(
+        text.contains(&format!("\"offset\":{}", bytes.len())),
+        "{text}"
+    );
+    drop(stream);
+
+    // Nothing was written beside the transcripts (the appended line aside).
+    let mut after = tree(&v.root);
+    let mut expected = before;
+    expected
+        .get_mut(&path)
+        .unwrap()
+        .extend_from_slice(&[appended.as_slice(), b"\n"].concat());
+    after.retain(|p, _| p.starts_with(&v.root));
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    assert!(after == expected);
+}
+
+#[test]
+fn hostile_text_is_sent_as_json_text_and_a_damaged_transcript_fails_alone() {
+    let v = start(|root| {
+        std::fs::create_dir_all(root.join("damaged")).unwrap();
+        // Valid at its head (so it is a Claude Code transcript), then bytes that are not JSON.
+        let mut bytes =
+            std::fs::read(Path::new(DATA).join("serve/hostile/hostile-session.jsonl")).unwrap();
+        bytes.extend_from_slice(b"\x00\xff{{{ not json\n");
+        std::fs::write(root.join("damaged/damaged-session.jsonl"), bytes).unwrap();
+    });
+    let page = v.json("/api/sessions?q=hostile");
+    let rows = page["sessions"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "the hostile session and its damaged copy");
+    let row = rows.iter().find(|r| r["project"] == "hostile").unwrap();
+    assert_eq!(row["id"], "hostile-session");
+    assert!(row["title"].as_str().unwrap().starts_with("<script>"));
+    let response = v.get("/api/sessions/hostile-session/lines?limit=50");
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+    let w: Value = response.json().unwrap();
+    let lines = w["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[0]["json"]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<script>")
+    );
+    // The damaged session answers with its own lines, the bad one as text; others still serve.
+    let damaged = v.json("/api/sessions/damaged-session/lines?limit=50");
+    let last = damaged["lines"].as_array().unwrap().last().unwrap().clone();
+    assert!(last["json"].is_null() && last["text"].as_str().unwrap().contains("not json"));
+    assert_eq!(
+        v.json("/api/sessions/damaged-session")["id"],
+        "damaged-session"
+    );
+    assert_eq!(v.get("/api/sessions/no-such-session").status(), 404);
+    assert_eq!(
+        v.json("/api/sessions")["total"].as_u64().unwrap() as usize,
+        page_total(&v)
+    );
+    // Search finds hostile text and names its session.
+    let hits = v.json("/api/search?q=hostile%20prompt");
+    let hits = hits["hits"].as_array().unwrap();
+    let mut ids: Vec<&str> = hits.iter().map(|h| h["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["damaged-session", "hostile-session"]);
+    assert!(
+        hits.iter()
+            .all(|h| !h["marks"].as_array().unwrap().is_empty())
+    );
+}
+
+fn page_total(v: &Viewer) -> usize {
+    v.json("/api/sessions?limit=500")["sessions"]
+        .as_array()
+        .unwrap()
+        .len()
+}
