@@ -16,6 +16,8 @@
 //!   filters, windows, traces, legacy normalization, read through each session's index.
 //! * [`transcript`]: Claude Code, Codex and pi transcripts read in place, with a derived index
 //!   per transcript in a per-user cache directory.
+//! * [`archive`]: every transcript line kept, compressed, in a per-user data directory, so
+//!   sessions the agents clean up still answer and can be restored byte for byte.
 //! * [`export`]: Parquet datasets of agent logs and session stores for warehouse engines.
 //! * [`search`]: full-text search over a store's sessions and over agent transcripts, from
 //!   derived SQLite FTS5 indexes caught up with the files before every search.
@@ -39,6 +41,7 @@
 //!
 //! See `README.md` for the command line and `docs/FORMAT.md` for the on-disk rules.
 
+pub mod archive;
 pub mod event;
 pub mod export;
 pub mod generation;

@@ -21,6 +21,7 @@ macro_rules! out {
 }
 
 mod append;
+mod archive;
 mod demo;
 mod export;
 mod generations;
@@ -106,6 +107,9 @@ enum Command {
     /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
     /// context size, tokens since the latest compaction, the session's and today's totals.
     Statusline(statusline::Args),
+    /// Keep every transcript line in a compressed, append-only archive in the data directory,
+    /// so sessions the agents clean up still answer; list, verify or restore it.
+    Archive(archive::Args),
 }
 
 /// `--tier` values.
@@ -290,6 +294,7 @@ pub fn run() -> ExitCode {
         Command::Transcript(args) => (transcript::run(&args), args.json),
         Command::Usage(args) => (usage::run(&args), args.json),
         Command::Statusline(args) => (statusline::run(&args), args.json),
+        Command::Archive(args) => (archive::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),
