@@ -1,7 +1,12 @@
 //! `agentlog archive`: discovery in the agents' places, the JSON of a run, `--list`,
 //! `--verify`, `--restore` (and its refusal to overwrite), and runs killed with SIGKILL.
 // Helpers here are part of the tests: a failed step fails the test that called it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::format_collect
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -9,19 +14,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-struct Home {
+struct Place {
     _root: tempfile::TempDir,
     home: PathBuf,
     data: PathBuf,
     project: PathBuf,
 }
 
-fn home() -> Home {
+fn home() -> Place {
     let root = tempfile::tempdir().unwrap();
     let home = std::fs::canonicalize(root.path()).unwrap().join("home");
     let project = home.join(".claude/projects/-work-proj");
     std::fs::create_dir_all(&project).unwrap();
-    Home {
+    Place {
         data: home.join("data"),
         home,
         project,
@@ -29,7 +34,7 @@ fn home() -> Home {
     }
 }
 
-impl Home {
+impl Place {
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentlog"));
         cmd.args(args)
@@ -151,4 +156,36 @@ fn runs_killed_at_random_points_lose_nothing_and_archive_nothing_twice() {
         let back = std::fs::read_to_string(out.join(Path::new(path.file_name().unwrap())));
         assert_eq!(&back.unwrap(), content);
     }
+}
+
+#[test]
+fn usage_warns_about_old_transcripts_not_archived_yet() {
+    let h = home();
+    let old = h.project.join("old.jsonl");
+    std::fs::write(&old, lines("old", 0..3)).unwrap();
+    std::fs::write(h.project.join("new.jsonl"), lines("new", 0..3)).unwrap();
+    let month_ago = std::time::SystemTime::now() - Duration::from_hours(26 * 24);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(month_ago)
+        .unwrap();
+    let cache = h.home.join("cache");
+    let usage = |h: &Place| {
+        let out = h
+            .command(&["usage", "--json"])
+            .env("AGENTLOG_CACHE_DIR", &cache)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let warned = usage(&h);
+    assert!(
+        warned.contains("1 transcripts older than 25 days are not archived"),
+        "{warned}"
+    );
+    assert!(h.run(&["archive", "--quiet"]).status.success());
+    assert_eq!(usage(&h), "");
 }
