@@ -16,15 +16,19 @@
 //!   filters, windows, traces, legacy normalization, read through each session's index.
 //! * [`transcript`]: Claude Code, Codex and pi transcripts read in place, with a derived index
 //!   per transcript in a per-user cache directory.
+//! * [`archive`]: every transcript line kept, compressed, in a per-user data directory, so
+//!   sessions the agents clean up still answer and can be restored byte for byte.
 //! * `export` (feature `export`): Parquet datasets of agent logs and session stores for
 //!   warehouse engines.
 //! * `search` (feature `search`): full-text search over a store's sessions and over agent
 //!   transcripts, from derived SQLite FTS5 indexes caught up with the files before every search.
 //! * `mcp` (feature `mcp`): the Model Context Protocol server, a read-only presenter of the
 //!   answers above.
+//! * `serve` (feature `serve`): the local, read-only web viewer.
 //!
-//! Features: `cli` (the `agentlog` binary), `search`, `export`, `opencode` and `mcp` are on by
-//! default; `default-features = false` compiles the core alone (no clap, SQLite or Parquet).
+//! Features: `cli` (the `agentlog` binary), `search`, `export`, `opencode`, `mcp` and `serve`
+//! are on by default; `default-features = false` compiles the core alone (no clap, SQLite,
+//! Parquet, HTTP or MCP).
 //! * [`synth`]: realistic synthetic logs, for the demo, benchmarks and tests.
 //!
 //! The root re-exports the types a user starts from: the [`Writer`], the status answer
@@ -48,6 +52,7 @@
 //!
 //! See `README.md` for the command line and `docs/FORMAT.md` for the on-disk rules.
 
+pub mod archive;
 pub mod event;
 #[cfg(feature = "export")]
 pub mod export;

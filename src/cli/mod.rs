@@ -21,6 +21,7 @@ macro_rules! out {
 }
 
 mod append;
+mod archive;
 mod demo;
 mod export;
 mod generations;
@@ -123,6 +124,9 @@ enum Command {
     /// an access token, then serves until interrupted).
     #[cfg(feature = "serve")]
     Serve(serve::Args),
+    /// Keep every transcript line in a compressed, append-only archive in the data directory,
+    /// so sessions the agents clean up still answer; list, verify or restore it.
+    Archive(archive::Args),
 }
 
 /// `--tier` values.
@@ -312,6 +316,7 @@ pub fn run() -> ExitCode {
         Command::Mcp(args) => (mcp::run(&args), false),
         #[cfg(feature = "serve")]
         Command::Serve(args) => (serve::run(&args), args.json),
+        Command::Archive(args) => (archive::run(&args), args.json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

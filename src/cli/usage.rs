@@ -188,6 +188,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     if let Some(Some(bar)) = bar.get() {
         bar.finish_and_clear();
     }
+    warn_unarchived(&args.paths);
     if args.json {
         print_json(&report)?;
     } else {
@@ -231,6 +232,29 @@ fn key_cells(row: &UsageRow, zone: &TimeZone) -> Vec<String> {
         cells.push(project.clone());
     }
     cells
+}
+
+/// Warns on stderr about transcripts older than 25 days that the archive does not hold yet
+/// (Claude Code deletes them at 30); silent when the archive cannot be read.
+fn warn_unarchived(paths: &[PathBuf]) {
+    use agentlog::archive::{WARN_AGE, default_archive_dir, unarchived_older_than};
+    let roots = if paths.is_empty() {
+        agentlog::transcript::default_roots()
+    } else {
+        paths.to_vec()
+    };
+    let (files, _) = agentlog::transcript::discover(&roots);
+    let Ok(dir) = default_archive_dir() else {
+        return;
+    };
+    if let Ok(old) = unarchived_older_than(&files, &dir, WARN_AGE)
+        && !old.is_empty()
+    {
+        eprintln!(
+            "agentlog: {} transcripts older than 25 days are not archived yet (agents delete them; run `agentlog archive`)",
+            old.len()
+        );
+    }
 }
 
 /// The table: one line per row, then the totals.

@@ -1,0 +1,218 @@
+//! Reading the archive: the sources it holds and a version's bytes, frame by frame, each
+//! checked against its checksums and its record. A damaged frame is skipped and named, never
+//! returned as bytes.
+
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::catalog::{Catalog, Version};
+use super::error::ArchiveError;
+use super::files::{FRAMES_HEADER, Paths, check_header, default_archive_dir};
+use super::frame::{self, FrameDamage};
+use super::record::Record;
+
+/// An archive opened for reading. Reading takes no lock: a run appending at the same time
+/// adds records this reader does not see, and never changes what it does see.
+#[derive(Debug)]
+pub struct Archive {
+    pub(crate) paths: Paths,
+    pub(crate) catalog: Catalog,
+    frames: Option<File>,
+    /// The frames file's length when opened.
+    pub(crate) frames_len: u64,
+}
+
+/// A stretch of a version that cannot be read back, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ArchiveDamage {
+    /// The original path.
+    pub path: PathBuf,
+    /// The version.
+    pub version: u32,
+    /// The source bytes `start..end` it should hold.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// Where its frame starts in the frames file (`null` for bytes no record holds).
+    pub frame_offset: Option<u64>,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// A version's bytes as far as they can be read.
+#[derive(Debug)]
+pub struct ArchivedBytes {
+    /// The original path.
+    pub path: PathBuf,
+    /// The version.
+    pub version: u32,
+    /// The bytes of every good frame, in source order: whole lines only.
+    pub bytes: Vec<u8>,
+    /// What could not be read: empty when `bytes` is the version whole.
+    pub damage: Vec<ArchiveDamage>,
+}
+
+impl Archive {
+    /// Opens the archive in `dir`; one that does not exist yet is empty.
+    pub fn open(dir: &Path) -> Result<Archive, ArchiveError> {
+        let paths = Paths::new(dir);
+        let catalog = Catalog::load(dir)?;
+        let (frames, frames_len) = match File::open(&paths.frames) {
+            Ok(f) => {
+                let len = f
+                    .metadata()
+                    .map_err(|e| ArchiveError::io("stat", &paths.frames, e))?
+                    .len();
+                check_header(&f, len, FRAMES_HEADER, &paths.frames)?;
+                (Some(f), len)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, 0),
+            Err(e) => return Err(ArchiveError::io("open", &paths.frames, e)),
+        };
+        Ok(Archive {
+            paths,
+            catalog,
+            frames,
+            frames_len,
+        })
+    }
+
+    /// Opens the archive in the default place ([`default_archive_dir`]).
+    pub fn open_default() -> Result<Archive, ArchiveError> {
+        Archive::open(&default_archive_dir()?)
+    }
+
+    /// The archive's directory.
+    pub fn dir(&self) -> &Path {
+        &self.paths.dir
+    }
+
+    /// The original paths of every source, sorted.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.catalog.sources.keys().map(|p| path_of(p)).collect()
+    }
+
+    /// Version numbers of a source, ascending (empty when it is not archived).
+    pub fn versions(&self, path: &Path) -> Vec<u32> {
+        self.catalog
+            .sources
+            .get(path.as_os_str().as_bytes())
+            .map(|vs| vs.iter().map(|v| v.number).collect())
+            .unwrap_or_default()
+    }
+
+    /// The session id, project and agent of a source's latest version.
+    pub fn names(&self, path: &Path) -> Option<(&str, &str, &str)> {
+        let (_, r) = self.catalog.latest(path.as_os_str().as_bytes())?;
+        Some((&r.session, &r.project, &r.agent))
+    }
+
+    /// The archived length of a source's latest version.
+    pub fn archived_len(&self, path: &Path) -> Option<u64> {
+        self.catalog
+            .latest(path.as_os_str().as_bytes())
+            .map(|(_, r)| r.end)
+    }
+
+    /// Reads version `version` of `path` (the latest when `None`): every good frame's bytes,
+    /// and what could not be read.
+    pub fn read(&self, path: &Path, version: Option<u32>) -> Result<ArchivedBytes, ArchiveError> {
+        let versions = self
+            .catalog
+            .sources
+            .get(path.as_os_str().as_bytes())
+            .ok_or_else(|| ArchiveError::NoMatch {
+                what: path.display().to_string(),
+            })?;
+        let found = match version {
+            None => versions.last(),
+            Some(n) => versions.iter().find(|v| v.number == n),
+        };
+        let v = found.ok_or_else(|| ArchiveError::NoMatch {
+            what: format!("version {} of {}", version.unwrap_or(0), path.display()),
+        })?;
+        Ok(self.read_version(path, v))
+    }
+
+    pub(crate) fn read_version(&self, path: &Path, version: &Version) -> ArchivedBytes {
+        let mut out = ArchivedBytes {
+            path: path.to_path_buf(),
+            version: version.number,
+            bytes: Vec::new(),
+            damage: Vec::new(),
+        };
+        let mut expected = 0u64;
+        for r in version
+            .records
+            .iter()
+            .filter_map(|&i| self.catalog.record(i))
+        {
+            let damage = |start, end, frame_offset, what: String| ArchiveDamage {
+                path: path.to_path_buf(),
+                version: version.number,
+                start,
+                end,
+                frame_offset,
+                what,
+            };
+            if r.start < expected {
+                out.damage.push(damage(
+                    r.start,
+                    r.end,
+                    Some(r.frame_offset),
+                    "a record overlaps bytes another record holds".into(),
+                ));
+                continue;
+            }
+            if r.start > expected {
+                out.damage.push(damage(
+                    expected,
+                    r.start,
+                    None,
+                    "no valid record holds these bytes (a damaged index record)".into(),
+                ));
+            }
+            match self.frame(r) {
+                Ok(raw) => out.bytes.extend_from_slice(&raw),
+                Err(e) => {
+                    out.damage
+                        .push(damage(r.start, r.end, Some(r.frame_offset), e.to_string()));
+                }
+            }
+            expected = r.end;
+        }
+        out
+    }
+
+    /// A record's frame, decoded and checked against the record.
+    pub(crate) fn frame(&self, r: &Record) -> Result<Vec<u8>, FrameDamage> {
+        use std::os::unix::fs::FileExt;
+        let frames = self.frames.as_ref().ok_or(FrameDamage::Missing)?;
+        if r.frame_offset < FRAMES_HEADER.len() as u64
+            || r.frame_offset.saturating_add(r.frame_len) > self.frames_len
+            || r.frame_len > u64::from(frame::MAX_FRAME_RAW) * 2
+        {
+            return Err(FrameDamage::Missing);
+        }
+        let mut buf = vec![0u8; usize::try_from(r.frame_len).map_err(|_| FrameDamage::Missing)?];
+        frames
+            .read_exact_at(&mut buf, r.frame_offset)
+            .map_err(|_| FrameDamage::Missing)?;
+        let header = frame::FrameHeader::parse(&buf)?;
+        if header.frame_len() != r.frame_len
+            || u64::from(header.raw_len) != r.end.saturating_sub(r.start)
+            || header.raw_crc != r.raw.crc
+        {
+            return Err(FrameDamage::Mismatch);
+        }
+        frame::decode(&buf)
+    }
+}
+
+/// A path from its stored bytes.
+pub(crate) fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
