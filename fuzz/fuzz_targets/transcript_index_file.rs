@@ -125,7 +125,8 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&index, &file).unwrap();
     let _ = std::fs::remove_file(format!("{}.unsynced", index.display()));
     let expected = fold_at_once(format, &fixture.bytes);
-    let t = Transcript::open(&fixture.transcript, &options(format)).expect("the transcript is fine");
+    let t =
+        Transcript::open(&fixture.transcript, &options(format)).expect("the transcript is fine");
     let answer_right = t.summary == expected.summary;
     match &t.outcome {
         IndexOutcome::Created { .. } | IndexOutcome::Rebuilt { .. } => {

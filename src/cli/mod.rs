@@ -26,9 +26,9 @@ mod demo;
 mod export;
 mod generations;
 mod index;
-mod pricing;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod pricing;
 mod search;
 #[cfg(feature = "serve")]
 mod serve;

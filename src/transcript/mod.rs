@@ -49,7 +49,6 @@ mod tally;
 mod tokens;
 mod usage;
 
-#[cfg(feature = "search")]
 pub(crate) use cache::ensure_private_dir;
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
 pub use error::TranscriptError;
@@ -90,6 +89,6 @@ pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
-    UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover, live,
-    session_of, usage,
+    UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover, live, session_of,
+    usage,
 };
