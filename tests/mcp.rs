@@ -420,10 +420,10 @@ fn bad_arguments_are_tool_errors_and_paths_stay_inside_the_sources() {
             json!({"session": "agentlogs-crud", "offset": 1, "seq": 1}),
             "invalid_arguments",
         ),
-        ("usage", json!({"by": "week"}), "invalid_arguments"),
+        ("usage", json!({"by": "fortnight"}), "invalid_arguments"),
         (
             "usage",
-            json!({"timezone": "Europe/Paris"}),
+            json!({"timezone": "Nowhere/Atlantis"}),
             "invalid_arguments",
         ),
         ("usage", json!({"cursor": "1.x"}), "invalid_cursor"),
