@@ -32,9 +32,14 @@ fn fixture() -> &'static Fixture {
         std::fs::create_dir_all(&src).unwrap();
         let mut sources = Vec::new();
         for (name, n) in [("a", 3), ("b", 1), ("c", 5)] {
-            let text: String = (0..n)
-                .map(|i| format!("{{\"type\":\"user\",\"sessionId\":\"{name}\",\"uuid\":\"u{i}\",\"parentUuid\":null}}\n"))
-                .collect();
+            let mut text = String::new();
+            for i in 0..n {
+                text.push_str(r#"{"type":"user","sessionId":""#);
+                text.push_str(name);
+                text.push_str(r#"","uuid":"u"#);
+                text.push_str(&i.to_string());
+                text.push_str("\",\"parentUuid\":null}\n");
+            }
             let path = src.join(format!("{name}.jsonl"));
             std::fs::write(&path, &text).unwrap();
             sources.push((path, text.into_bytes()));
@@ -92,8 +97,10 @@ fn check(dir: &Path, oracle: Option<&[(PathBuf, Vec<u8>)]>) {
             let want = oracle.and_then(|o| o.iter().find(|(p, _)| *p == path));
             if let (true, Some((_, bytes))) = (read.damage.is_empty(), want) {
                 assert_eq!(
-                    &read.bytes, bytes,
-                    "{path:?} version {version} read wrong bytes"
+                    &read.bytes,
+                    bytes,
+                    "{} version {version} read wrong bytes",
+                    path.display()
                 );
             }
         }

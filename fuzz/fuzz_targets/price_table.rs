@@ -1,4 +1,4 @@
-//! Arbitrary bytes as a price file (`--pricing FILE`, LiteLLM's format): parsing must never
+//! Arbitrary bytes as a price file (`--pricing FILE`, `LiteLLM`'s format): parsing must never
 //! panic; an accepted table must come from a JSON object, hold every rate within $1 per token,
 //! find each of its models under its own key, and price a tally as the naive sum of its parts
 //! at the rates shown.
