@@ -122,7 +122,8 @@ class Store:
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "transcripts")
 
-# Each format's names for (input, output, calls) in `agentlog transcript --json`.
+# Each format's own names for (input, output, calls) under `usage.native` in
+# `agentlog transcript --json` (the export's generation columns keep the formats' meanings).
 USAGE_NAMES = {
     "claude-code": ("input_tokens", "output_tokens", "messages"),
     "codex": ("input_tokens", "output_tokens", "usage_events"),
@@ -169,7 +170,8 @@ def check_transcripts(out, transcripts, label):
     for sid, path in transcripts.files.items():
         answer = transcripts.answer(path)
         names = USAGE_NAMES[answer["format"]]
-        expected = [(i, g["usage"][names[0]], g["usage"][names[1]], g["usage"][names[2]])
+        expected = [(i, g["usage"]["native"][names[0]], g["usage"]["native"][names[1]],
+                     g["usage"]["native"][names[2]])
                     for i, g in enumerate(answer["generations"])]
         table = db.execute(
             f"SELECT generation, input_tokens, output_tokens, api_calls FROM {events_glob(out, 'generations')} "
