@@ -21,18 +21,7 @@ pub(crate) const INDEX_HEADER: [u8; 8] = *b"ALARCI01";
 /// `~/.local/share/agentlog`. Empty values are ignored, and so is a relative `$XDG_DATA_HOME`
 /// (the XDG rule). `None` when none of these can be found.
 pub fn data_dir() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = var(DATA_DIR_ENV) {
-        return Some(dir);
-    }
-    if let Some(xdg) = var("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
-        return Some(xdg.join("agentlog"));
-    }
-    var("HOME").map(|home| home.join(".local").join("share").join("agentlog"))
+    crate::transcript::per_user_dir(DATA_DIR_ENV, "XDG_DATA_HOME", &[".local", "share"])
 }
 
 /// The archive's directory by default: `<data dir>/archive`.

@@ -15,18 +15,30 @@ pub const CACHE_DIR_ENV: &str = "AGENTLOG_CACHE_DIR";
 /// `~/.cache/agentlog`. Empty values are ignored, and so is a relative `$XDG_CACHE_HOME` (the
 /// XDG rule). `None` when none of these can be found.
 pub fn cache_dir() -> Option<PathBuf> {
+    per_user_dir(CACHE_DIR_ENV, "XDG_CACHE_HOME", &[".cache"])
+}
+
+/// A per-user directory by the XDG rule, shared by the cache and the archive's data directory:
+/// `$own` if set, else `$xdg/agentlog` if absolute, else `~/<home_parts>/agentlog`; empty
+/// values are ignored.
+pub(crate) fn per_user_dir(own: &str, xdg: &str, home_parts: &[&str]) -> Option<PathBuf> {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    if let Some(dir) = var(CACHE_DIR_ENV) {
+    if let Some(dir) = var(own) {
         return Some(dir);
     }
-    if let Some(xdg) = var("XDG_CACHE_HOME").filter(|p| p.is_absolute()) {
-        return Some(xdg.join("agentlog"));
+    if let Some(base) = var(xdg).filter(|p| p.is_absolute()) {
+        return Some(base.join("agentlog"));
     }
-    var("HOME").map(|home| home.join(".cache").join("agentlog"))
+    var("HOME").map(|home| {
+        home_parts
+            .iter()
+            .fold(home, |p, part| p.join(part))
+            .join("agentlog")
+    })
 }
 
 /// The directory transcript index files go in by default: `<cache dir>/transcripts`.
