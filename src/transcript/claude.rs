@@ -135,16 +135,11 @@ impl Rules for ClaudeCode {
     }
 
     fn roots(env: &Env) -> Vec<PathBuf> {
-        let mut roots: Vec<PathBuf> = (env.var)("CLAUDE_CONFIG_DIR")
-            .map(|dirs| {
-                dirs.to_string_lossy()
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|d| !d.is_empty())
-                    .map(|d| PathBuf::from(d).join("projects"))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut roots: Vec<PathBuf> = env
+            .dirs("CLAUDE_CONFIG_DIR")
+            .into_iter()
+            .map(|d| d.join("projects"))
+            .collect();
         if let Some(home) = &env.home {
             roots.push(home.join(".claude").join("projects"));
             roots.push(home.join(".config").join("claude").join("projects"));

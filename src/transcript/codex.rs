@@ -108,11 +108,7 @@ impl Rules for Codex {
     }
 
     fn roots(env: &Env) -> Vec<PathBuf> {
-        match ((env.var)("CODEX_HOME"), &env.home) {
-            (Some(codex), _) => vec![PathBuf::from(codex).join("sessions")],
-            (None, Some(home)) => vec![home.join(".codex").join("sessions")],
-            (None, None) => Vec::new(),
-        }
+        env.data_dirs("CODEX_HOME", ".codex", "sessions")
     }
 
     /// A rollout is a session of its own, in project `codex`.

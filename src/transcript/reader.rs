@@ -115,6 +115,34 @@ pub(crate) struct Env {
     pub(crate) var: fn(&str) -> Option<std::ffi::OsString>,
 }
 
+impl Env {
+    /// The directories a root-override variable names: a comma-separated list, as users of
+    /// other usage tools already set them (`CLAUDE_CONFIG_DIR`, `GEMINI_DATA_DIR`, ...). Empty
+    /// when the variable is unset or names nothing.
+    pub(crate) fn dirs(&self, var: &str) -> Vec<PathBuf> {
+        (self.var)(var)
+            .map(|dirs| {
+                dirs.to_string_lossy()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .map(PathBuf::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The override variable's directories if it names any, else `$HOME/<home_dir>`; each
+    /// joined with `sub` (the agent's sessions directory inside its data directory).
+    pub(crate) fn data_dirs(&self, var: &str, home_dir: &str, sub: &str) -> Vec<PathBuf> {
+        let mut dirs = self.dirs(var);
+        if dirs.is_empty() {
+            dirs.extend(self.home.as_ref().map(|h| h.join(home_dir)));
+        }
+        dirs.into_iter().map(|d| d.join(sub)).collect()
+    }
+}
+
 /// A line being folded: where it is, the fold, and what the index remembers.
 pub(crate) struct Step<'s> {
     pub(crate) fold: &'s mut Fold,
