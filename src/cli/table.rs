@@ -49,6 +49,17 @@ pub fn render(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A cost cell: dollars to the cent, `-` when nothing is priced, `*` when part is unpriced.
+pub fn money(cost: &agentlog::transcript::RowCost) -> String {
+    let mark = if cost.unpriced_models.is_empty() {
+        ""
+    } else {
+        "*"
+    };
+    cost.usd()
+        .map_or_else(|| format!("-{mark}"), |d| format!("${d:.2}{mark}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use agentlog::transcript::{
     CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageOptions, UsageReport, UsageRow, usage,
 };
 
-use super::table::{render, thousands};
+use super::table::{money, render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure, display, print_json};
 
 /// Files at or above which a first run shows a progress bar (on a terminal).
@@ -198,17 +198,6 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         }
     }
     Ok(EXIT_OK)
-}
-
-/// A cost cell: dollars to the cent, `-` when nothing is priced, `*` when part is unpriced.
-pub fn money(cost: &RowCost) -> String {
-    let mark = if cost.unpriced_models.is_empty() {
-        ""
-    } else {
-        "*"
-    };
-    cost.usd()
-        .map_or_else(|| format!("-{mark}"), |d| format!("${d:.2}{mark}"))
 }
 
 /// A row's first cells: the key (a block's start and end in the report's zone), and the

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use agentlog::transcript::{LiveView, UsageOptions, UsageRow, live};
 
+use super::table::money;
 use super::table::thousands;
-use super::usage::money;
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure};
 
 /// Runs the live view until interrupted.

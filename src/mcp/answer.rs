@@ -1,6 +1,6 @@
 //! The tools themselves, without the protocol: each parses its arguments, calls the library,
 //! and answers the JSON the CLI's `--json` prints for the same answer, bounded (docs/MCP.md
-//! lists each tool's cap). A bad argument or a failed call is a [`ToolError`].
+//! lists each tool's cap). A bad argument or a failed call is a [`ToolError`](super::ToolError).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::args::{ListSessionsArgs, MatchArg, ReadSessionArgs, SearchArgs, StatusArgs, UsageArgs};
+use super::error::ToolError;
 use super::scope::{McpConfig, Scope, resolve};
 use crate::generation::{
     GenerationRequest, StatusReport, current_generation_at, expected_generation,
@@ -18,8 +19,8 @@ use crate::generation::{
 use crate::log::LogPaths;
 use crate::query::{QueryConfig, QueryService, Store, StoreConfig, WindowRequest};
 use crate::search::{
-    LineAnchor, LineWindowRequest, MatchMode, SearchConfig, SearchError, SearchIndex,
-    SessionSearchRequest, TranscriptSearch, TranscriptSearchRequest, transcript_window,
+    LineAnchor, LineWindowRequest, MatchMode, SearchConfig, SearchIndex, SessionSearchRequest,
+    TranscriptSearch, TranscriptSearchRequest, transcript_window,
 };
 use crate::transcript::sessions::{offset_cursor, parse_cursor, request_print};
 use crate::transcript::{
@@ -36,36 +37,6 @@ pub const DEFAULT_USAGE_ROWS: u64 = 100;
 pub const MAX_USAGE_ROWS: u64 = 500;
 /// The most generations (and boundaries) a `status` answer lists: the latest ones.
 pub const MAX_STATUS_GENERATIONS: usize = 50;
-
-/// A tool call that gave no answer: a stable code and a message, as the CLI's JSON error
-/// object (`{"error": code, "message": ...}`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolError {
-    /// A stable code (`invalid_arguments`, `outside_sources`, `invalid_query`, ...).
-    pub code: &'static str,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl ToolError {
-    pub(crate) fn bad(code: &'static str, message: impl Into<String>) -> ToolError {
-        ToolError {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The error as the JSON object a tool answers with.
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({"error": self.code, "message": self.message})
-    }
-}
-
-impl From<SearchError> for ToolError {
-    fn from(error: SearchError) -> ToolError {
-        ToolError::bad(error.code(), error.to_string())
-    }
-}
 
 /// The tools, ready to answer: the sources resolved, the transcript search kept open so that a
 /// warm search reuses its index connection.

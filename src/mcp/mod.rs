@@ -15,12 +15,12 @@
 
 mod answer;
 mod args;
+mod error;
 mod scope;
 mod server;
 
-pub use answer::{
-    DEFAULT_USAGE_ROWS, MAX_LISTED, MAX_STATUS_GENERATIONS, MAX_USAGE_ROWS, ToolError, Tools,
-};
+pub use answer::{DEFAULT_USAGE_ROWS, MAX_LISTED, MAX_STATUS_GENERATIONS, MAX_USAGE_ROWS, Tools};
+pub use error::ToolError;
 pub use scope::McpConfig;
 pub use server::{Server, tool_list};
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::answer::ToolError;
+use super::error::ToolError;
 use crate::transcript::{default_roots, discover};
 
 /// The sources the server answers from.

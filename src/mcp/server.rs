@@ -13,8 +13,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use super::answer::{ToolError, Tools};
+use super::answer::Tools;
 use super::args::{ListSessionsArgs, ReadSessionArgs, SearchArgs, StatusArgs, UsageArgs};
+use super::error::ToolError;
 
 /// What the server tells a client about itself at initialization.
 const INSTRUCTIONS: &str = "Read-only access to the user's AI-agent sessions (Claude Code, \

@@ -11,7 +11,7 @@
 //! `{"error":"<code>","message":...}`. A variant found through another error (a damaged log,
 //! a parse failure, an I/O error) keeps it, so `source()` leads to the root cause.
 
-use std::fmt;
+use std::{fmt, io};
 
 /// A broken rule found in one event (or in the log as a whole when `seq` is `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,5 +291,75 @@ mod tests {
             Violation::at(2, "seq 2 is not contiguous; expected 1").to_string(),
             "event seq 2: seq 2 is not contiguous; expected 1"
         );
+    }
+}
+
+/// Why the persisted side could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The session is not stored.
+    #[error("the session is not stored")]
+    NotFound,
+    /// The stored log is damaged (unparsable or non-contiguous committed records, a bad
+    /// header, an identity mismatch).
+    #[error("{reason}")]
+    Corrupt {
+        /// What is damaged, and where.
+        reason: String,
+        /// The error that found it (a JSON error, a broken event or header rule), if any.
+        #[source]
+        cause: Option<Cause>,
+    },
+    /// The stored log uses a format version this build does not read.
+    #[error("{0}")]
+    Unsupported(#[source] HeaderError),
+    /// The backend failed (I/O, index); the data may be intact.
+    #[error("{context}: {cause}")]
+    Failed {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        cause: Cause,
+    },
+}
+
+impl SourceError {
+    /// Damage described by `reason` alone.
+    pub fn corrupt(reason: impl Into<String>) -> Self {
+        Self::Corrupt {
+            reason: reason.into(),
+            cause: None,
+        }
+    }
+
+    /// Damage found by `cause`; `reason` says what and where, and its text ends with the
+    /// cause's.
+    pub(crate) fn corrupt_by(reason: impl Into<String>, cause: impl Into<Cause>) -> Self {
+        Self::Corrupt {
+            reason: reason.into(),
+            cause: Some(cause.into()),
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
+        if err.kind() == io::ErrorKind::NotFound {
+            Self::NotFound
+        } else {
+            Self::Failed {
+                context: context.into(),
+                cause: Box::new(err),
+            }
+        }
+    }
+}
+
+impl From<HeaderError> for SourceError {
+    fn from(e: HeaderError) -> Self {
+        match e {
+            HeaderError::Unsupported(_) => Self::Unsupported(e),
+            HeaderError::Invalid(ref m) => Self::corrupt_by(m.clone(), e),
+        }
     }
 }

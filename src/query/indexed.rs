@@ -24,10 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::envelope::parse_event;
+use super::error::SourceError;
 use super::legacy::needs_prefix;
-use super::source::{
-    JsonlSource, PersistedSource, SourceError, StoredSlice, read_stored_header, stored_log,
-};
+use super::source::{JsonlSource, PersistedSource, StoredSlice, read_stored_header, stored_log};
 use super::stored::{LineFault, RegionJudge, parse_stored_line};
 use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};

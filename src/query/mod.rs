@@ -65,7 +65,7 @@ mod proptests;
 mod test_support;
 
 pub use envelope::{KNOWN_EVENT_TYPES, Vocabulary};
-pub use error::{Cause, HeaderError, QueryError, Violation};
+pub use error::{Cause, HeaderError, QueryError, SourceError, Violation};
 pub use filter::{
     Availability, EventFilter, SessionFilter, parse_event_filters, parse_session_filters,
 };
@@ -73,9 +73,7 @@ pub use indexed::{IndexedSource, session_index_options};
 pub use repair::interrupted_turn_closers;
 pub use report::{EventSummary, select_events, session_summary_json};
 pub use service::{QueryConfig, QueryService};
-pub use source::{
-    JsonlSource, LOG_FILE_NAME, PersistedSource, SourceError, StoredSlice, validate_session_id,
-};
+pub use source::{JsonlSource, LOG_FILE_NAME, PersistedSource, StoredSlice, validate_session_id};
 pub use store::{AppendReceipt, CheckpointPolicy, LiveView, Store, StoreConfig};
 pub use surface::{EventLookup, SurfaceFold, SurfaceState, fold_surface};
 pub use text::event_text;

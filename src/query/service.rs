@@ -19,14 +19,15 @@
 use std::collections::BTreeMap;
 
 use crate::query::envelope::{Vocabulary, check_message_shape};
+use crate::query::error::SourceError;
 use crate::query::error::{QueryError, Result, Violation};
 use crate::query::filter::{
     EventFilter, SessionFilter, compile_event_filters, compile_session_filters,
 };
 use crate::query::json::MAX_SAFE_INTEGER;
 use crate::query::legacy::{check_no_retired, needs_prefix, normalize_log};
+use crate::query::source::StoredSlice;
 use crate::query::source::validate_session_id;
-use crate::query::source::{SourceError, StoredSlice};
 use crate::query::store::Store;
 use crate::query::surface::{SurfaceFold, fold_surface, fold_surface_events};
 use crate::query::text::event_text;

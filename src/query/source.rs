@@ -16,82 +16,12 @@ use memchr::memchr;
 use serde_json::Value;
 
 use crate::query::envelope::parse_header;
-use crate::query::error::{Cause, HeaderError, QueryError};
+use crate::query::error::{QueryError, SourceError};
 use crate::query::stored::RegionJudge;
 use crate::query::types::{SessionEvent, SessionHeader};
 
 /// Name of the log file inside a session directory.
 pub const LOG_FILE_NAME: &str = "events.jsonl";
-
-/// Why the persisted side could not answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SourceError {
-    /// The session is not stored.
-    #[error("the session is not stored")]
-    NotFound,
-    /// The stored log is damaged (unparsable or non-contiguous committed records, a bad
-    /// header, an identity mismatch).
-    #[error("{reason}")]
-    Corrupt {
-        /// What is damaged, and where.
-        reason: String,
-        /// The error that found it (a JSON error, a broken event or header rule), if any.
-        #[source]
-        cause: Option<Cause>,
-    },
-    /// The stored log uses a format version this build does not read.
-    #[error("{0}")]
-    Unsupported(#[source] HeaderError),
-    /// The backend failed (I/O, index); the data may be intact.
-    #[error("{context}: {cause}")]
-    Failed {
-        /// What was being done.
-        context: String,
-        /// The underlying error.
-        #[source]
-        cause: Cause,
-    },
-}
-
-impl SourceError {
-    /// Damage described by `reason` alone.
-    pub fn corrupt(reason: impl Into<String>) -> Self {
-        Self::Corrupt {
-            reason: reason.into(),
-            cause: None,
-        }
-    }
-
-    /// Damage found by `cause`; `reason` says what and where, and its text ends with the
-    /// cause's.
-    pub(crate) fn corrupt_by(reason: impl Into<String>, cause: impl Into<Cause>) -> Self {
-        Self::Corrupt {
-            reason: reason.into(),
-            cause: Some(cause.into()),
-        }
-    }
-
-    pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
-        if err.kind() == io::ErrorKind::NotFound {
-            Self::NotFound
-        } else {
-            Self::Failed {
-                context: context.into(),
-                cause: Box::new(err),
-            }
-        }
-    }
-}
-
-impl From<HeaderError> for SourceError {
-    fn from(e: HeaderError) -> Self {
-        match e {
-            HeaderError::Unsupported(_) => Self::Unsupported(e),
-            HeaderError::Invalid(ref m) => Self::corrupt_by(m.clone(), e),
-        }
-    }
-}
 
 /// Stored events with the header they were stored under.
 #[derive(Debug, Clone, PartialEq)]

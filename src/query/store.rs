@@ -32,10 +32,11 @@ use crate::log::{LogPaths, SyncPolicy};
 use crate::query::envelope::{
     Vocabulary, check_message_shape, retired_shape, validate_envelope, validate_header,
 };
+use crate::query::error::SourceError;
 use crate::query::error::{HeaderError, QueryError, Result, Violation};
 use crate::query::indexed::{IndexedSource, session_index_options};
 use crate::query::legacy::normalize_event;
-use crate::query::source::{PersistedSource, SourceError, session_log_path, validate_session_id};
+use crate::query::source::{PersistedSource, session_log_path, validate_session_id};
 use crate::query::surface::{Chained, SurfaceState, Undo};
 use crate::query::types::{SessionEvent, SessionHeader};
 

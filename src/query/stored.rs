@@ -17,9 +17,9 @@ use memchr::memmem;
 use serde_json::Value;
 
 use crate::query::envelope::parse_event;
+use crate::query::error::SourceError;
 use crate::query::error::{Cause, Violation};
 use crate::query::legacy::{LegacyReader, check_event_alone};
-use crate::query::source::SourceError;
 use crate::query::types::SessionEvent;
 
 /// Why a stored line is not an event.

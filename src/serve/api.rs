@@ -14,8 +14,9 @@ use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
 use super::State as Shared;
-use super::catalog::{SessionQuery, SessionRow, Viewable};
-use super::window::{self, LineWindow, WindowError};
+use super::catalog::{SessionQuery, SessionRow};
+use super::reply::{ApiError, find, window_error};
+use super::window::{self, LineWindow};
 use crate::search::{
     MatchMode, SearchConfig, TranscriptSearch, TranscriptSearchHit, TranscriptSearchRequest,
 };
@@ -36,52 +37,6 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .fallback(not_found)
 }
 
-/// An error answer.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The message.
-    pub(crate) fn message(&self) -> &str {
-        &self.message
-    }
-
-    fn bad(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
-    }
-
-    fn internal(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        #[derive(Serialize)]
-        struct Body<'a> {
-            error: &'a str,
-            message: &'a str,
-        }
-        let body = Body {
-            error: self.code,
-            message: &self.message,
-        };
-        (self.status, Json(body)).into_response()
-    }
-}
-
 async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such address")
 }
@@ -93,24 +48,6 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
-}
-
-/// The viewable transcript named `id`.
-pub(crate) fn find(state: &Shared, id: &str) -> Result<(Viewable, SessionRow), ApiError> {
-    let listing = state.catalog.listing();
-    let viewable = listing.by_id.get(id).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "no_session",
-            format!("no session {id:?}"),
-        )
-    })?;
-    let row = listing
-        .sessions
-        .get(viewable.session)
-        .cloned()
-        .ok_or_else(|| ApiError::internal("listing out of step"))?;
-    Ok((viewable.clone(), row))
 }
 
 async fn sessions(
@@ -353,12 +290,4 @@ async fn usage_report(
     let rows_total = report.rows.len();
     report.rows.truncate(limit);
     Ok(Json(UsageAnswer { report, rows_total }))
-}
-
-/// The error of a window read, as the API answers it.
-pub(crate) fn window_error(e: WindowError) -> ApiError {
-    match e {
-        WindowError::Io(e) => ApiError::internal(e.to_string()),
-        other => ApiError::bad(other.to_string()),
-    }
 }

@@ -15,7 +15,7 @@ use futures_util::stream::{self, Stream};
 use serde::Deserialize;
 
 use super::State as Shared;
-use super::api::{ApiError, find, window_error};
+use super::reply::{ApiError, find, window_error};
 use super::window::{self, LineWindow, MAX_LINES};
 use crate::transcript::Format;
 

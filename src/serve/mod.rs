@@ -22,6 +22,7 @@ pub mod catalog;
 pub mod follow;
 pub mod guard;
 pub mod pages;
+pub mod reply;
 pub mod window;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
