@@ -110,6 +110,7 @@ fn transcripts(c: &mut Criterion) {
     let status_options = StatusOptions {
         index_dir: Some(cache.clone()),
         now: None,
+        timezone: None,
         prices: None,
     };
     statusline(&parsed, &status_options).unwrap();

@@ -475,6 +475,7 @@ fn the_statusline_call_answers_as_the_oracle_after_every_append() {
         let options = StatusOptions {
             index_dir: Some(dir.path().join("cache")),
             now: None,
+            timezone: None,
             prices: None,
         };
         let cuts = [whole.len() / 3, whole.len() / 2, whole.len()];
@@ -604,4 +605,64 @@ proptest::proptest! {
             proptest::prop_assert_eq!(observed(&report), by_model);
         }
     }
+}
+
+/// "Today" is a day of the status line's zone: the same transcript counts different messages
+/// as today's in UTC and in New York, each as a plain reading of the timestamps says.
+#[test]
+fn the_statusline_today_is_a_day_of_its_zone() {
+    use agentlog::transcript::{StatusInput, StatusOptions, statusline};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p/s.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let stamps = [
+        ("2026-03-09T02:00:00Z", 1_000u64),
+        ("2026-03-09T05:00:00Z", 20_000),
+        ("2026-03-10T01:00:00Z", 300_000),
+    ];
+    let mut bytes = String::new();
+    for (i, (at, tokens)) in stamps.iter().enumerate() {
+        bytes += &serde_json::json!({
+            "type": "assistant", "isSidechain": false, "timestamp": at, "requestId": format!("r{i}"),
+            "message": {"id": format!("m{i}"), "model": "claude-opus-4-6", "usage": {
+                "input_tokens": tokens, "output_tokens": 0,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+        })
+        .to_string();
+        bytes.push('\n');
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let now: jiff::Timestamp = "2026-03-10T03:00:00Z".parse().unwrap();
+    let input = StatusInput {
+        transcript_path: path.clone(),
+        ..StatusInput::default()
+    };
+    for (zone, name) in [("UTC", "UTC"), ("America/New_York", "America/New_York")] {
+        let tz = jiff::tz::TimeZone::get(zone).unwrap();
+        // The oracle: a message is today's when its local date is now's local date.
+        let today = tz.to_datetime(now).date();
+        let expected: u64 = stamps
+            .iter()
+            .filter(|(at, _)| tz.to_datetime(at.parse().unwrap()).date() == today)
+            .map(|(_, t)| t)
+            .sum();
+        let options = StatusOptions {
+            index_dir: Some(dir.path().join("cache")),
+            now: Some(now),
+            timezone: Some(tz),
+            prices: None,
+        };
+        let line = statusline(&input, &options).unwrap();
+        assert_eq!(line.today_total_tokens, expected, "{zone}");
+        assert_eq!(line.timezone, name);
+        assert_eq!(line.session_total_tokens, 321_000);
+    }
+    // The two zones disagree here, so the test tells them apart.
+    assert_ne!(
+        jiff::tz::TimeZone::UTC.to_datetime(now).date(),
+        jiff::tz::TimeZone::get("America/New_York")
+            .unwrap()
+            .to_datetime(now)
+            .date()
+    );
 }

@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
     let options = StatusOptions {
         index_dir: Some(dir.join("cache")),
         now: None,
+        timezone: None,
         prices: None,
     };
     let line = statusline(&input, &options).expect("the status line of a readable file");

@@ -21,6 +21,9 @@ pub struct Args {
     /// A price file in `LiteLLM`'s format, used instead of the embedded table.
     #[arg(long, value_name = "FILE")]
     pricing: Option<PathBuf>,
+    /// The zone whose day "today" is (IANA name; default: the system's, as `usage`).
+    #[arg(long, value_name = "TZ")]
+    timezone: Option<String>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -38,6 +41,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let options = StatusOptions {
         index_dir: args.index_dir.clone(),
         now: None,
+        timezone: Some(super::usage::zone(args.timezone.as_deref())?),
         prices: args
             .pricing
             .as_ref()

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use jiff::tz::TimeZone;
 use serde::Serialize;
 
 pub use input::{
@@ -21,6 +22,7 @@ use super::format::Format;
 use super::price::{CostMode, PriceTable, Pricer, RowCost};
 use super::report::UsageFigures;
 use super::store::{OpenOptions, Transcript, open};
+use super::usage::zone_name;
 
 /// New transcript bytes up to this many are folded in memory instead of written to the index.
 const MEMORY_TAIL: u64 = 1 << 20;
@@ -33,8 +35,10 @@ const QUARTER: i64 = 900;
 pub struct StatusOptions {
     /// Where index files go (default: the cache directory).
     pub index_dir: Option<PathBuf>,
-    /// The time "today" is the UTC day of (default: now).
+    /// The time "today" is the day of (default: now).
     pub now: Option<jiff::Timestamp>,
+    /// The zone whose day "today" is (default: the system's, as `usage`'s days).
+    pub timezone: Option<TimeZone>,
     /// The prices (default: the embedded snapshot).
     pub prices: Option<Arc<PriceTable>>,
 }
@@ -73,8 +77,8 @@ pub struct StatusLine {
     pub today_cost_usd: Option<f64>,
     /// Models seen in the session and today without a price (left out of the costs).
     pub unpriced_models: Vec<String>,
-    /// The time zone of `today` (`UTC`).
-    pub timezone: &'static str,
+    /// The time zone of `today`: its IANA name, else its offset.
+    pub timezone: String,
     /// Total tokens today in the session's project: its transcript and the other transcripts
     /// beside it written today.
     pub today_total_tokens: u64,
@@ -158,9 +162,10 @@ pub fn statusline(
     input: &StatusInput,
     options: &StatusOptions,
 ) -> Result<StatusLine, TranscriptError> {
-    let now = options.now.unwrap_or_else(jiff::Timestamp::now).as_second();
-    let day_start = now.div_euclid(DAY) * DAY;
-    let from = day_start / QUARTER;
+    let zone = options.timezone.clone().unwrap_or_else(TimeZone::system);
+    let day_start = day_start(options.now.unwrap_or_else(jiff::Timestamp::now), &zone);
+    // Usage is kept by UTC quarter-hour; every zone's midnight in use today falls on one.
+    let from = day_start.div_euclid(QUARTER);
     let open_options = OpenOptions {
         index_dir: options.index_dir.clone(),
         // Claude Code's own transcripts: read as such even before a line shows the format.
@@ -251,11 +256,21 @@ pub fn statusline(
         session_cost_usd: session_cost.usd(),
         today_cost_usd: today_cost.usd(),
         unpriced_models: unpriced,
-        timezone: "UTC",
+        timezone: zone_name(&zone),
         today_total_tokens: today,
         today_transcripts,
         transcript_path: path.clone(),
     })
+}
+
+/// The first second of `now`'s day in `zone` (of its UTC day if the zone has no such
+/// instant, which no zone in use has).
+fn day_start(now: jiff::Timestamp, zone: &TimeZone) -> i64 {
+    zone.to_timestamp(zone.to_datetime(now).start_of_day())
+        .map_or_else(
+            |_| now.as_second().div_euclid(DAY) * DAY,
+            jiff::Timestamp::as_second,
+        )
 }
 
 /// The other `*.jsonl` files beside `path` (its project's sessions) written since `start`
@@ -324,7 +339,7 @@ mod tests {
             session_cost_usd: Some(4.104),
             today_cost_usd: None,
             unpriced_models: Vec::new(),
-            timezone: "UTC",
+            timezone: "UTC".to_owned(),
             today_total_tokens: 21,
             today_transcripts: 1,
             transcript_path: PathBuf::from("t.jsonl"),
