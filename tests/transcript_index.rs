@@ -464,3 +464,53 @@ fn subagents_count_with_their_session_each_message_once() {
         );
     }
 }
+
+/// A subagent file that repeats messages of its session (the same ids and requests): each is
+/// counted once, whether the session's index is built fresh, warm, or caught up after an
+/// append; only the shared ids are looked up in the session's index.
+#[test]
+fn subagents_sharing_messages_with_their_session_count_them_once() {
+    for seed in 0..6u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = claude(40 + seed, 60);
+        let lines: Vec<&[u8]> = whole.split_inclusive(|&b| b == b'\n').collect();
+        let half = lines.len() / 2;
+        let main = dir.path().join("s1.jsonl");
+        std::fs::write(&main, lines[..half].concat()).unwrap();
+        let subs = dir.path().join("s1").join("subagents");
+        std::fs::create_dir_all(&subs).unwrap();
+        // The subagent repeats every third line of the session's first half, and has its own.
+        let mut sub: Vec<u8> = lines[..half]
+            .iter()
+            .step_by(3)
+            .copied()
+            .collect::<Vec<_>>()
+            .concat();
+        sub.extend(claude(90 + seed, 8));
+        std::fs::write(subs.join("agent-a.jsonl"), &sub).unwrap();
+        let options = OpenOptions {
+            index_dir: Some(dir.path().join("cache")),
+            ..OpenOptions::default()
+        };
+        for round in 0..3 {
+            if round == 2 {
+                // The session grows: its index is caught up, the lookups see the new lines.
+                let mut grown = lines[..half].concat();
+                grown.extend(lines[half..].concat());
+                std::fs::write(&main, &grown).unwrap();
+            }
+            let main_bytes = std::fs::read(&main).unwrap();
+            let mut all = main_bytes.clone();
+            all.extend(&sub);
+            let found = with_subagents(&main, &options).unwrap();
+            let expected = oracle::expected(Format::ClaudeCode, &all).lifetime;
+            assert_eq!(
+                oracle::Sum::of(&found.lifetime),
+                expected,
+                "seed {seed} round {round}"
+            );
+            let alone = oracle::expected(Format::ClaudeCode, &main_bytes).lifetime;
+            assert_eq!(oracle::Sum::of(&found.main.summary.lifetime), alone);
+        }
+    }
+}

@@ -5,7 +5,6 @@
 //! `<project>/agent-<id>.jsonl` beside the session file before that, where the files of every
 //! session of the project sit together and a file's `sessionId` says whose it is.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -107,15 +106,21 @@ pub struct WithSubagents {
 /// counts their lifetime together. Only an error reading `main` is an error; a subagent file
 /// that cannot be read is reported in [`Subagent::read`] and left out. A transcript of
 /// another format has no subagents: its lifetime is returned as is.
+///
+/// The session's own lifetime is already merged within its file; only the ids its subagents
+/// hold are merged again, so the session's messages are looked up for those ids alone (a
+/// large session with small subagents reads a few keys, not all of them).
 pub fn with_subagents(
     main: &Path,
     options: &OpenOptions,
 ) -> Result<WithSubagents, TranscriptError> {
-    let options = OpenOptions {
-        load_dedup: true,
+    let plain = OpenOptions {
+        load_dedup: false,
+        load_ids: false,
+        load_messages: Vec::new(),
         ..options.clone()
     };
-    let main = open(main, &options)?;
+    let mut main = open(main, &plain)?;
     if main.format != Format::ClaudeCode {
         let lifetime = main.summary.lifetime;
         return Ok(WithSubagents {
@@ -124,9 +129,10 @@ pub fn with_subagents(
             lifetime,
         });
     }
-    let options = OpenOptions {
+    let sub_options = OpenOptions {
         format: Some(Format::ClaudeCode),
-        ..options
+        load_dedup: true,
+        ..plain.clone()
     };
     let files = subagent_files(&main.path).map_err(|e| TranscriptError::Io {
         op: "list the subagents of",
@@ -136,29 +142,51 @@ pub fn with_subagents(
     let subagents: Vec<Subagent> = files
         .into_iter()
         .map(|path| Subagent {
-            read: open(&path, &options),
+            read: open(&path, &sub_options),
             path,
         })
         .collect();
-    let mut merged: HashMap<String, Vec<Message>> = HashMap::new();
-    let mut unkeyed = Tally::default();
-    let read = std::iter::once(&main).chain(subagents.iter().filter_map(|s| s.read.as_ref().ok()));
-    for transcript in read {
-        unkeyed.add(&transcript.summary.unkeyed);
-        let Some(dedup) = &transcript.dedup else {
-            continue;
+    let read: Vec<&Transcript> = subagents
+        .iter()
+        .filter_map(|s| s.read.as_ref().ok())
+        .collect();
+    let mut shared: Vec<String> = read
+        .iter()
+        .filter_map(|t| t.dedup.as_ref())
+        .flat_map(|d| d.messages.keys().cloned())
+        .collect();
+    shared.sort();
+    shared.dedup();
+    if !shared.is_empty() {
+        // The session again, with its messages under the subagents' ids.
+        let lookup = OpenOptions {
+            format: Some(Format::ClaudeCode),
+            load_messages: shared.clone(),
+            ..plain
         };
-        let mut ids: Vec<&String> = dedup.messages.keys().collect();
-        ids.sort();
-        for id in ids {
-            for message in dedup.messages.get(id).into_iter().flatten() {
-                merge_message(merged.entry(id.clone()).or_default(), message);
+        main = open(&main.path, &lookup)?;
+    }
+    let mut lifetime = main.summary.lifetime;
+    for transcript in &read {
+        lifetime.add(&transcript.summary.unkeyed);
+    }
+    let main_messages = main.dedup.as_ref().map(|d| &d.messages);
+    for id in &shared {
+        let mut merged: Vec<Message> = Vec::new();
+        for message in main_messages.and_then(|m| m.get(id)).into_iter().flatten() {
+            // Counted in the session's lifetime: taken out, and counted again merged.
+            lifetime.sub(&tally_of(&message.usage));
+            merge_message(&mut merged, message);
+        }
+        for transcript in &read {
+            let messages = transcript.dedup.as_ref().and_then(|d| d.messages.get(id));
+            for message in messages.into_iter().flatten() {
+                merge_message(&mut merged, message);
             }
         }
-    }
-    let mut lifetime = unkeyed;
-    for message in merged.values().flatten() {
-        lifetime.add(&tally_of(&message.usage));
+        for message in &merged {
+            lifetime.add(&tally_of(&message.usage));
+        }
     }
     Ok(WithSubagents {
         main,

@@ -55,6 +55,10 @@ pub struct OpenOptions {
     /// Also load every bucket, every Claude Code message id without the messages (a merge of
     /// many transcripts finds the ids they share, then loads only those) and every pi entry.
     pub load_ids: bool,
+    /// Also load the Claude Code messages filed under these ids (point lookups: a session's
+    /// subagents merge with the few ids they share without reading the session's every key).
+    /// [`Transcript::dedup`] then holds at least these ids' messages.
+    pub load_messages: Vec<String>,
     /// Also load the buckets from this quarter-hour on (a day's total without reading every
     /// key); [`Transcript::buckets`] then holds at least those.
     pub buckets_from: Option<i64>,
@@ -71,6 +75,7 @@ impl Default for OpenOptions {
             repair_budget: Duration::from_secs(2),
             load_dedup: false,
             load_ids: false,
+            load_messages: Vec::new(),
             buckets_from: None,
         }
     }
@@ -96,7 +101,10 @@ fn settings(options: &OpenOptions) -> Settings<'static> {
 impl OpenOptions {
     /// Whether the answer carries rows (keys, ids or buckets).
     pub(crate) fn wants_rows(&self) -> bool {
-        self.load_dedup || self.load_ids || self.buckets_from.is_some()
+        self.load_dedup
+            || self.load_ids
+            || !self.load_messages.is_empty()
+            || self.buckets_from.is_some()
     }
 }
 

@@ -203,6 +203,26 @@ pub(crate) fn load_rows(
     Ok(dedup)
 }
 
+/// The Claude Code messages filed under `ids` (an id the index does not hold is left out).
+pub(crate) fn load_messages_of(
+    txn: &ReadTransaction,
+    ids: &[String],
+) -> Result<Dedup, RecallError> {
+    let mut dedup = Dedup::default();
+    let Some(keys) = open(txn, KEYS)? else {
+        return Ok(dedup);
+    };
+    let keys = keys.get().map_err(storage)?;
+    for id in ids {
+        if let Some(value) = keys.get(id.as_str()).map_err(storage)? {
+            let messages =
+                decode::<Vec<Message>>(value.value()).ok_or_else(|| damaged("message"))?;
+            dedup.messages.insert(id.clone(), messages);
+        }
+    }
+    Ok(dedup)
+}
+
 /// The buckets from quarter-hour `from` on (a day's total reads only these).
 pub(crate) fn load_buckets_from(txn: &ReadTransaction, from: i64) -> Result<Dedup, RecallError> {
     let mut dedup = Dedup::default();

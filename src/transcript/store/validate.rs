@@ -8,7 +8,7 @@ use std::io;
 use redb::ReadTransaction;
 
 use super::OpenOptions;
-use super::recall::{load_buckets_from, load_rows, row_counts};
+use super::recall::{load_buckets_from, load_messages_of, load_rows, row_counts};
 use super::schema::{FORMAT_VERSION, Meta, PARSER_VERSION};
 use super::source::Source;
 use crate::index::StaleReason;
@@ -89,6 +89,8 @@ impl Checks for SourceChecks<'_> {
             let claude = self.source.format == Format::ClaudeCode;
             let counts = (meta.summary.keys, meta.summary.buckets);
             load_rows(txn, claude, counts, !options.load_dedup)
+        } else if !options.load_messages.is_empty() {
+            load_messages_of(txn, &options.load_messages)
         } else if let Some(from) = options.buckets_from {
             load_buckets_from(txn, from)
         } else {
