@@ -2,9 +2,9 @@
 //! records that say what each frame holds) and `lock` (one writer at a time). Where it lives:
 //! the per-user data directory, never a cache, because nothing can rebuild it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::error::ArchiveError;
@@ -53,14 +53,7 @@ impl Paths {
 
 /// Opens (creating with mode 0600) one of the archive's files for reading and writing.
 pub(crate) fn open_private(path: &Path) -> Result<File, ArchiveError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| ArchiveError::io("open", path, e))
+    crate::transcript::open_private_file(path).map_err(|e| ArchiveError::io("open", path, e))
 }
 
 /// Checks a file's header: `Ok(true)` when it is there, `Ok(false)` when the file is shorter

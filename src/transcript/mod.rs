@@ -50,7 +50,7 @@ mod tokens;
 mod usage;
 
 pub use cache::{CACHE_DIR_ENV, cache_dir, default_index_dir, index_file};
-pub(crate) use cache::{ensure_private_dir, per_user_dir};
+pub(crate) use cache::{ensure_private_dir, open_private_file, per_user_dir};
 pub use error::TranscriptError;
 pub use fold::{
     BoundaryKind, BucketKey, CompactionBoundary, Fold, Summary, TranscriptDiagnostics,
