@@ -206,6 +206,8 @@ impl Summary {
 pub const UNKNOWN_MODEL: u32 = u32::MAX;
 /// The quarter-hour of usage without a readable timestamp.
 pub const UNKNOWN_QUARTER: i64 = i64::MIN;
+/// Seconds in a quarter-hour, the unit of usage buckets.
+pub(crate) const QUARTER_SECONDS: i64 = 900;
 /// How many distinct model names a transcript's buckets tell apart.
 const MAX_MODELS: usize = 1024;
 

@@ -17,7 +17,7 @@ pub use input::{
 };
 
 use super::error::TranscriptError;
-use super::fold::UNKNOWN_QUARTER;
+use super::fold::{QUARTER_SECONDS, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::price::{CostMode, PriceTable, Pricer, RowCost};
 use super::report::UsageFigures;
@@ -26,9 +26,8 @@ use super::usage::zone_name;
 
 /// New transcript bytes up to this many are folded in memory instead of written to the index.
 const MEMORY_TAIL: u64 = 1 << 20;
-/// Seconds in a day, and in a quarter-hour (the buckets' unit).
+/// Seconds in a day.
 const DAY: i64 = 86_400;
-const QUARTER: i64 = 900;
 
 /// How the status line reads.
 #[derive(Clone, Debug, Default)]
@@ -165,7 +164,7 @@ pub fn statusline(
     let zone = options.timezone.clone().unwrap_or_else(TimeZone::system);
     let day_start = day_start(options.now.unwrap_or_else(jiff::Timestamp::now), &zone);
     // Usage is kept by UTC quarter-hour; every zone's midnight in use today falls on one.
-    let from = day_start.div_euclid(QUARTER);
+    let from = day_start.div_euclid(QUARTER_SECONDS);
     let open_options = OpenOptions {
         index_dir: options.index_dir.clone(),
         // Claude Code's own transcripts: read as such even before a line shows the format.

@@ -13,8 +13,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde::ser::Serializer;
 
-use super::group::QUARTER_SECONDS;
 use super::{GroupBy, UsageOptions, UsageRow};
+use crate::transcript::fold::QUARTER_SECONDS;
 use crate::transcript::price::RowCost;
 use crate::transcript::tally::Tally;
 

@@ -9,13 +9,10 @@ use jiff::tz::TimeZone;
 
 use super::blocks::{Slot, blocks};
 use super::{GroupBy, UsageOptions, UsageReport, UsageRow};
-use crate::transcript::fold::UNKNOWN_QUARTER;
+use crate::transcript::fold::{QUARTER_SECONDS, UNKNOWN_QUARTER};
 use crate::transcript::format::Format;
 use crate::transcript::price::{Pricer, RowCost};
 use crate::transcript::tally::Tally;
-
-/// Seconds in a quarter-hour.
-pub(crate) const QUARTER_SECONDS: i64 = 900;
 
 /// The UTC day of a quarter-hour (`None` for [`UNKNOWN_QUARTER`]).
 pub fn day_of(quarter: i64) -> Option<Date> {
