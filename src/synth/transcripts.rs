@@ -189,7 +189,7 @@ pub fn synth_transcript(options: &TranscriptSynth) -> SynthTranscript {
         // The prompt grows with the conversation; most of it is read from the cache.
         context += rng.range(500, 6_000);
         let output = rng.range(50, 1_500);
-        let reply = format!("Done: {text}.");
+        let reply = format!("Done: {} files changed, tests pass.", rng.range(1, 9));
         let usage = if codex {
             let cached = context * 9 / 10;
             let input = context;
