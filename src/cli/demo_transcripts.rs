@@ -92,12 +92,7 @@ fn io(context: &str) -> impl Fn(std::io::Error) -> Failure + '_ {
 fn sum(messages: &[&agentlog::synth::SynthMessage]) -> (Usage, u64) {
     let mut u = Usage::default();
     for m in messages {
-        u.input += m.usage.input;
-        u.output += m.usage.output;
-        u.cache_creation += m.usage.cache_creation;
-        u.cache_read += m.usage.cache_read;
-        u.reasoning += m.usage.reasoning;
-        u.cache_creation_1h += m.usage.cache_creation_1h;
+        u.add(&m.usage);
     }
     (u, messages.len() as u64)
 }

@@ -81,28 +81,6 @@ pub struct SynthTranscript {
     pub needles: u64,
 }
 
-impl SynthTranscript {
-    /// The sum of the messages' usage from `first` on.
-    pub fn usage_from(&self, first: usize) -> Usage {
-        let mut sum = Usage::default();
-        for m in self.messages.iter().skip(first) {
-            let u = &m.usage;
-            sum.input += u.input;
-            sum.output += u.output;
-            sum.cache_creation += u.cache_creation;
-            sum.cache_read += u.cache_read;
-            sum.reasoning += u.reasoning;
-            sum.cache_creation_1h += u.cache_creation_1h;
-        }
-        sum
-    }
-
-    /// The usage since the last compaction.
-    pub fn usage_since_compaction(&self) -> Usage {
-        self.usage_from(self.messages.len() - self.since_compaction)
-    }
-}
-
 /// A JSON string literal.
 fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
