@@ -345,7 +345,7 @@ fn demo_shows_transcript_commands_and_writes_only_its_directory() {
         format!("$ agentlog usage {t}/transcripts --timezone UTC --index-dir {t}/index"),
         format!("$ agentlog statusline --index-dir {t}/index < {t}/statusline-input.json"),
         format!(
-            "$ agentlog search --transcripts --index-dir {t}/search-index kestrel {t}/transcripts"
+            "$ agentlog search --transcripts --index-dir {t}/search-index --limit 100 kestrel {t}/transcripts"
         ),
         format!("$ agentlog transcript --index-dir {t}/index {t}/transcripts/claude/"),
     ] {

@@ -237,8 +237,9 @@ pub(super) fn show(dir: &Path, written: &[Written], now: Timestamp) -> Result<Ch
 
     let search_dir = dir.join("search-index");
     outln!(
-        "\n$ agentlog search --transcripts --index-dir {} {NEEDLE} {}",
+        "\n$ agentlog search --transcripts --index-dir {} --limit {} {NEEDLE} {}",
         d(&search_dir),
+        agentlog::search::MAX_LIMIT,
         d(&transcripts)
     );
     let mut search = TranscriptSearch::new(Some(search_dir), SearchConfig::default())?;
