@@ -1,4 +1,5 @@
-//! Synthetic lingtai-shaped logs, for the demo, benchmarks and tests.
+//! Synthetic lingtai-shaped logs, for the demo, benchmarks and tests; synthetic Claude Code and
+//! Codex transcripts for the demo ([`synth_transcript`]).
 //!
 //! The lines follow the shapes the lingtai kernel writes: Python's `", "`/`": "` separators, the
 //! envelope keys
@@ -6,6 +7,10 @@
 //! tool calls and results of realistic sizes, and `psyche_molt` boundaries every few hundred to
 //! few thousand responses, started by the agent (no `initiator` key) or the system. The output
 //! is a pure function of the options, so a benchmark or test can regenerate it exactly.
+
+mod transcripts;
+
+pub use transcripts::{NEEDLE, SynthMessage, SynthTranscript, TranscriptSynth, synth_transcript};
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

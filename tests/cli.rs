@@ -318,6 +318,66 @@ fn demo_runs_on_a_given_directory() {
 }
 
 #[test]
+fn demo_shows_transcript_commands_and_writes_only_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    // Every per-user place points into `home`: the demo must leave it empty.
+    let out = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(["demo", target.to_str().unwrap(), "--responses", "300"])
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("AGENTLOG_CACHE_DIR", home.join("agentlog-cache"))
+        .env("AGENTLOG_DATA_DIR", home.join("agentlog-data"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = target.display();
+    for command in [
+        format!("$ agentlog usage {t}/transcripts --timezone UTC --index-dir {t}/index"),
+        format!("$ agentlog statusline --index-dir {t}/index < {t}/statusline-input.json"),
+        format!(
+            "$ agentlog search --transcripts --index-dir {t}/search-index --limit 100 kestrel {t}/transcripts"
+        ),
+        format!("$ agentlog transcript --index-dir {t}/index {t}/transcripts/claude/"),
+    ] {
+        assert!(text.contains(&command), "{command} not in:\n{text}");
+    }
+    assert!(
+        text.contains("cost_usd") && text.contains("compact_boundary"),
+        "{text}"
+    );
+    assert!(text.contains("every figure above agrees"), "{text}");
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
+    // The commands it shows give the answers it showed.
+    let usage = json(&agentlog(&[
+        "usage",
+        &format!("{t}/transcripts"),
+        "--timezone",
+        "UTC",
+        "--index-dir",
+        &format!("{t}/index"),
+        "--json",
+    ]));
+    let total = usage["totals"]["total_tokens"].as_u64().unwrap();
+    let shown = text
+        .lines()
+        .find(|l| l.starts_with("total "))
+        .and_then(|l| l.split_whitespace().nth(6))
+        .unwrap()
+        .replace(',', "");
+    assert_eq!(shown.parse::<u64>().unwrap(), total);
+}
+
+#[test]
 fn a_reader_that_goes_away_ends_the_command_quietly() {
     // `agentlog ... | head`: the pipe's reader closes before the command writes.
     let agent = sample();

@@ -1,6 +1,7 @@
 //! `agentlog demo [DIR]`: the embedded default. Writes a realistic lingtai-shaped agent
 //! directory through the writer, then answers "tokens since the last molt" with each tier and
-//! shows what the index saves.
+//! shows what the index saves; then Claude Code and Codex transcripts with `usage`,
+//! `statusline`, `search --transcripts` and `transcript` on them (`super::demo_transcripts`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -201,6 +202,20 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     );
     outln!(
         "\ntry: agentlog status {d} --json | agentlog generations {d} | agentlog verify {d} --deep",
+        d = dir.display()
+    );
+
+    // The main job for most people: their agents' transcripts.
+    let now = jiff::Timestamp::now();
+    eprintln!(
+        "\nwriting Claude Code and Codex transcripts (with compactions) to {} ...",
+        dir.join("transcripts").display()
+    );
+    let written = super::demo_transcripts::write_transcripts(&dir, now)?;
+    super::demo_transcripts::show(&dir, &written, now)?.finish()?;
+    outln!(
+        "\nevery figure above agrees with a direct count of the generated transcripts; \
+         indexes are in {d}/index and {d}/search-index, nothing was written elsewhere",
         d = dir.display()
     );
     Ok(EXIT_OK)

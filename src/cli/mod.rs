@@ -23,6 +23,7 @@ macro_rules! out {
 mod append;
 mod archive;
 mod demo;
+mod demo_transcripts;
 mod export;
 mod generations;
 mod index;

@@ -211,7 +211,11 @@ fn print_page<'a, P: Serialize>(
     Ok(EXIT_OK)
 }
 
-fn print_transcript_hits(hits: &[TranscriptSearchHit], highlight: Highlight, next: Option<&str>) {
+pub(super) fn print_transcript_hits(
+    hits: &[TranscriptSearchHit],
+    highlight: Highlight,
+    next: Option<&str>,
+) {
     let rows = hits
         .iter()
         .map(|hit| {
@@ -295,13 +299,13 @@ fn print_table(
 
 /// How matches are shown in the table.
 #[derive(Clone, Copy)]
-enum Highlight {
+pub(super) enum Highlight {
     Ansi,
     Brackets,
 }
 
 impl Highlight {
-    fn for_stdout() -> Highlight {
+    pub(super) fn for_stdout() -> Highlight {
         if std::io::stdout().is_terminal() {
             Highlight::Ansi
         } else {

@@ -131,7 +131,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
 
 /// The table: one row per generation, in the format's own names, then lifetime (and with
 /// subagents).
-fn human(r: &TranscriptReport) -> String {
+pub(super) fn human(r: &TranscriptReport) -> String {
     let mut out = format!(
         "transcript  {} ({})\nindex       {}\n\n",
         display(&r.path),

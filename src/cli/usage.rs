@@ -12,7 +12,8 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use agentlog::transcript::{
-    CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageOptions, UsageReport, UsageRow, usage,
+    CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions, UsageReport,
+    UsageRow, parse_day, parse_timezone, usage,
 };
 
 use super::table::{money, render, thousands};
@@ -105,39 +106,15 @@ enum CostArg {
     Recorded,
 }
 
-/// A day argument: `YYYY-MM-DD` or `YYYYMMDD`.
-fn parse_day(flag: &str, text: Option<&str>) -> Result<Option<Date>, Failure> {
-    let Some(text) = text else { return Ok(None) };
-    let spelled = match (text.len(), text.bytes().all(|b| b.is_ascii_digit())) {
-        (8, true) => format!(
-            "{}-{}-{}",
-            text.get(0..4).unwrap_or_default(),
-            text.get(4..6).unwrap_or_default(),
-            text.get(6..8).unwrap_or_default()
-        ),
-        _ => text.to_owned(),
-    };
-    spelled.parse::<Date>().map(Some).map_err(|e| {
-        Failure::new(
-            "bad_input",
-            EXIT_BAD_INPUT,
-            format!("{flag} {text:?} is not a day (YYYY-MM-DD or YYYYMMDD): {e}"),
-        )
-    })
+/// A usage argument that does not parse, as the CLI reports it.
+fn bad(flag: &str, e: &UsageArgError) -> Failure {
+    Failure::new("bad_input", EXIT_BAD_INPUT, format!("{flag} {e}"))
 }
 
-/// The zone `--timezone` names, or the system's.
-pub fn zone(name: Option<&str>) -> Result<TimeZone, Failure> {
-    match name {
-        None => Ok(TimeZone::system()),
-        Some(name) => TimeZone::get(name).map_err(|e| {
-            Failure::new(
-                "bad_input",
-                EXIT_BAD_INPUT,
-                format!("--timezone {name:?} is not a time zone: {e}"),
-            )
-        }),
-    }
+/// A day argument (`YYYY-MM-DD` or `YYYYMMDD`).
+fn day(flag: &str, text: Option<&str>) -> Result<Option<Date>, Failure> {
+    text.map(|t| parse_day(t).map_err(|e| bad(flag, &e)))
+        .transpose()
 }
 
 /// The options the arguments ask for.
@@ -148,9 +125,9 @@ pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
             ..OpenOptions::default()
         },
         by: args.by.group(),
-        since: parse_day("--since", args.since.as_deref())?,
-        until: parse_day("--until", args.until.as_deref())?,
-        timezone: zone(args.timezone.as_deref())?,
+        since: day("--since", args.since.as_deref())?,
+        until: day("--until", args.until.as_deref())?,
+        timezone: parse_timezone(args.timezone.as_deref()).map_err(|e| bad("--timezone", &e))?,
         cost: match args.cost {
             CostArg::Auto => CostMode::Auto,
             CostArg::Calculate => CostMode::Calculate,

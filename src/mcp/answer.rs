@@ -56,15 +56,11 @@ fn to_json(answer: &impl Serialize) -> Result<Value, ToolError> {
     serde_json::to_value(answer).map_err(|e| ToolError::bad("internal", e.to_string()))
 }
 
-/// A day argument (`YYYY-MM-DD`).
+/// A day argument (`YYYY-MM-DD` or `YYYYMMDD`).
 fn day(name: &str, text: Option<&str>) -> Result<Option<Date>, ToolError> {
     text.map(|t| {
-        t.parse::<Date>().map_err(|e| {
-            ToolError::bad(
-                "invalid_arguments",
-                format!("{name} {t:?} is not a day (YYYY-MM-DD): {e}"),
-            )
-        })
+        crate::transcript::parse_day(t)
+            .map_err(|e| ToolError::bad("invalid_arguments", format!("{name} {e}")))
     })
     .transpose()
 }
@@ -264,12 +260,8 @@ impl Tools {
                 .map_err(|e| ToolError::bad("invalid_arguments", e.to_string()))?,
         };
         // Days, weeks and months are cut in this zone (IANA name; default: the system's).
-        let timezone = match args.timezone.as_deref() {
-            None => jiff::tz::TimeZone::system(),
-            Some(name) => jiff::tz::TimeZone::get(name).map_err(|e| {
-                ToolError::bad("invalid_arguments", format!("timezone {name:?}: {e}"))
-            })?,
-        };
+        let timezone = crate::transcript::parse_timezone(args.timezone.as_deref())
+            .map_err(|e| ToolError::bad("invalid_arguments", format!("timezone {e}")))?;
         let limit = args.limit.unwrap_or(DEFAULT_USAGE_ROWS);
         if !(1..=MAX_USAGE_ROWS).contains(&limit) {
             return Err(ToolError::bad(

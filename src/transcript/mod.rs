@@ -89,6 +89,6 @@ pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
-    UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover, live, session_of,
-    usage,
+    UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover,
+    live, parse_cost_mode, parse_day, parse_group_by, parse_timezone, session_of, usage,
 };

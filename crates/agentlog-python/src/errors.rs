@@ -13,7 +13,7 @@ use agentlog::index::IndexError as RustIndexError;
 use agentlog::log::LogError as RustLogError;
 use agentlog::query::QueryError as RustQueryError;
 use agentlog::search::SearchError as RustSearchError;
-use agentlog::transcript::{Format, TranscriptError as RustTranscriptError};
+use agentlog::transcript::{Format, PriceError, TranscriptError as RustTranscriptError};
 
 create_exception!(
     agentlog,
@@ -177,6 +177,21 @@ create_exception!(
     "No line among the first ones looks like Claude Code, Codex or pi; pass `format`."
 );
 
+create_exception!(
+    agentlog,
+    InvalidArgument,
+    AgentlogError,
+    "An argument does not parse (a day, a time zone, a cost mode, a grouping, a status-line \
+     input); `argument` names it. The CLI's `bad_input`."
+);
+create_exception!(
+    agentlog,
+    PricingError,
+    AgentlogError,
+    "The price file cannot be read or is not a price table in LiteLLM's format; `path` names \
+     it. The CLI's `bad_pricing`."
+);
+
 /// Registers every exception class on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -205,6 +220,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NoTranscript", py.get_type::<NoTranscript>())?;
     m.add("EmptyTranscript", py.get_type::<EmptyTranscript>())?;
     m.add("UnknownFormat", py.get_type::<UnknownFormat>())?;
+    m.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
+    m.add("PricingError", py.get_type::<PricingError>())?;
     Ok(())
 }
 
@@ -447,6 +464,26 @@ pub fn no_store(py: Python<'_>, root: &std::path::Path) -> PyErr {
         format!("{} is not a session store directory", root.display()),
         "no_store",
         &[("path", object(py, root.as_os_str()))],
+    )
+}
+
+/// An argument named `argument` that the library's parser refused (`error` says why).
+pub fn invalid_argument(py: Python<'_>, argument: &str, error: &dyn std::fmt::Display) -> PyErr {
+    raise::<InvalidArgument>(
+        py,
+        format!("{argument}: {error}"),
+        "bad_input",
+        &[("argument", object(py, argument))],
+    )
+}
+
+/// A price file that cannot be used.
+pub fn pricing_error(py: Python<'_>, path: &std::path::Path, error: &PriceError) -> PyErr {
+    raise::<PricingError>(
+        py,
+        error.to_string(),
+        "bad_pricing",
+        &[("path", object(py, path.as_os_str()))],
     )
 }
 

@@ -15,6 +15,7 @@ mod status;
 mod store;
 mod synth;
 mod transcript;
+mod usage;
 mod writer;
 
 use pyo3::prelude::*;
@@ -28,6 +29,9 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(status::_status_loop, m)?)?;
     m.add_function(wrap_pyfunction!(synth::write_synthetic_log, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::transcript, m)?)?;
+    m.add_function(wrap_pyfunction!(usage::_usage, m)?)?;
+    m.add_function(wrap_pyfunction!(usage::_statusline, m)?)?;
+    m.add_class::<usage::StatusFormatter>()?;
     m.add_class::<status::Status>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<store::Store>()?;

@@ -1,4 +1,5 @@
-"""agentlog.transcript: the CLI's `transcript --json` document, its errors, files left alone."""
+"""agentlog.transcript: its `to_dict()` is the CLI's `transcript --json` document; its errors; files
+left alone."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ from conftest import REPO, cli_json
 from test_store import key_orders
 
 DATA = REPO / "tests" / "data" / "transcripts"
+
+
+def transcript_doc(*args, **kwargs) -> dict:
+    """`agentlog.transcript(...)` as the CLI's document (its `to_dict()`)."""
+    return agentlog.transcript(*args, **kwargs).to_dict()
+
+
 FILES = sorted(p.relative_to(DATA).as_posix() for p in DATA.rglob("*.jsonl"))
 
 
@@ -40,10 +48,10 @@ def test_the_vendored_transcripts_are_found():
 @pytest.mark.parametrize("name", FILES)
 def test_every_transcript_equals_the_cli_json(copies, tmp_path, name):
     path, index = copies / name, tmp_path / "index"
-    first = agentlog.transcript(path, index_dir=index)
+    first = transcript_doc(path, index_dir=index)
     assert first["path"] == str(path.resolve()) or first["path"] == str(path)
     # Both read the same caught-up index, so even its outcome is the same.
-    ours = agentlog.transcript(path, index_dir=index)
+    ours = transcript_doc(path, index_dir=index)
     code, theirs = cli_json("transcript", str(path), "--index-dir", str(index))
     assert code == 0
     assert ours == theirs
@@ -67,7 +75,7 @@ def test_a_codex_lifetime_is_its_last_cumulative_total(copies, tmp_path, name):
             if isinstance(info, dict):
                 totals.append(info["total_token_usage"]["total_tokens"])
     assert totals == sorted(totals), "a counter reset: the oracle does not apply"
-    doc = agentlog.transcript(path, index_dir=tmp_path / "index")
+    doc = transcript_doc(path, index_dir=tmp_path / "index")
     assert doc["format"] == "codex"
     assert doc["lifetime"]["total_tokens"] == (totals[-1] if totals else 0)
 
@@ -75,21 +83,21 @@ def test_a_codex_lifetime_is_its_last_cumulative_total(copies, tmp_path, name):
 def test_subagents_equal_the_cli_and_add_up(copies, tmp_path):
     path = copies / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
     index = tmp_path / "index"
-    agentlog.transcript(path, subagents=True, index_dir=index)
-    ours = agentlog.transcript(path, subagents=True, index_dir=index)
+    transcript_doc(path, subagents=True, index_dir=index)
+    ours = transcript_doc(path, subagents=True, index_dir=index)
     code, theirs = cli_json("transcript", str(path), "--subagents", "--index-dir", str(index))
     assert code == 0 and ours == theirs
     assert len(ours["subagents"]) == 2
     assert all("lifetime" in s for s in ours["subagents"])
     assert ours["lifetime_with_subagents"]["total_tokens"] > ours["lifetime"]["total_tokens"]
-    assert "subagents" not in agentlog.transcript(path, index_dir=index)
+    assert "subagents" not in transcript_doc(path, index_dir=index)
 
 
 def test_nothing_is_written_beside_a_transcript(copies, tmp_path):
     before = snapshot(copies)
     for name in FILES:
-        agentlog.transcript(copies / name, index_dir=tmp_path / "index")
-    agentlog.transcript(copies / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+        transcript_doc(copies / name, index_dir=tmp_path / "index")
+    transcript_doc(copies / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
                         subagents=True, index_dir=tmp_path / "index")
     assert snapshot(copies) == before
     assert any((tmp_path / "index").rglob("*"))
@@ -98,31 +106,31 @@ def test_nothing_is_written_beside_a_transcript(copies, tmp_path):
 def test_a_grown_transcript_is_caught_up(copies, tmp_path):
     path = copies / "codex" / "agentlogs-crud.jsonl"
     index = tmp_path / "index"
-    first = agentlog.transcript(path, index_dir=index)
+    first = transcript_doc(path, index_dir=index)
     lines = path.read_bytes().splitlines(keepends=True)
     grown = tmp_path / "grown.jsonl"
     grown.write_bytes(b"".join(lines[: len(lines) // 2]))
-    half = agentlog.transcript(grown, index_dir=index)
+    half = transcript_doc(grown, index_dir=index)
     with open(grown, "ab") as f:
         f.write(b"".join(lines[len(lines) // 2:]))
-    whole = agentlog.transcript(grown, index_dir=index)
+    whole = transcript_doc(grown, index_dir=index)
     assert (half["index_outcome"], whole["index_outcome"]) == ("created", "caught_up")
     # Only the appended bytes are read on the catch-up.
     assert whole["index"]["bytes"] == grown.stat().st_size - half["covered_bytes"]
     for key in ("lifetime", "since_compaction", "generations", "boundaries", "lines"):
         assert whole[key] == first[key], key
     code, theirs = cli_json("transcript", str(grown), "--index-dir", str(index))
-    assert code == 0 and theirs == agentlog.transcript(grown, index_dir=index)
+    assert code == 0 and theirs == transcript_doc(grown, index_dir=index)
 
 
 def test_format_overrides_detection(copies, tmp_path):
     path = copies / "pi" / "agentlogs-branched.jsonl"
-    assert agentlog.transcript(path, index_dir=tmp_path / "i")["format"] == "pi"
-    forced = agentlog.transcript(path, format="codex", index_dir=tmp_path / "i")
+    assert transcript_doc(path, index_dir=tmp_path / "i")["format"] == "pi"
+    forced = transcript_doc(path, format="codex", index_dir=tmp_path / "i")
     assert forced["format"] == "codex"
     code, theirs = cli_json("transcript", str(path), "--format", "codex",
                             "--index-dir", str(tmp_path / "i"))
-    assert code == 0 and theirs == agentlog.transcript(path, format="codex",
+    assert code == 0 and theirs == transcript_doc(path, format="codex",
                                                        index_dir=tmp_path / "i")
 
 
@@ -130,7 +138,7 @@ def test_threads_reading_one_transcript_agree(copies, tmp_path):
     path = copies / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
     with ThreadPoolExecutor(6) as pool:
         docs = list(pool.map(
-            lambda _: agentlog.transcript(path, index_dir=tmp_path / "i")["lifetime"], range(18)))
+            lambda _: transcript_doc(path, index_dir=tmp_path / "i")["lifetime"], range(18)))
     assert all(d == docs[0] for d in docs)
 
 
@@ -150,14 +158,14 @@ def test_errors_carry_the_cli_codes(copies, tmp_path):
     (tmp_path / "other.jsonl").write_text('{"hello": "world"}\n' * 5)
     for path, cls, code, kwargs in cases:
         with pytest.raises(cls) as e:
-            agentlog.transcript(path, index_dir=tmp_path / "i", **kwargs)
+            transcript_doc(path, index_dir=tmp_path / "i", **kwargs)
         assert e.value.code == code and isinstance(e.value, agentlog.AgentlogError), code
         assert e.value.path == str(path), code
         flags = ["--subagents"] if kwargs else []
         exit_code, theirs = cli_json("transcript", str(path), *flags, *index)
         assert theirs["error"] == code and exit_code != 0, code
     # pass a format and an unknown file is read as that format
-    assert agentlog.transcript(tmp_path / "other.jsonl", format="pi",
+    assert transcript_doc(tmp_path / "other.jsonl", format="pi",
                                index_dir=tmp_path / "i")["lines"] == 5
 
 
@@ -169,19 +177,19 @@ def test_errors_carry_the_cli_codes(copies, tmp_path):
 ])
 def test_bad_arguments(copies, kwargs, error):
     with pytest.raises(error):
-        agentlog.transcript(copies / "pi" / "agentlogs-branched.jsonl", **kwargs)
+        transcript_doc(copies / "pi" / "agentlogs-branched.jsonl", **kwargs)
 
 
 def test_paths_of_every_kind(copies, tmp_path):
     path = copies / "pi" / "agentlogs-branched.jsonl"
     index = tmp_path / "i"
-    agentlog.transcript(path, index_dir=index)  # built; the calls below find it current
-    as_path = agentlog.transcript(path, index_dir=index)
+    transcript_doc(path, index_dir=index)  # built; the calls below find it current
+    as_path = transcript_doc(path, index_dir=index)
     assert as_path["index_outcome"] == "fresh"
-    assert agentlog.transcript(str(path), index_dir=str(index)) == as_path
-    assert agentlog.transcript(bytes(path), index_dir=bytes(index)) == as_path
+    assert transcript_doc(str(path), index_dir=str(index)) == as_path
+    assert transcript_doc(bytes(path), index_dir=bytes(index)) == as_path
     with pytest.raises(TypeError):
-        agentlog.transcript(3)
+        transcript_doc(3)
 
 
 def test_the_documented_example_runs(copies, capsys, monkeypatch, tmp_path):

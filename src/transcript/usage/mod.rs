@@ -3,6 +3,7 @@
 //! project, model or billing block, and priced. The rules: docs/TRANSCRIPTS.md, "Usage over
 //! many transcripts", and docs/COST.md.
 
+mod args;
 mod blocks;
 mod files;
 mod group;
@@ -19,6 +20,7 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
+pub use args::{UsageArgError, parse_cost_mode, parse_day, parse_group_by, parse_timezone};
 pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
 pub use files::{default_roots, discover, session_of};
 pub(crate) use group::Grouper;

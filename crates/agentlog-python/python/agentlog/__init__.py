@@ -11,7 +11,10 @@ or steps down to a scan, saying why.
 - :class:`Writer` appends events and keeps the index current.
 - :class:`Store` queries a directory of dsh-style session logs and searches their text.
 - :func:`transcript` reads a Claude Code, Codex or pi transcript in place: its compaction
-  boundaries and token tallies.
+  boundaries and token tallies (a :class:`TranscriptReport`).
+- :func:`usage` adds up token usage and its cost over many transcripts (a :class:`UsageReport`
+  of :class:`UsageRow`); :func:`statusline` answers Claude Code's status line (a
+  :class:`StatusLine`).
 - :mod:`agentlog.lingtai` is a drop-in for the lingtai kernel's
   ``rebuild_agent_session_from_events``.
 
@@ -28,6 +31,7 @@ from ._agentlog import (
     IndexBusy,
     IndexDamaged,
     IndexFailure,
+    InvalidArgument,
     InvalidCursor,
     InvalidEvent,
     InvalidQuery,
@@ -39,6 +43,7 @@ from ._agentlog import (
     NoStore,
     NoTranscript,
     NotAFile,
+    PricingError,
     QueryError,
     SearchIndexFailed,
     SessionNotFound,
@@ -51,19 +56,38 @@ from ._agentlog import (
     __version__,
     generations,
     status,
-    transcript,
     write_synthetic_log,
+)
+from ._reports import (
+    Boundary,
+    BurnRate,
+    Generation,
+    Projection,
+    Skipped,
+    StatusLine,
+    Subagent,
+    TranscriptReport,
+    Usage,
+    UsageReport,
+    UsageRow,
+    statusline,
+    transcript,
+    usage,
 )
 
 __all__ = [
     "AgentlogError",
+    "Boundary",
+    "BurnRate",
     "CorruptSession",
     "EmptyTranscript",
     "EventNotFound",
+    "Generation",
     "GenerationError",
     "IndexBusy",
     "IndexDamaged",
     "IndexFailure",
+    "InvalidArgument",
     "InvalidCursor",
     "InvalidEvent",
     "InvalidQuery",
@@ -75,18 +99,29 @@ __all__ = [
     "NoStore",
     "NoTranscript",
     "NotAFile",
+    "PricingError",
+    "Projection",
     "QueryError",
     "SearchIndexFailed",
     "SessionNotFound",
+    "Skipped",
     "StaleCursor",
     "Status",
+    "StatusLine",
     "Store",
+    "Subagent",
     "TranscriptError",
+    "TranscriptReport",
     "UnknownFormat",
+    "Usage",
+    "UsageReport",
+    "UsageRow",
     "Writer",
     "__version__",
     "generations",
     "status",
+    "statusline",
     "transcript",
+    "usage",
     "write_synthetic_log",
 ]

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Literal, Optional, Type, Union
+from typing import Any, Dict, Iterable, List, Literal, Optional, Tuple, Type, Union
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 TierName = Literal["index", "reverse_scan", "full_scan"]
@@ -118,6 +118,18 @@ class EmptyTranscript(TranscriptError):
 
 class UnknownFormat(TranscriptError):
     """The first lines look like no known agent's; pass `format`."""
+
+class InvalidArgument(AgentlogError):
+    """An argument does not parse (a day, a time zone, a cost mode, a grouping, a status-line
+    input); `argument` names it. `code` is `bad_input`."""
+
+    argument: str
+
+class PricingError(AgentlogError):
+    """The price file cannot be read or is not a LiteLLM price table. `code` is
+    `bad_pricing`."""
+
+    path: str
 
 class Status:
     """The answer of status(): immutable; the fields of `agentlog status --json`."""
@@ -308,4 +320,34 @@ def transcript(
     `index_outcome`, `index`, `index_path`, `covered_bytes`, `lines`, `models`, `diagnostics`;
     with `subagents=True` (Claude Code only) also `lifetime_with_subagents` and `subagents`.
     The index lives in the per-user cache (or `index_dir`), never beside the transcript.
+    `agentlog.transcript` wraps it in a `TranscriptReport`.
     """
+
+def _usage(
+    paths: Union[None, PathArg, List[PathArg], Tuple[PathArg, ...]] = None,
+    *,
+    by: Literal["day", "week", "month", "session", "project", "model", "block"] = "day",
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    timezone: Optional[str] = None,
+    cost: Literal["auto", "calculate", "recorded"] = "auto",
+    pricing: Optional[PathArg] = None,
+    index_dir: Optional[PathArg] = None,
+    snapshot: bool = True,
+) -> Dict[str, Any]:
+    """`agentlog usage --json`; `agentlog.usage` wraps it in a `UsageReport`."""
+
+def _statusline(
+    input_json: Union[str, bytes],
+    *,
+    index_dir: Optional[PathArg] = None,
+    pricing: Optional[PathArg] = None,
+) -> Tuple[Dict[str, Any], str, StatusFormatter]:
+    """`agentlog statusline --json`, the line it prints, and its `--format`;
+    `agentlog.statusline` wraps them in a `StatusLine`."""
+
+class StatusFormatter:
+    """A status line kept on the Rust side for `--format` templates."""
+
+    def format(self, template: str) -> str:
+        """`template` with each `{name}` replaced by that figure."""
