@@ -191,6 +191,8 @@ pub(super) fn show(dir: &Path, written: &[Written], now: Timestamp) -> Result<Ch
         &StatusOptions {
             index_dir: Some(index.clone()),
             now: Some(now),
+            // The demo's own check counts UTC days.
+            timezone: Some(jiff::tz::TimeZone::UTC),
             prices: Some(table.clone()),
         },
     )?;

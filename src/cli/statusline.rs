@@ -4,7 +4,9 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use agentlog::transcript::{MAX_STATUS_INPUT, StatusOptions, parse_status_input, statusline};
+use agentlog::transcript::{
+    MAX_STATUS_INPUT, StatusOptions, parse_status_input, parse_timezone, statusline,
+};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, print_json};
 
@@ -38,16 +40,19 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         .map_err(|e| Failure::new("io_error", EXIT_FAILURE, format!("cannot read stdin: {e}")))?;
     let input = parse_status_input(&bytes)
         .map_err(|e| Failure::new("bad_input", EXIT_BAD_INPUT, e.to_string()))?;
-    let options = StatusOptions {
-        index_dir: args.index_dir.clone(),
-        now: None,
-        timezone: Some(super::usage::zone(args.timezone.as_deref())?),
-        prices: args
-            .pricing
-            .as_ref()
-            .map(|p| super::pricing::table(Some(p)))
-            .transpose()?,
-    };
+    let options =
+        StatusOptions {
+            index_dir: args.index_dir.clone(),
+            now: None,
+            timezone: Some(parse_timezone(args.timezone.as_deref()).map_err(|e| {
+                Failure::new("bad_input", EXIT_BAD_INPUT, format!("--timezone {e}"))
+            })?),
+            prices: args
+                .pricing
+                .as_ref()
+                .map(|p| super::pricing::table(Some(p)))
+                .transpose()?,
+        };
     let line = statusline(&input, &options)?;
     if args.json {
         print_json(&line)?;
