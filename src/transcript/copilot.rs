@@ -22,7 +22,9 @@ use super::tokens::Usage;
 
 /// In every event type the rules read but `assistant.message` (`"session.shutdown"`, ...).
 static SESSION: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"session."));
-static OUTPUT_TOKENS: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"outputTokens"));
+/// In every `assistant.message` (those before 1.0 have no `outputTokens`: counted as missing).
+static ASSISTANT: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"assistant.message\""));
 
 /// The namespaces of the event types Copilot CLI writes (`session.start`, `tool.execution_start`...).
 const NAMESPACES: [&str; 8] = [
@@ -180,7 +182,7 @@ impl Rules for Copilot {
     }
 
     fn may_matter(bytes: &[u8]) -> bool {
-        SESSION.find(bytes).is_some() || OUTPUT_TOKENS.find(bytes).is_some()
+        SESSION.find(bytes).is_some() || ASSISTANT.find(bytes).is_some()
     }
 
     fn roots(env: &Env) -> Vec<PathBuf> {
