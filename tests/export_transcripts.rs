@@ -116,6 +116,14 @@ fn figures(format: Format) -> &'static [(&'static str, &'static str)] {
             ("total_tokens", "totalTokens"),
             ("api_calls", "messages"),
         ],
+        Format::Copilot => &[
+            ("input_tokens", "inputTokens"),
+            ("output_tokens", "outputTokens"),
+            ("cached_tokens", "cacheReadTokens"),
+            ("thinking_tokens", "reasoningTokens"),
+            ("cache_write_tokens", "cacheWriteTokens"),
+            ("api_calls", "requests"),
+        ],
     }
 }
 
@@ -148,6 +156,11 @@ fn usage_json(format: Format, t: &oracle::Sum) -> serde_json::Value {
             "input": t.input, "output": t.output, "cacheRead": t.cache_read,
             "cacheWrite": t.cache_creation, "totalTokens": t.total,
             "cost_total": t.cost as f64 / 1e12, "messages": t.messages,
+        }),
+        Format::Copilot => serde_json::json!({
+            "inputTokens": t.input + t.cache_read, "outputTokens": t.output,
+            "cacheReadTokens": t.cache_read, "cacheWriteTokens": t.cache_creation,
+            "reasoningTokens": t.reasoning, "requests": t.messages,
         }),
     };
     serde_json::json!({ "native": native })

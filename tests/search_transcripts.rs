@@ -351,6 +351,17 @@ fn line(format: Format, kind: usize, text: &str, n: usize) -> String {
         (Format::Pi, 3) => {
             json!({"type":"compaction","id":format!("c{n}"),"parentId":null,"summary":text,"tokensBefore":5})
         }
+        (Format::Copilot, 0..=2) => {
+            let kind = [
+                "user.message",
+                "assistant.message",
+                "tool.execution_complete",
+            ][kind];
+            json!({"type":kind,"id":format!("e{n}"),"timestamp":ts,"data":{"content":text,"result":{"content":text},"outputTokens":1}})
+        }
+        (Format::Copilot, 3) => {
+            json!({"type":"session.compaction_complete","id":format!("c{n}"),"timestamp":ts,"data":{"summaryContent":text}})
+        }
         (_, _) => json!({"type":"noise","n":n}),
     };
     format!("{v}\n")
@@ -364,6 +375,7 @@ fn header(format: Format) -> String {
         }
         Format::Codex => json!({"type":"session_meta","payload":{"id":"x"}}),
         Format::Pi => json!({"type":"session","version":3,"id":"x","cwd":"/"}),
+        Format::Copilot => json!({"type":"session.start","id":"x","data":{"context":{"cwd":"/"}}}),
     };
     format!("{v}\n")
 }
@@ -373,6 +385,7 @@ fn file_name(format: Format) -> &'static str {
         Format::ClaudeCode => "claude/p/session.jsonl",
         Format::Codex => "codex/rollout-1.jsonl",
         Format::Pi => "pi/p/s.jsonl",
+        Format::Copilot => "copilot/s/events.jsonl",
     }
 }
 

@@ -57,6 +57,15 @@ fn price_file() -> Value {
             "input_cost_per_token": 1.75e-06, "output_cost_per_token": 1.4e-05,
             "cache_read_input_token_cost": 1.75e-07
         },
+        "github_copilot/claude-sonnet-4.6": {
+            "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05,
+            "cache_creation_input_token_cost": 3.75e-06,
+            "cache_read_input_token_cost": 3e-07
+        },
+        "github_copilot/gpt-5": {
+            "input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
+            "cache_read_input_token_cost": 1.25e-07
+        },
         "claude-sonnet-4-20250514": {
             "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05,
             "cache_creation_input_token_cost": 3.75e-06,
@@ -71,9 +80,30 @@ fn price_file() -> Value {
 /// of its short and long parts at the file's rates, each absent rate falling back as
 /// docs/COST.md says.
 fn naive(table: &Value, model: &str, sum: &oracle::Sum) -> Option<f64> {
-    let entry = table
-        .get(model)
-        .or_else(|| table.get(format!("anthropic/{model}")))?;
+    // The name, then with dots between digits as dashes (`claude-opus-4.6`); each bare, then
+    // under the prefixes this file uses.
+    let chars: Vec<char> = model.chars().collect();
+    let dashed: String = chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let digit = |j: Option<usize>| {
+                j.and_then(|j| chars.get(j))
+                    .is_some_and(char::is_ascii_digit)
+            };
+            if c == '.' && digit(i.checked_sub(1)) && digit(Some(i + 1)) {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let entry = [model.to_owned(), dashed].iter().find_map(|name| {
+        table
+            .get(name)
+            .or_else(|| table.get(format!("anthropic/{name}")))
+            .or_else(|| table.get(format!("github_copilot/{name}")))
+    })?;
     let rate = |f: &str| entry.get(f).and_then(Value::as_f64);
     let input = rate("input_cost_per_token")?;
     let base = [
@@ -188,7 +218,7 @@ fn cost_equals_a_naive_computation_from_the_same_price_file() {
         files.push((copy, format));
     }
     for seed in 0..3 {
-        for format in [Format::ClaudeCode, Format::Codex] {
+        for format in [Format::ClaudeCode, Format::Codex, Format::Copilot] {
             let copy = dir.path().join(format!("g{seed}-{}.jsonl", format.name()));
             std::fs::write(&copy, generate::transcript(format, 300 + seed, 150)).unwrap();
             files.push((copy, format));

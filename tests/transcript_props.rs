@@ -33,7 +33,8 @@ fn format() -> impl Strategy<Value = Format> {
     prop_oneof![
         Just(Format::ClaudeCode),
         Just(Format::Codex),
-        Just(Format::Pi)
+        Just(Format::Pi),
+        Just(Format::Copilot)
     ]
 }
 
@@ -85,6 +86,14 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
         Format::Pi => json!({"type":"message","id":format!("e{}", i / 2),"timestamp":ts,
             "message":{"role":"assistant","model":model,"usage":{"input":v[0],"output":v[1],
                 "cacheWrite":v[2],"cacheRead":v[3],"totalTokens":v[4],"cost":{"total":v[0]}}}}),
+        // Messages of a process, its shutdown, the next process.
+        Format::Copilot => match i % 4 {
+            0 | 1 => json!({"type":"assistant.message","timestamp":ts,"data":{"outputTokens":v[1]}}),
+            2 => json!({"type":"session.shutdown","timestamp":ts,"data":{"modelMetrics":{model:{
+                "requests":{"count":v[2]},"usage":{"inputTokens":v[0],"outputTokens":v[1],
+                "cacheWriteTokens":v[2],"cacheReadTokens":v[3],"reasoningTokens":v[4]}}},"currentTokens":v[3]}}),
+            _ => json!({"type":"session.resume","timestamp":ts,"data":{"selectedModel":model}}),
+        },
     }
     .to_string()
 }
@@ -122,6 +131,7 @@ proptest! {
                     Format::ClaudeCode => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"b{i}"}}"#),
                     Format::Codex => r#"{"type":"compacted","payload":{"message":""}}"#.to_owned(),
                     Format::Pi => format!(r#"{{"type":"compaction","id":"c{i}","tokensBefore":5}}"#),
+                    Format::Copilot => r#"{"type":"session.compaction_complete","data":{"compactionTokensUsed":{"input":9,"output":2,"cachedInput":4}}}"#.to_owned(),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

@@ -125,7 +125,9 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
         match format {
             Format::ClaudeCode => claude.extend_from_slice(&bytes),
             Format::Pi => pi.push(bytes),
-            Format::Codex => parts.push((*format, oracle::expected(*format, &bytes))),
+            Format::Codex | Format::Copilot => {
+                parts.push((*format, oracle::expected(*format, &bytes)));
+            }
         }
     }
     parts.push((

@@ -117,9 +117,11 @@ fn generated_transcripts_hold_every_hazard() {
             d.missing_usage += x.missing_usage;
             d.unbalanced_values += x.unbalanced_values;
             d.total_mismatches += x.total_mismatches;
+            d.input_unknown += x.input_unknown;
         }
     }
-    assert_eq!(kinds.len(), 5, "{kinds:?}");
+    let every_kind: usize = Format::ALL.iter().map(|f| f.boundary_kinds().len()).sum();
+    assert_eq!(kinds.len(), every_kind, "{kinds:?}");
     for (name, n) in [
         ("invalid_lines", d.invalid_lines),
         ("coerced_values", d.coerced_values),
@@ -128,6 +130,7 @@ fn generated_transcripts_hold_every_hazard() {
         ("messages_without_id", d.messages_without_id),
         ("duplicate_lines", d.duplicate_lines),
         ("replayed_lines", d.replayed_lines),
+        ("input_unknown", d.input_unknown),
         ("replayed_boundaries", d.replayed_boundaries),
         ("null_info", d.null_info),
         ("counter_resets", d.counter_resets),
@@ -179,6 +182,14 @@ fn usage_object_agrees(format: Format, got: &serde_json::Value, want: &oracle::S
             ("cacheWrite", want.cache_creation),
             ("totalTokens", want.total),
             ("messages", want.messages),
+        ],
+        Format::Copilot => &[
+            ("inputTokens", want.input + want.cache_read),
+            ("outputTokens", want.output),
+            ("cacheReadTokens", want.cache_read),
+            ("cacheWriteTokens", want.cache_creation),
+            ("reasoningTokens", want.reasoning),
+            ("requests", want.messages),
         ],
     };
     assert_eq!(
@@ -239,7 +250,7 @@ fn the_document_holds_the_oracle_figures_under_both_names() {
             document_agrees(&t, &bytes);
         }
     }
-    assert_eq!(seen.len(), 3, "a format without a fixture");
+    assert_eq!(seen.len(), Format::ALL.len(), "a format without a fixture");
 }
 
 /// The vendored real transcripts reach every normalised field: Codex's cached input and

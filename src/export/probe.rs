@@ -42,9 +42,15 @@ pub fn probe(path: &Path) -> Result<Probe, ExportError> {
 }
 
 /// The `source_id` of a transcript: its session id as `agentlog usage` names it (the file's
-/// stem), and for a Claude Code subagent file (`<session>/subagents/<agent>.jsonl`) the parent
-/// session's id and the file's stem, `<session>/<agent>`, so each file is its own source.
+/// stem; for a GitHub Copilot CLI `<session>/events.jsonl`, its directory's name), and for a
+/// Claude Code subagent file (`<session>/subagents/<agent>.jsonl`) the parent session's id and
+/// the file's stem, `<session>/<agent>`, so each file is its own source.
 pub fn transcript_id(path: &Path) -> String {
+    if path.file_name().is_some_and(|n| n == "events.jsonl")
+        && let Some(dir) = path.parent().and_then(Path::file_name)
+    {
+        return dir.to_string_lossy().into_owned();
+    }
     let stem = stem(path);
     match subagent_parent(path) {
         Some(parent) => format!("{parent}/{stem}"),
@@ -78,5 +84,9 @@ mod tests {
             "s/agent-1"
         );
         assert_eq!(transcript_id(Path::new("/p/proj/abc.jsonl")), "abc");
+        assert_eq!(
+            transcript_id(Path::new("/h/.copilot/session-state/s1/events.jsonl")),
+            "s1"
+        );
     }
 }

@@ -31,6 +31,8 @@ pub enum BoundaryKind {
     ContextCompacted,
     /// pi: a `compaction` entry.
     Compaction,
+    /// GitHub Copilot CLI: a `session.compaction_complete` event.
+    CompactionComplete,
 }
 
 impl BoundaryKind {
@@ -42,6 +44,7 @@ impl BoundaryKind {
             BoundaryKind::Compacted => "compacted",
             BoundaryKind::ContextCompacted => "context_compacted",
             BoundaryKind::Compaction => "compaction",
+            BoundaryKind::CompactionComplete => "compaction_complete",
         }
     }
 }
@@ -106,6 +109,10 @@ pub struct TranscriptDiagnostics {
     pub counter_resets: u64,
     /// Codex cumulative fields that went down while the total did not: counted as 0.
     pub counter_decreases: u64,
+    /// GitHub Copilot CLI messages and compaction calls of a process that left no
+    /// `session.shutdown` (killed, or still running): their output is counted, their input
+    /// is not known.
+    pub input_unknown: u64,
 }
 
 /// State a format carries from one line to the next.
@@ -116,8 +123,20 @@ pub(crate) struct Carry {
     pub(crate) pairable: bool,
     /// Codex: the last cumulative totals.
     pub(crate) totals: Option<[u64; 5]>,
-    /// Codex: the model of the latest `turn_context`.
+    /// Codex: the model of the latest `turn_context`; GitHub Copilot CLI: the model of the
+    /// latest `session.model_change`.
     pub(crate) model: Option<u32>,
+    /// GitHub Copilot CLI: what the running process counted before its `session.shutdown`
+    /// (taken back when its shutdown's totals come).
+    pub(crate) pending: Vec<Pending>,
+}
+
+/// What a process counted provisionally in one generation and bucket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Pending {
+    pub(crate) generation: u32,
+    pub(crate) bucket: BucketKey,
+    pub(crate) tally: Tally,
 }
 
 /// What a transcript's complete lines add up to.
@@ -407,6 +426,23 @@ impl Fold {
         }
         self.summary.lifetime.add(tally);
         self.bucket_mut(bucket, recall)?.add(tally);
+        Ok(())
+    }
+
+    /// Takes back `tally`, counted earlier in generation `generation`, the lifetime and
+    /// `bucket`.
+    pub(crate) fn uncount(
+        &mut self,
+        generation: u32,
+        bucket: BucketKey,
+        tally: &Tally,
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        if let Some(g) = self.summary.generations.get_mut(generation as usize) {
+            g.sub(tally);
+        }
+        self.summary.lifetime.sub(tally);
+        self.bucket_mut(bucket, recall)?.sub(tally);
         Ok(())
     }
 

@@ -20,11 +20,18 @@ pub enum Format {
     Codex,
     /// pi coding agent sessions (`~/.pi/agent/sessions/<project>/*.jsonl`).
     Pi,
+    /// GitHub Copilot CLI sessions (`~/.copilot/session-state/<session>/events.jsonl`).
+    Copilot,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 3] = [Format::ClaudeCode, Format::Codex, Format::Pi];
+    pub const ALL: [Format; 4] = [
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::Pi,
+        Format::Copilot,
+    ];
 
     /// The stable name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -32,6 +39,7 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::Pi => "pi",
+            Format::Copilot => "copilot",
         }
     }
 }
@@ -51,7 +59,7 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown transcript format {0:?} (expected claude-code, codex or pi)")]
+#[error("unknown transcript format {0:?} (expected claude-code, codex, pi or copilot)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -73,6 +81,7 @@ pub(crate) struct Probe<'a> {
     #[serde(borrow, rename = "type")]
     pub(crate) kind: Text<'a>,
     pub(crate) payload: Obj<IgnoredAny>,
+    pub(crate) data: Obj<IgnoredAny>,
     #[serde(rename = "sessionId")]
     pub(crate) session_id: Obj<IgnoredAny>,
     #[serde(rename = "parentUuid")]
@@ -128,6 +137,9 @@ mod tests {
         assert_eq!(detect_format([&codex[..]]), Some(Format::Codex));
         assert_eq!(detect_format([&pi[..]]), Some(Format::Pi));
         assert_eq!(detect_format([&pi_entry[..]]), Some(Format::Pi));
+        let copilot =
+            br#"{"type":"session.start","data":{"sessionId":"s"},"id":"a","parentId":null}"#;
+        assert_eq!(detect_format([&copilot[..]]), Some(Format::Copilot));
         let noise: [&[u8]; 4] = [b"", b"not json", br#"{"type":"user"}"#, b"[1,2]"];
         assert_eq!(detect_format(noise), None);
         assert_eq!(

@@ -23,6 +23,7 @@
 mod cache;
 mod claude;
 mod codex;
+mod copilot;
 mod error;
 mod fold;
 mod format;

@@ -12,7 +12,7 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, pi};
+use super::{claude, codex, copilot, pi};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,7 +266,12 @@ impl<R: Rules> Reader for R {
 }
 
 /// Every reader, in the order detection tries them.
-const READERS: [&dyn Reader; 3] = [&codex::Codex, &claude::ClaudeCode, &pi::Pi];
+const READERS: [&dyn Reader; 4] = [
+    &codex::Codex,
+    &claude::ClaudeCode,
+    &pi::Pi,
+    &copilot::Copilot,
+];
 
 /// Every reader.
 pub(crate) fn readers() -> &'static [&'static dyn Reader] {
@@ -279,6 +284,7 @@ pub(crate) fn reader(format: Format) -> &'static dyn Reader {
         Format::ClaudeCode => &claude::ClaudeCode,
         Format::Codex => &codex::Codex,
         Format::Pi => &pi::Pi,
+        Format::Copilot => &copilot::Copilot,
     }
 }
 

@@ -61,6 +61,7 @@ pub fn transcript(format: Format, seed: u64, steps: usize) -> Vec<u8> {
         Format::ClaudeCode => claude(&mut rng, steps),
         Format::Codex => codex(&mut rng, steps),
         Format::Pi => pi(&mut rng, steps),
+        Format::Copilot => copilot(&mut rng, steps),
     };
     let mut out = Vec::new();
     for line in lines {
@@ -357,6 +358,85 @@ fn pi(rng: &mut Rng, steps: usize) -> Vec<String> {
         out.push(line.clone());
         assistants.push(line);
         parent = id;
+    }
+    out
+}
+
+/// GitHub Copilot CLI: processes (a `session.start`, then `session.resume`s), each ending in a
+/// `session.shutdown` with its own totals by model, or killed before it (its messages'
+/// `outputTokens` and compaction calls are all there is); compactions in both spellings of
+/// `compactionTokensUsed`; odd values, torn and empty lines.
+fn copilot(rng: &mut Rng, steps: usize) -> Vec<String> {
+    let models = ["claude-sonnet-4.5", "gpt-5", "claude-opus-4.6"];
+    let mut out = vec![
+        json!({"type":"session.start","data":{"sessionId":"s1","version":1,"producer":"copilot-agent","copilotVersion":"1.0.34","startTime":ts(0),"context":{"cwd":"/w"}},"id":"e0","timestamp":ts(0),"parentId":null}).to_string(),
+    ];
+    let mut model = models[0];
+    // Output each model spent in the running process.
+    let mut spent = [0u64; 3];
+    for step in 0..steps {
+        let minute = step as u64 * 2;
+        let id = format!("e{step}");
+        match rng.below(30) {
+            0 => {
+                let i = rng.below(3) as usize;
+                model = models[i];
+                out.push(json!({"type":"session.model_change","data":{"newModel":model},"id":id,"timestamp":ts(minute),"parentId":null}).to_string());
+                continue;
+            }
+            1 | 2 => {
+                // The process ends: a shutdown with its own totals, or killed (nothing).
+                if rng.chance(70) {
+                    let mut metrics = serde_json::Map::new();
+                    for (i, m) in models.iter().enumerate() {
+                        if spent[i] == 0 && !rng.chance(10) {
+                            continue;
+                        }
+                        let input = rng.below(400_000);
+                        let read = rng.below(input + 1);
+                        metrics.insert((*m).to_owned(), json!({"requests":{"count":rng.below(20),"cost":rng.below(3)},"usage":{"inputTokens":number(rng, input),"outputTokens":spent[i] + rng.below(50),"cacheReadTokens":read,"cacheWriteTokens":rng.below(900),"reasoningTokens":rng.below(spent[i] + 1)}}));
+                    }
+                    out.push(json!({"type":"session.shutdown","data":{"shutdownType":"routine","totalPremiumRequests":2,"modelMetrics":metrics,"currentModel":model,"currentTokens":rng.below(90_000)},"id":id,"timestamp":ts(minute),"parentId":null}).to_string());
+                }
+                spent = [0; 3];
+                out.push(json!({"type":"session.resume","data":{"resumeTime":ts(minute + 1),"eventCount":step},"id":format!("r{step}"),"timestamp":ts(minute + 1),"parentId":null}).to_string());
+                continue;
+            }
+            3 => {
+                let input = rng.below(200_000);
+                let usage = if rng.chance(50) {
+                    json!({"input":input,"output":rng.below(5000),"cachedInput":rng.below(input + 1)})
+                } else {
+                    json!({"inputTokens":input,"outputTokens":rng.below(5000),"cacheReadTokens":rng.below(input + 1),"cacheWriteTokens":rng.below(10),"model":"gpt-5-mini"})
+                };
+                out.push(json!({"type":"session.compaction_complete","data":{"success":true,"preCompactionTokens":150_000 + rng.below(30_000),"compactionTokensUsed":usage,"summaryContent":"so far"},"id":id,"timestamp":ts(minute),"parentId":null}).to_string());
+                continue;
+            }
+            4 => {
+                out.push(
+                    r#"{"type":"assistant.message","data":{"messageId":"torn","outputTokens":5"#
+                        .to_owned(),
+                );
+                continue;
+            }
+            5 => {
+                out.push(String::new());
+                continue;
+            }
+            6 => {
+                // Before 1.0: no token field.
+                out.push(json!({"type":"assistant.message","data":{"messageId":id,"content":"old"},"id":id,"timestamp":ts(minute),"parentId":null}).to_string());
+                continue;
+            }
+            _ => {}
+        }
+        out.push(json!({"type":"user.message","data":{"content":"do it","transformedContent":"do it"},"id":format!("u{step}"),"timestamp":ts(minute),"parentId":null}).to_string());
+        let output = rng.below(900);
+        if let Some(i) = models.iter().position(|m| *m == model) {
+            spent[i] += output;
+        }
+        out.push(json!({"type":"assistant.message","data":{"messageId":id,"content":"ok","toolRequests":[],"outputTokens":number(rng, output)},"id":id,"timestamp":ts(minute + 1),"parentId":null}).to_string());
+        out.push(json!({"type":"tool.execution_complete","data":{"toolCallId":"t","model":model,"success":true,"result":{"content":"done"}},"id":format!("t{step}"),"timestamp":ts(minute + 1),"parentId":null}).to_string());
     }
     out
 }

@@ -280,6 +280,7 @@ pub fn expected(format: Format, bytes: &[u8]) -> Expected {
         Format::ClaudeCode => claude(bytes),
         Format::Codex => codex(bytes),
         Format::Pi => pi(bytes),
+        Format::Copilot => copilot(bytes),
     }
 }
 
@@ -506,6 +507,128 @@ fn codex(bytes: &[u8]) -> Expected {
             _ => {}
         }
     }
+    acc.done()
+}
+
+/// GitHub Copilot CLI: each `session.shutdown` is one process's own totals, by model, counted
+/// at the shutdown line; a process's `assistant.message` output and compaction call count
+/// only if no shutdown ends the process (a `session.start` or `session.resume` begins the
+/// next one, or the file ends). Input includes the cache read; output includes reasoning.
+fn copilot(bytes: &[u8]) -> Expected {
+    // What the running process spent, waiting for its shutdown: (generation, bucket, sum).
+    type Spent = Vec<(usize, (i64, Option<String>), Sum)>;
+    let mut acc = Acc::new();
+    let mut model: Option<String> = None;
+    let mut pending: Spent = Vec::new();
+    let flush = |acc: &mut Acc, pending: &mut Spent| {
+        for (g, b, s) in pending.drain(..) {
+            acc.add(g, b, s);
+        }
+    };
+    for (offset, line, v) in lines(bytes) {
+        let Some(v) = v else { continue };
+        let data = v.get("data").filter(|d| d.is_object());
+        let field = |k: &str| data.and_then(|d| d.get(k));
+        let output_only = |output: u64| Sum {
+            output,
+            total: output,
+            messages: 1,
+            ..Sum::default()
+        };
+        match v.get("type").and_then(Value::as_str) {
+            Some("session.start" | "session.resume") => {
+                flush(&mut acc, &mut pending);
+                if let Some(m) = text(field("selectedModel")) {
+                    model = Some(m);
+                }
+            }
+            Some("session.model_change") => {
+                if let Some(m) = text(field("newModel")) {
+                    model = Some(m);
+                }
+            }
+            Some("assistant.message") => {
+                if field("outputTokens").is_none() {
+                    continue;
+                }
+                let bucket = (quarter(v.get("timestamp")), model.clone());
+                let sum = output_only(n(field("outputTokens")));
+                pending.push((acc.boundaries.len(), bucket, sum));
+            }
+            Some("session.compaction_complete") => {
+                if let Some(c) = field("compactionTokensUsed").filter(|c| c.is_object()) {
+                    let either = |a: &str, b: &str| n(c.get(a).or_else(|| c.get(b)));
+                    let input = either("input", "inputTokens");
+                    let cached = either("cachedInput", "cacheReadTokens").min(input);
+                    let output = either("output", "outputTokens");
+                    let write = n(c.get("cacheWriteTokens"));
+                    let sum = Sum {
+                        input: input - cached,
+                        output,
+                        cache_read: cached,
+                        cache_creation: write,
+                        total: input + output + write,
+                        messages: 1,
+                        ..Sum::default()
+                    };
+                    let m = text(c.get("model")).or_else(|| model.clone());
+                    let bucket = (quarter(v.get("timestamp")), m);
+                    pending.push((acc.boundaries.len(), bucket, sum));
+                }
+                acc.boundary(
+                    offset,
+                    line,
+                    "compaction_complete",
+                    None,
+                    count(field("preCompactionTokens")),
+                );
+            }
+            Some("session.shutdown") => {
+                pending.clear();
+                let Some(metrics) = field("modelMetrics").and_then(Value::as_object) else {
+                    continue;
+                };
+                let generation = acc.boundaries.len();
+                for (name, metric) in metrics {
+                    let Some(u) = metric.get("usage").filter(|u| u.is_object()) else {
+                        continue;
+                    };
+                    let [input, output, read, write, reasoning] = [
+                        "inputTokens",
+                        "outputTokens",
+                        "cacheReadTokens",
+                        "cacheWriteTokens",
+                        "reasoningTokens",
+                    ]
+                    .map(|k| n(u.get(k)));
+                    let read = read.min(input);
+                    let requests = metric
+                        .get("requests")
+                        .filter(|r| r.is_object())
+                        .map_or(0, |r| n(r.get("count")));
+                    let sum = Sum {
+                        input: input - read,
+                        output,
+                        cache_creation: write,
+                        cache_read: read,
+                        reasoning: reasoning.min(output),
+                        total: input + output + write,
+                        messages: requests,
+                        ..Sum::default()
+                    };
+                    let name = Some(name.clone()).filter(|m| !m.is_empty());
+                    if !sum.is_zero() {
+                        acc.add(generation, (quarter(v.get("timestamp")), name), sum);
+                    }
+                }
+                if let Some(current) = count(field("currentTokens")) {
+                    acc.context = Some(current);
+                }
+            }
+            _ => {}
+        }
+    }
+    flush(&mut acc, &mut pending);
     acc.done()
 }
 

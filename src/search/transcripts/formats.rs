@@ -104,6 +104,39 @@ pub(crate) fn pi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Ki
     }
 }
 
+/// GitHub Copilot CLI: `user.message` and `assistant.message` events (the assistant's text,
+/// then each tool request's name and arguments), tool results, a compaction's summary.
+pub(crate) fn copilot(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    let data = line.get("data")?;
+    let role = match kind {
+        "user.message" => "user",
+        "assistant.message" => {
+            push_value(data.get("content"), parts);
+            for request in data
+                .get("toolRequests")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                push_value(request.get("name"), parts);
+                push_value(request.get("arguments"), parts);
+            }
+            return Some((kind.to_owned(), Some("assistant".to_owned())));
+        }
+        "tool.execution_complete" => {
+            push_value(data.pointer("/result/content"), parts);
+            return Some((kind.to_owned(), Some("tool".to_owned())));
+        }
+        "session.compaction_complete" => {
+            push_value(data.get("summaryContent"), parts);
+            return Some((kind.to_owned(), None));
+        }
+        _ => return None,
+    };
+    push_value(data.get("content"), parts);
+    Some((kind.to_owned(), Some(role.to_owned())))
+}
+
 /// The text of a content-block array in block order: text blocks, tool calls (name, then
 /// input), tool results (their content, recursively); reasoning, images and unknown blocks
 /// give nothing. An explicit stack, so nesting cannot overflow.
@@ -200,5 +233,27 @@ mod tests {
         let compaction = r#"{"type":"compaction","summary":"the story so far"}"#;
         assert_eq!(text(Format::Pi, compaction).unwrap(), "the story so far");
         assert_eq!(text(Format::Pi, r#"{"type":"model_change"}"#), None);
+    }
+
+    #[test]
+    fn copilot_messages_tools_and_summaries() {
+        let user = r#"{"type":"user.message","data":{"content":"fix it","transformedContent":"<x>fix it"},"timestamp":"2026-01-01T00:00:00Z"}"#;
+        let got = transcript_line_text(Format::Copilot, user.as_bytes()).unwrap();
+        assert_eq!(
+            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
+            ("user.message", Some("user"), "fix it")
+        );
+        let reply = r#"{"type":"assistant.message","data":{"content":"ok","toolRequests":[{"name":"view","arguments":{"path":"a"}}],"outputTokens":3}}"#;
+        assert_eq!(
+            text(Format::Copilot, reply).unwrap(),
+            "ok\nview\n{\"path\":\"a\"}"
+        );
+        let tool = r#"{"type":"tool.execution_complete","data":{"result":{"content":"done"}}}"#;
+        assert_eq!(text(Format::Copilot, tool).unwrap(), "done");
+        let summary =
+            r#"{"type":"session.compaction_complete","data":{"summaryContent":"so far"}}"#;
+        assert_eq!(text(Format::Copilot, summary).unwrap(), "so far");
+        let start = r#"{"type":"session.start","data":{"context":{"cwd":"/"}}}"#;
+        assert_eq!(text(Format::Copilot, start), None);
     }
 }

@@ -58,6 +58,7 @@ fn line_parts(format: Format) -> LineParts {
         Format::ClaudeCode => formats::claude,
         Format::Codex => formats::codex,
         Format::Pi => formats::pi,
+        Format::Copilot => formats::copilot,
     }
 }
 

@@ -15,7 +15,7 @@ use crate::transcript::format::Format;
 use crate::transcript::tally::Tally;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+pub(crate) const FORMAT_VERSION: u32 = 4;
 
 /// Bumped whenever a reader could give a different answer for the same bytes.
 pub(crate) const PARSER_VERSION: u32 = 2;

@@ -310,7 +310,7 @@ class Store:
 def transcript(
     path: PathArg,
     *,
-    format: Literal["auto", "claude-code", "codex", "pi"] = "auto",
+    format: Literal["auto", "claude-code", "codex", "pi", "copilot"] = "auto",
     subagents: bool = False,
     index_dir: Optional[PathArg] = None,
 ) -> Dict[str, Any]:
