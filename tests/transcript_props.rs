@@ -33,7 +33,9 @@ fn format() -> impl Strategy<Value = Format> {
     prop_oneof![
         Just(Format::ClaudeCode),
         Just(Format::Codex),
-        Just(Format::Pi)
+        Just(Format::Pi),
+        Just(Format::Gemini),
+        Just(Format::Qwen)
     ]
 }
 
@@ -85,6 +87,13 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
         Format::Pi => json!({"type":"message","id":format!("e{}", i / 2),"timestamp":ts,
             "message":{"role":"assistant","model":model,"usage":{"input":v[0],"output":v[1],
                 "cacheWrite":v[2],"cacheRead":v[3],"totalTokens":v[4],"cost":{"total":v[0]}}}}),
+        // Ids repeat (a record re-appended, the last copy winning, perhaps with another model).
+        Format::Gemini => json!({"id":format!("g{}", i / 2),"type":"gemini","timestamp":ts,
+            "model":model,"tokens":{"input":v[0],"output":v[1],"cached":v[3],"thoughts":v[4],
+                "tool":v[2],"total":v[2]}}),
+        Format::Qwen => json!({"uuid":format!("q{}", i / 2),"type":"assistant","timestamp":ts,
+            "model":model,"usageMetadata":{"promptTokenCount":v[0],"candidatesTokenCount":v[1],
+                "cachedContentTokenCount":v[3],"thoughtsTokenCount":v[4],"totalTokenCount":v[2]}}),
     }
     .to_string()
 }
@@ -122,6 +131,8 @@ proptest! {
                     Format::ClaudeCode => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"b{i}"}}"#),
                     Format::Codex => r#"{"type":"compacted","payload":{"message":""}}"#.to_owned(),
                     Format::Pi => format!(r#"{{"type":"compaction","id":"c{i}","tokensBefore":5}}"#),
+                    Format::Gemini => r#"{"$set":{"messages":[]}}"#.to_owned(),
+                    Format::Qwen => format!(r#"{{"type":"system","subtype":"chat_compression","uuid":"c{i}"}}"#),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

@@ -51,6 +51,10 @@ enum FormatArg {
     Codex,
     /// pi.
     Pi,
+    /// Gemini CLI.
+    Gemini,
+    /// Qwen Code.
+    Qwen,
 }
 
 impl FormatArg {
@@ -60,6 +64,8 @@ impl FormatArg {
             FormatArg::ClaudeCode => Some(Format::ClaudeCode),
             FormatArg::Codex => Some(Format::Codex),
             FormatArg::Pi => Some(Format::Pi),
+            FormatArg::Gemini => Some(Format::Gemini),
+            FormatArg::Qwen => Some(Format::Qwen),
         }
     }
 }
@@ -80,6 +86,9 @@ impl From<TranscriptError> for Failure {
             }
             TranscriptError::UnknownFormat { path } => {
                 Failure::new("unknown_format", EXIT_BAD_INPUT, message).with("path", display(&path))
+            }
+            TranscriptError::NotADocument { path, .. } => {
+                Failure::new("not_a_document", EXIT_BAD_INPUT, message).with("path", display(&path))
             }
             TranscriptError::Io { path, .. } => {
                 Failure::new("io_error", EXIT_FAILURE, message).with("path", display(&path))

@@ -20,11 +20,22 @@ pub enum Format {
     Codex,
     /// pi coding agent sessions (`~/.pi/agent/sessions/<project>/*.jsonl`).
     Pi,
+    /// Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, and the older
+    /// single-JSON `session-*.json`).
+    Gemini,
+    /// Qwen Code sessions (`~/.qwen/projects/<project>/chats/<session>.jsonl`).
+    Qwen,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 3] = [Format::ClaudeCode, Format::Codex, Format::Pi];
+    pub const ALL: [Format; 5] = [
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::Pi,
+        Format::Gemini,
+        Format::Qwen,
+    ];
 
     /// The stable name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -32,6 +43,8 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::Pi => "pi",
+            Format::Gemini => "gemini",
+            Format::Qwen => "qwen",
         }
     }
 }
@@ -51,7 +64,7 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown transcript format {0:?} (expected claude-code, codex or pi)")]
+#[error("unknown transcript format {0:?} (expected claude-code, codex, pi, gemini or qwen)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -81,6 +94,18 @@ pub(crate) struct Probe<'a> {
     pub(crate) parent_id: Obj<IgnoredAny>,
     pub(crate) uuid: Obj<IgnoredAny>,
     pub(crate) version: Obj<IgnoredAny>,
+    pub(crate) id: Obj<IgnoredAny>,
+    #[serde(rename = "projectHash")]
+    pub(crate) project_hash: Obj<IgnoredAny>,
+    pub(crate) message: Obj<ProbeMessage>,
+}
+
+/// The part of a line's `message` that tells the formats apart (Qwen Code's Gemini API
+/// `parts`, where Claude Code has `content`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct ProbeMessage {
+    pub(crate) parts: Obj<IgnoredAny>,
 }
 
 /// Whether a probed field is there at all, null included (a root entry's parent is null).
@@ -91,7 +116,10 @@ pub(crate) fn has(field: &Obj<IgnoredAny>) -> bool {
 /// The format one line shows, if it shows one.
 pub(crate) fn line_format(line: &[u8]) -> Option<Format> {
     let probe: Probe = parse_line(line)?;
-    probe.kind.as_str()?;
+    // Every line that shows a format has a `type`, but Gemini CLI's first (metadata) line.
+    if probe.kind.as_str().is_none() && !has(&probe.project_hash) {
+        return None;
+    }
     readers()
         .iter()
         .find(|r| r.detect(&probe))

@@ -18,6 +18,8 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         ("claude-code", Format::ClaudeCode),
         ("codex", Format::Codex),
         ("pi", Format::Pi),
+        ("gemini", Format::Gemini),
+        ("qwen", Format::Qwen),
     ] {
         let mut stack = vec![data_dir().join(dir)];
         while let Some(dir) = stack.pop() {
@@ -32,7 +34,23 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(out.len() >= 17, "the vendored transcripts are missing");
+    assert!(out.len() >= 20, "the vendored transcripts are missing");
+    out
+}
+
+/// The vendored older single-JSON Gemini CLI sessions (read as documents), in a stable order.
+pub fn gemini_documents() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(data_dir().join("gemini"))
+        .expect("fixture dir")
+        .map(|e| e.expect("fixture entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    out.sort();
+    assert_eq!(
+        out.len(),
+        4,
+        "the vendored Gemini CLI documents are missing"
+    );
     out
 }
 

@@ -58,6 +58,8 @@ fn line_parts(format: Format) -> LineParts {
         Format::ClaudeCode => formats::claude,
         Format::Codex => formats::codex,
         Format::Pi => formats::pi,
+        Format::Gemini => formats::gemini,
+        Format::Qwen => formats::qwen,
     }
 }
 
