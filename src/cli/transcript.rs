@@ -1,6 +1,6 @@
-//! `agentlog transcript FILE`: a Claude Code, Codex or pi transcript's compaction boundaries
-//! and token tallies (per generation, since the latest compaction, lifetime), read through
-//! its index in the cache directory.
+//! `agentlog transcript FILE`: a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript's
+//! compaction boundaries and token tallies (per generation, since the latest compaction,
+//! lifetime), read through its index in the cache directory.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

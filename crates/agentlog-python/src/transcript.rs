@@ -1,5 +1,5 @@
-//! `agentlog.transcript()`: a Claude Code, Codex or pi transcript's boundaries and token
-//! tallies, read in place through its index in the per-user cache.
+//! `agentlog.transcript()`: a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript's
+//! boundaries and token tallies, read in place through its index in the per-user cache.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
