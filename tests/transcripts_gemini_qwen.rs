@@ -3,7 +3,7 @@
 //! `.json`/`.jsonl` pair and a subagent file counted in one session, each id once, a damaged
 //! document skipped, and the agents' directories left as they were.
 // Helpers here are part of the tests: a failed step fails the test that called it.
-#![allow(clippy::expect_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 #[path = "common/transcript_fixtures.rs"]
 mod fixtures;
@@ -42,9 +42,9 @@ fn read_usage(paths: &[PathBuf], cache: &Path, by: GroupBy) -> UsageReport {
 
 /// A document's messages as the lines of a JSONL transcript (the oracle reads those).
 fn document_as_lines(doc: &[u8]) -> Vec<u8> {
-    let v: Value = serde_json::from_slice(doc).unwrap();
+    let v: Value = serde_json::from_slice(doc).expect("a document");
     let mut out = Vec::new();
-    for m in v["messages"].as_array().unwrap() {
+    for m in v["messages"].as_array().expect("messages") {
         out.extend(serde_json::to_vec(m).unwrap());
         out.push(b'\n');
     }
@@ -53,9 +53,9 @@ fn document_as_lines(doc: &[u8]) -> Vec<u8> {
 
 /// A plain reading of a document: every `gemini` message with tokens, its `total` by model.
 fn totals_by_model(doc: &[u8]) -> BTreeMap<String, u64> {
-    let v: Value = serde_json::from_slice(doc).unwrap();
+    let v: Value = serde_json::from_slice(doc).expect("a document");
     let mut out = BTreeMap::new();
-    for m in v["messages"].as_array().unwrap() {
+    for m in v["messages"].as_array().expect("messages") {
         if m["type"] == "gemini" && m["tokens"].is_object() {
             let model = m["model"].as_str().unwrap_or("").to_owned();
             *out.entry(model).or_default() += m["tokens"]["total"].as_u64().unwrap();
@@ -241,7 +241,7 @@ fn reading_leaves_the_agents_directories_as_they_were() {
         let report = read_usage(&[gemini.clone(), qwen.clone()], &cache, by);
         assert!(report.totals.messages > 0);
     }
-    for (path, _) in &before {
+    for path in before.keys() {
         if path.is_file() {
             // Every file, document or not, read directly too.
             let _ = Transcript::open(path, &open_options(&cache));
