@@ -38,7 +38,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             let observed = oracle::observed(&t.summary, t.buckets().expect("buckets loaded"));
-            assert_eq!(observed, oracle::gemini(&lines), "the document against the oracle");
+            assert_eq!(
+                observed,
+                oracle::gemini(&lines),
+                "the document against the oracle"
+            );
         }
         Err(TranscriptError::NotADocument { .. }) => {}
         Err(e) => panic!("a document in a scratch directory: {e}"),
