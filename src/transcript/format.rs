@@ -156,6 +156,14 @@ mod tests {
         assert_eq!(detect_format([&codex[..]]), Some(Format::Codex));
         assert_eq!(detect_format([&pi[..]]), Some(Format::Pi));
         assert_eq!(detect_format([&pi_entry[..]]), Some(Format::Pi));
+        let gemini = br#"{"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}"#;
+        let gemini_record = br#"{"id":"a","timestamp":"t","type":"user","content":[]}"#;
+        let qwen = br#"{"uuid":"u","parentUuid":null,"sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"hi"}]}}"#;
+        assert_eq!(detect_format([&gemini[..]]), Some(Format::Gemini));
+        assert_eq!(detect_format([&gemini_record[..]]), Some(Format::Gemini));
+        assert_eq!(detect_format([&qwen[..]]), Some(Format::Qwen));
+        let untyped = br#"{"sessionId":"s","startTime":"t"}"#;
+        assert_eq!(detect_format([&untyped[..]]), None);
         let noise: [&[u8]; 4] = [b"", b"not json", br#"{"type":"user"}"#, b"[1,2]"];
         assert_eq!(detect_format(noise), None);
         assert_eq!(
