@@ -225,3 +225,33 @@ fn assistant(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
     fold.remember_entry(id, Entry::Message { tally, bucket });
     fold.count(generation, bucket, &tally, step.recall)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::gemini::Gemini;
+
+    fn var(name: &str) -> Option<std::ffi::OsString> {
+        match name {
+            "GEMINI_DATA_DIR" => Some("/a, /b ,".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn roots_honour_the_override_lists_else_home() {
+        let env = Env {
+            home: Some(PathBuf::from("/h")),
+            var,
+        };
+        let want: Vec<PathBuf> = vec!["/a/tmp".into(), "/b/tmp".into()];
+        assert_eq!(Gemini::roots(&env), want);
+        assert_eq!(Qwen::roots(&env), vec![PathBuf::from("/h/.qwen/projects")]);
+    }
+
+    #[test]
+    fn a_session_is_its_file_in_its_project() {
+        let path = Path::new("/h/.qwen/projects/-w-app/chats/69f0814a.jsonl");
+        assert_eq!(Qwen::session(path), ("69f0814a".into(), "-w-app".into()));
+    }
+}
