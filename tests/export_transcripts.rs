@@ -124,6 +124,22 @@ fn figures(format: Format) -> &'static [(&'static str, &'static str)] {
             ("cache_write_tokens", "cacheWriteTokens"),
             ("api_calls", "requests"),
         ],
+        Format::Gemini => &[
+            ("input_tokens", "input_and_tool"),
+            ("output_tokens", "output_and_thoughts"),
+            ("cached_tokens", "cached"),
+            ("thinking_tokens", "thoughts"),
+            ("total_tokens", "total"),
+            ("api_calls", "messages"),
+        ],
+        Format::Qwen => &[
+            ("input_tokens", "promptTokenCount"),
+            ("output_tokens", "candidatesTokenCount"),
+            ("cached_tokens", "cachedContentTokenCount"),
+            ("thinking_tokens", "thoughtsTokenCount"),
+            ("total_tokens", "totalTokenCount"),
+            ("api_calls", "messages"),
+        ],
     }
 }
 
@@ -161,6 +177,16 @@ fn usage_json(format: Format, t: &oracle::Sum) -> serde_json::Value {
             "inputTokens": t.input + t.cache_read, "outputTokens": t.output,
             "cacheReadTokens": t.cache_read, "cacheWriteTokens": t.cache_creation,
             "reasoningTokens": t.reasoning, "requests": t.messages,
+        }),
+        Format::Gemini => serde_json::json!({
+            "input_and_tool": t.input + t.cache_read, "cached": t.cache_read,
+            "output_and_thoughts": t.output, "thoughts": t.reasoning,
+            "total": t.total, "messages": t.messages,
+        }),
+        Format::Qwen => serde_json::json!({
+            "promptTokenCount": t.input + t.cache_read, "candidatesTokenCount": t.output,
+            "thoughtsTokenCount": t.reasoning, "cachedContentTokenCount": t.cache_read,
+            "totalTokenCount": t.total, "messages": t.messages,
         }),
     };
     serde_json::json!({ "native": native })

@@ -362,6 +362,25 @@ fn line(format: Format, kind: usize, text: &str, n: usize) -> String {
         (Format::Copilot, 3) => {
             json!({"type":"session.compaction_complete","id":format!("c{n}"),"timestamp":ts,"data":{"summaryContent":text}})
         }
+        (Format::Gemini, 0 | 1) => {
+            let kind = ["user", "gemini"][kind];
+            json!({"id":format!("g{n}"),"timestamp":ts,"type":kind,"content":[{"text":text}],"tokens":{"input":2,"output":1}})
+        }
+        (Format::Gemini, 2) => {
+            json!({"id":format!("g{n}"),"timestamp":ts,"type":"gemini","content":"","toolCalls":[{"name":"run","args":{"cmd":text}}]})
+        }
+        (Format::Gemini, 3) => json!({"$set":{"messages":[]}}),
+        (Format::Qwen, 0..=2) => {
+            let (kind, role) = [
+                ("user", "user"),
+                ("assistant", "model"),
+                ("tool_result", "user"),
+            ][kind];
+            json!({"uuid":format!("q{n}"),"sessionId":"s","timestamp":ts,"type":kind,"message":{"role":role,"parts":[{"text":text}]},"usageMetadata":{"promptTokenCount":3}})
+        }
+        (Format::Qwen, 3) => {
+            json!({"uuid":format!("c{n}"),"sessionId":"s","timestamp":ts,"type":"system","subtype":"chat_compression"})
+        }
         (_, _) => json!({"type":"noise","n":n}),
     };
     format!("{v}\n")
@@ -376,6 +395,10 @@ fn header(format: Format) -> String {
         Format::Codex => json!({"type":"session_meta","payload":{"id":"x"}}),
         Format::Pi => json!({"type":"session","version":3,"id":"x","cwd":"/"}),
         Format::Copilot => json!({"type":"session.start","id":"x","data":{"context":{"cwd":"/"}}}),
+        Format::Gemini => json!({"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}),
+        Format::Qwen => {
+            json!({"uuid":"h","sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"start"}]}})
+        }
     };
     format!("{v}\n")
 }
@@ -386,6 +409,8 @@ fn file_name(format: Format) -> &'static str {
         Format::Codex => "codex/rollout-1.jsonl",
         Format::Pi => "pi/p/s.jsonl",
         Format::Copilot => "copilot/s/events.jsonl",
+        Format::Gemini => "gemini/p/chats/session-2026-01-01T00-00-abcd1234.jsonl",
+        Format::Qwen => "qwen/p/chats/s.jsonl",
     }
 }
 

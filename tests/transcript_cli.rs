@@ -106,6 +106,22 @@ fn the_json_has_the_issues_shape_in_each_formats_own_names() {
                 "reasoningTokens",
                 "requests",
             ],
+            Format::Gemini => vec![
+                "input_and_tool",
+                "cached",
+                "output_and_thoughts",
+                "thoughts",
+                "total",
+                "messages",
+            ],
+            Format::Qwen => vec![
+                "promptTokenCount",
+                "candidatesTokenCount",
+                "thoughtsTokenCount",
+                "cachedContentTokenCount",
+                "totalTokenCount",
+                "messages",
+            ],
         };
         let mut keys: Vec<&str> = v["lifetime"]["native"]
             .as_object()

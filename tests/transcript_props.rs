@@ -34,7 +34,9 @@ fn format() -> impl Strategy<Value = Format> {
         Just(Format::ClaudeCode),
         Just(Format::Codex),
         Just(Format::Pi),
-        Just(Format::Copilot)
+        Just(Format::Copilot),
+        Just(Format::Gemini),
+        Just(Format::Qwen)
     ]
 }
 
@@ -94,6 +96,13 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
                 "cacheWriteTokens":v[2],"cacheReadTokens":v[3],"reasoningTokens":v[4]}}},"currentTokens":v[3]}}),
             _ => json!({"type":"session.resume","timestamp":ts,"data":{"selectedModel":model}}),
         },
+        // Ids repeat (a record re-appended, the last copy winning, perhaps with another model).
+        Format::Gemini => json!({"id":format!("g{}", i / 2),"type":"gemini","timestamp":ts,
+            "model":model,"tokens":{"input":v[0],"output":v[1],"cached":v[3],"thoughts":v[4],
+                "tool":v[2],"total":v[2]}}),
+        Format::Qwen => json!({"uuid":format!("q{}", i / 2),"type":"assistant","timestamp":ts,
+            "model":model,"usageMetadata":{"promptTokenCount":v[0],"candidatesTokenCount":v[1],
+                "cachedContentTokenCount":v[3],"thoughtsTokenCount":v[4],"totalTokenCount":v[2]}}),
     }
     .to_string()
 }
@@ -132,6 +141,8 @@ proptest! {
                     Format::Codex => r#"{"type":"compacted","payload":{"message":""}}"#.to_owned(),
                     Format::Pi => format!(r#"{{"type":"compaction","id":"c{i}","tokensBefore":5}}"#),
                     Format::Copilot => r#"{"type":"session.compaction_complete","data":{"compactionTokensUsed":{"input":9,"output":2,"cachedInput":4}}}"#.to_owned(),
+                    Format::Gemini => r#"{"$set":{"messages":[]}}"#.to_owned(),
+                    Format::Qwen => format!(r#"{{"type":"system","subtype":"chat_compression","uuid":"c{i}"}}"#),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

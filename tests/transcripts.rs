@@ -191,6 +191,22 @@ fn usage_object_agrees(format: Format, got: &serde_json::Value, want: &oracle::S
             ("reasoningTokens", want.reasoning),
             ("requests", want.messages),
         ],
+        Format::Gemini => &[
+            ("input_and_tool", want.input + want.cache_read),
+            ("cached", want.cache_read),
+            ("output_and_thoughts", want.output),
+            ("thoughts", want.reasoning),
+            ("total", want.total),
+            ("messages", want.messages),
+        ],
+        Format::Qwen => &[
+            ("promptTokenCount", want.input + want.cache_read),
+            ("candidatesTokenCount", want.output),
+            ("thoughtsTokenCount", want.reasoning),
+            ("cachedContentTokenCount", want.cache_read),
+            ("totalTokenCount", want.total),
+            ("messages", want.messages),
+        ],
     };
     assert_eq!(
         got["native"].as_object().map(serde_json::Map::len),

@@ -105,11 +105,12 @@ enum Command {
     Export(export::Args),
     /// Full-text search over a store's sessions (one phrase, case and accents ignored).
     Search(search::SearchArgs),
-    /// A Claude Code, Codex or pi transcript: compaction boundaries and token totals per
-    /// generation, since the latest compaction and lifetime, through an index in the cache.
+    /// A Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript: compaction boundaries and
+    /// token totals per generation, since the latest compaction and lifetime, through an index
+    /// in the cache.
     Transcript(transcript::Args),
-    /// Token usage over every Claude Code, Codex and pi transcript found, each message counted
-    /// once, by day, session, project or model.
+    /// Token usage over every Claude Code, Codex, pi, Gemini CLI and Qwen Code transcript
+    /// found, each message counted once, by day, session, project or model.
     Usage(usage::Args),
     /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
     /// context size, tokens since the latest compaction, the session's and today's totals.

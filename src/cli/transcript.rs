@@ -1,6 +1,6 @@
-//! `agentlog transcript FILE`: a Claude Code, Codex or pi transcript's compaction boundaries
-//! and token tallies (per generation, since the latest compaction, lifetime), read through
-//! its index in the cache directory.
+//! `agentlog transcript FILE`: a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript's
+//! compaction boundaries and token tallies (per generation, since the latest compaction,
+//! lifetime), read through its index in the cache directory.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -53,6 +53,10 @@ enum FormatArg {
     Pi,
     /// GitHub Copilot CLI.
     Copilot,
+    /// Gemini CLI.
+    Gemini,
+    /// Qwen Code.
+    Qwen,
 }
 
 impl FormatArg {
@@ -63,6 +67,8 @@ impl FormatArg {
             FormatArg::Codex => Some(Format::Codex),
             FormatArg::Pi => Some(Format::Pi),
             FormatArg::Copilot => Some(Format::Copilot),
+            FormatArg::Gemini => Some(Format::Gemini),
+            FormatArg::Qwen => Some(Format::Qwen),
         }
     }
 }
@@ -83,6 +89,9 @@ impl From<TranscriptError> for Failure {
             }
             TranscriptError::UnknownFormat { path } => {
                 Failure::new("unknown_format", EXIT_BAD_INPUT, message).with("path", display(&path))
+            }
+            TranscriptError::NotADocument { path, .. } => {
+                Failure::new("not_a_document", EXIT_BAD_INPUT, message).with("path", display(&path))
             }
             TranscriptError::Io { path, .. } => {
                 Failure::new("io_error", EXIT_FAILURE, message).with("path", display(&path))

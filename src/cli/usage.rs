@@ -25,8 +25,8 @@ const PROGRESS_FILES: usize = 20;
 /// The arguments of `agentlog usage`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Transcript files or directories to search for `*.jsonl` (default: the places Claude
-    /// Code, Codex and pi keep theirs).
+    /// Transcript files or directories to search for `*.jsonl` (and Gemini CLI's
+    /// `chats/session-*.json`; default: the places the agents keep theirs).
     paths: Vec<PathBuf>,
     /// How rows are grouped.
     #[arg(long, value_enum, default_value = "day")]

@@ -19,7 +19,7 @@ pub enum SourceKind {
     Agent,
     /// One session of a dsh-style session store.
     Session,
-    /// A Claude Code, Codex or pi transcript.
+    /// A Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript.
     Transcript,
 }
 
@@ -73,7 +73,7 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
         let log = canonical(path)?;
         if probe(&log)? == Probe::Other {
             return Err(not_a_source(
-                "its first lines are not those of a Claude Code, Codex or pi transcript",
+                "its first lines are not those of a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript",
             ));
         }
         return Ok(vec![transcript_source(log)]);

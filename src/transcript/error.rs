@@ -28,13 +28,23 @@ pub enum TranscriptError {
         /// The transcript.
         path: PathBuf,
     },
-    /// No line among the first ones looks like Claude Code, Codex or pi.
+    /// No line among the first ones looks like Claude Code, Codex, pi, Gemini CLI or Qwen
+    /// Code.
     #[error(
-        "{path} does not look like a Claude Code, Codex or pi transcript (pass --format to read it as one)"
+        "{path} does not look like a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript (pass --format to read it as one)"
     )]
     UnknownFormat {
         /// The transcript.
         path: PathBuf,
+    },
+    /// A `.json` file read as an older single-JSON Gemini CLI session is not one (not JSON,
+    /// truncated, or `messages` is not a list).
+    #[error("{path} is not a Gemini CLI session document: {detail}")]
+    NotADocument {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON reader found.
+        detail: String,
     },
     /// Reading the transcript failed (permissions, I/O).
     #[error("cannot {op} {path}: {source}")]

@@ -33,6 +33,10 @@ pub enum BoundaryKind {
     Compaction,
     /// GitHub Copilot CLI: a `session.compaction_complete` event.
     CompactionComplete,
+    /// Gemini CLI: a `$set` of `messages` (the history compressed and rewritten).
+    HistoryRewrite,
+    /// Qwen Code: a `system` record with subtype `chat_compression`.
+    ChatCompression,
 }
 
 impl BoundaryKind {
@@ -45,6 +49,8 @@ impl BoundaryKind {
             BoundaryKind::ContextCompacted => "context_compacted",
             BoundaryKind::Compaction => "compaction",
             BoundaryKind::CompactionComplete => "compaction_complete",
+            BoundaryKind::HistoryRewrite => "history_rewrite",
+            BoundaryKind::ChatCompression => "chat_compression",
         }
     }
 }
@@ -246,6 +252,12 @@ pub(crate) struct Message {
     pub(crate) sidechain: bool,
     /// The quarter-hour and model of its first line.
     pub(crate) bucket: BucketKey,
+}
+
+/// Whether a format's dedup keys are [`Message`]s (Claude Code's `message.id`, Gemini CLI's
+/// record `id`) rather than [`Entry`]s (pi's entry ids, Qwen Code's record `uuid`s).
+pub(crate) fn keys_messages(format: Format) -> bool {
+    matches!(format, Format::ClaudeCode | Format::Gemini)
 }
 
 /// A failure to read back what the index remembers: the index cannot be trusted.
@@ -476,6 +488,28 @@ impl Fold {
         Ok(())
     }
 
+    /// Replaces a message counted as `old` in bucket `from` by `new` in bucket `to` (a message's
+    /// new winning record, which may name another model or time): still one message.
+    pub(crate) fn replace_message(
+        &mut self,
+        generation: u32,
+        (from, old): (BucketKey, &Tally),
+        (to, new): (BucketKey, &Tally),
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        let swap = |t: &mut Tally| {
+            t.sub(old);
+            t.add(new);
+        };
+        if let Some(g) = self.summary.generations.get_mut(generation as usize) {
+            swap(g);
+        }
+        swap(&mut self.summary.lifetime);
+        self.bucket_mut(from, recall)?.sub(old);
+        self.bucket_mut(to, recall)?.add(new);
+        Ok(())
+    }
+
     fn bucket_mut(
         &mut self,
         key: BucketKey,
@@ -536,6 +570,37 @@ impl Fold {
     pub(crate) fn check_total(&mut self, recorded: Option<u64>, usage: &Usage) {
         if recorded.is_some_and(|t| t != usage.total()) {
             self.summary.diagnostics.total_mismatches += 1;
+        }
+    }
+
+    /// Whether an entry id (pi's entry `id`, Qwen Code's record `uuid`) was seen before: a
+    /// copy, counted once (as a duplicate line, a replayed boundary when `boundary`). Entries
+    /// without an id are never taken for one another.
+    pub(crate) fn entry_seen(
+        &mut self,
+        id: Option<&str>,
+        boundary: bool,
+        recall: &mut dyn Recall,
+    ) -> Result<bool, RecallError> {
+        let Some(id) = id else {
+            return Ok(false);
+        };
+        if self.dedup.entries.contains_key(id) || recall.seen(id)? {
+            let d = &mut self.summary.diagnostics;
+            d.duplicate_lines += 1;
+            if boundary {
+                d.replayed_boundaries += 1;
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Remembers a new entry under its id (an entry without one is not remembered).
+    pub(crate) fn remember_entry(&mut self, id: Option<&str>, entry: Entry) {
+        if let Some(id) = id {
+            self.dedup.entries.insert(id.to_owned(), entry);
+            self.summary.keys += 1;
         }
     }
 

@@ -22,14 +22,21 @@ pub enum Format {
     Pi,
     /// GitHub Copilot CLI sessions (`~/.copilot/session-state/<session>/events.jsonl`).
     Copilot,
+    /// Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, and the older
+    /// single-JSON `session-*.json`).
+    Gemini,
+    /// Qwen Code sessions (`~/.qwen/projects/<project>/chats/<session>.jsonl`).
+    Qwen,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 6] = [
         Format::ClaudeCode,
         Format::Codex,
         Format::Pi,
+        Format::Gemini,
+        Format::Qwen,
         Format::Copilot,
     ];
 
@@ -40,6 +47,8 @@ impl Format {
             Format::Codex => "codex",
             Format::Pi => "pi",
             Format::Copilot => "copilot",
+            Format::Gemini => "gemini",
+            Format::Qwen => "qwen",
         }
     }
 }
@@ -59,7 +68,9 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown transcript format {0:?} (expected claude-code, codex, pi or copilot)")]
+#[error(
+    "unknown transcript format {0:?} (expected claude-code, codex, pi, gemini, qwen, copilot, kimi or opencode)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -90,6 +101,18 @@ pub(crate) struct Probe<'a> {
     pub(crate) parent_id: Obj<IgnoredAny>,
     pub(crate) uuid: Obj<IgnoredAny>,
     pub(crate) version: Obj<IgnoredAny>,
+    pub(crate) id: Obj<IgnoredAny>,
+    #[serde(rename = "projectHash")]
+    pub(crate) project_hash: Obj<IgnoredAny>,
+    pub(crate) message: Obj<ProbeMessage>,
+}
+
+/// The part of a line's `message` that tells the formats apart (Qwen Code's Gemini API
+/// `parts`, where Claude Code has `content`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct ProbeMessage {
+    pub(crate) parts: Obj<IgnoredAny>,
 }
 
 /// Whether a probed field is there at all, null included (a root entry's parent is null).
@@ -100,7 +123,10 @@ pub(crate) fn has(field: &Obj<IgnoredAny>) -> bool {
 /// The format one line shows, if it shows one.
 pub(crate) fn line_format(line: &[u8]) -> Option<Format> {
     let probe: Probe = parse_line(line)?;
-    probe.kind.as_str()?;
+    // Every line that shows a format has a `type`, but Gemini CLI's first (metadata) line.
+    if probe.kind.as_str().is_none() && !has(&probe.project_hash) {
+        return None;
+    }
     readers()
         .iter()
         .find(|r| r.detect(&probe))
@@ -140,6 +166,14 @@ mod tests {
         let copilot =
             br#"{"type":"session.start","data":{"sessionId":"s"},"id":"a","parentId":null}"#;
         assert_eq!(detect_format([&copilot[..]]), Some(Format::Copilot));
+        let gemini = br#"{"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}"#;
+        let gemini_record = br#"{"id":"a","timestamp":"t","type":"user","content":[]}"#;
+        let qwen = br#"{"uuid":"u","parentUuid":null,"sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"hi"}]}}"#;
+        assert_eq!(detect_format([&gemini[..]]), Some(Format::Gemini));
+        assert_eq!(detect_format([&gemini_record[..]]), Some(Format::Gemini));
+        assert_eq!(detect_format([&qwen[..]]), Some(Format::Qwen));
+        let untyped = br#"{"sessionId":"s","startTime":"t"}"#;
+        assert_eq!(detect_format([&untyped[..]]), None);
         let noise: [&[u8]; 4] = [b"", b"not json", br#"{"type":"user"}"#, b"[1,2]"];
         assert_eq!(detect_format(noise), None);
         assert_eq!(

@@ -1,4 +1,5 @@
-//! Agent transcripts written by other programs (Claude Code, Codex CLI, pi), read in place.
+//! Agent transcripts written by other programs (Claude Code, Codex CLI, pi, Gemini CLI, Qwen
+//! Code), read in place.
 //!
 //! * Readers: one per format ([`Format`]), each turning its lines into the same fields. A
 //!   [`Fold`] folds a transcript's complete lines, one at a time in file order, into a
@@ -27,6 +28,7 @@ mod copilot;
 mod error;
 mod fold;
 mod format;
+mod gemini;
 // The tolerant field types also read the lines the Parquet export writes out one by one.
 // The per-line facts and native token slots the readers give are read by the export only.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
@@ -35,6 +37,7 @@ mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
 mod price;
+mod qwen;
 mod read;
 // The export reads each line's own figures through the readers.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]

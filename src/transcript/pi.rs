@@ -155,29 +155,16 @@ impl Rules for Pi {
     }
 }
 
-/// Whether the entry's id was seen before (a cloned entry): it counts once. Entries without an
-/// id are never taken for one another.
+/// Whether the entry's id was seen before (a cloned entry): it counts once.
 fn seen_before(step: &mut Step<'_>, line: &Line<'_>) -> Result<bool, RecallError> {
-    let Some(id) = line.id.non_empty() else {
-        return Ok(false);
-    };
-    let fold = &mut *step.fold;
-    if fold.dedup.entries.contains_key(id) || step.recall.seen(id)? {
-        fold.summary.diagnostics.duplicate_lines += 1;
-        if line.kind.is("compaction") {
-            fold.summary.diagnostics.replayed_boundaries += 1;
-        }
-        return Ok(true);
-    }
-    Ok(false)
+    let boundary = line.kind.is("compaction");
+    step.fold
+        .entry_seen(line.id.non_empty(), boundary, step.recall)
 }
 
 /// Remembers a new entry under its id (an entry without one is not remembered).
 fn remember(fold: &mut Fold, line: &Line<'_>, entry: Entry) {
-    if let Some(id) = line.id.non_empty() {
-        fold.dedup.entries.insert(id.to_owned(), entry);
-        fold.summary.keys += 1;
-    }
+    fold.remember_entry(line.id.non_empty(), entry);
 }
 
 /// The recorded cost, counting what was odd about it.

@@ -12,7 +12,7 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, copilot, pi};
+use super::{claude, codex, copilot, gemini, pi, qwen};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,11 +265,14 @@ impl<R: Rules> Reader for R {
     }
 }
 
-/// Every reader, in the order detection tries them.
-const READERS: [&dyn Reader; 4] = [
+/// Every reader, in the order detection tries them (Qwen Code's records look like Claude
+/// Code's but for their message's `parts`: it goes first).
+const READERS: [&dyn Reader; 6] = [
     &codex::Codex,
+    &qwen::Qwen,
     &claude::ClaudeCode,
     &pi::Pi,
+    &gemini::Gemini,
     &copilot::Copilot,
 ];
 
@@ -285,6 +288,8 @@ pub(crate) fn reader(format: Format) -> &'static dyn Reader {
         Format::Codex => &codex::Codex,
         Format::Pi => &pi::Pi,
         Format::Copilot => &copilot::Copilot,
+        Format::Gemini => &gemini::Gemini,
+        Format::Qwen => &qwen::Qwen,
     }
 }
 

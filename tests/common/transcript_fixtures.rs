@@ -19,6 +19,8 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         ("codex", Format::Codex),
         ("pi", Format::Pi),
         ("copilot", Format::Copilot),
+        ("gemini", Format::Gemini),
+        ("qwen", Format::Qwen),
     ] {
         let mut stack = vec![data_dir().join(dir)];
         while let Some(dir) = stack.pop() {
@@ -33,7 +35,23 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(out.len() >= 19, "the vendored transcripts are missing");
+    assert!(out.len() >= 22, "the vendored transcripts are missing");
+    out
+}
+
+/// The vendored older single-JSON Gemini CLI sessions (read as documents), in a stable order.
+pub fn gemini_documents() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(data_dir().join("gemini"))
+        .expect("fixture dir")
+        .map(|e| e.expect("fixture entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    out.sort();
+    assert_eq!(
+        out.len(),
+        4,
+        "the vendored Gemini CLI documents are missing"
+    );
     out
 }
 

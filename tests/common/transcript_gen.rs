@@ -10,6 +10,9 @@
 use agentlog::transcript::Format;
 use serde_json::{Value, json};
 
+#[path = "transcript_gen/gemini_qwen.rs"]
+mod gemini_qwen;
+
 /// A small deterministic generator (xorshift64*).
 pub struct Rng(u64);
 
@@ -62,6 +65,8 @@ pub fn transcript(format: Format, seed: u64, steps: usize) -> Vec<u8> {
         Format::Codex => codex(&mut rng, steps),
         Format::Pi => pi(&mut rng, steps),
         Format::Copilot => copilot(&mut rng, steps),
+        Format::Gemini => gemini_qwen::gemini(&mut rng, steps),
+        Format::Qwen => gemini_qwen::qwen(&mut rng, steps),
     };
     let mut out = Vec::new();
     for line in lines {

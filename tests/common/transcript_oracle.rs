@@ -19,6 +19,10 @@ use std::collections::{BTreeMap, HashSet};
 use agentlog::transcript::{Format, Summary, Tally, UNKNOWN_QUARTER};
 use serde_json::Value;
 
+#[path = "transcript_oracle/gemini_qwen.rs"]
+mod gemini_qwen;
+pub use gemini_qwen::{gemini, qwen};
+
 /// (offset, line, kind, trigger, `pre_tokens`) of a boundary.
 pub type BoundaryRow = (u64, u64, String, Option<String>, Option<u64>);
 
@@ -281,6 +285,8 @@ pub fn expected(format: Format, bytes: &[u8]) -> Expected {
         Format::Codex => codex(bytes),
         Format::Pi => pi(bytes),
         Format::Copilot => copilot(bytes),
+        Format::Gemini => gemini(bytes),
+        Format::Qwen => qwen(bytes),
     }
 }
 

@@ -1,5 +1,5 @@
-//! `agentlog.transcript()`: a Claude Code, Codex or pi transcript's boundaries and token
-//! tallies, read in place through its index in the per-user cache.
+//! `agentlog.transcript()`: a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript's
+//! boundaries and token tallies, read in place through its index in the per-user cache.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -17,8 +17,10 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
         "codex" => Ok(Some(Format::Codex)),
         "pi" => Ok(Some(Format::Pi)),
         "copilot" => Ok(Some(Format::Copilot)),
+        "gemini" => Ok(Some(Format::Gemini)),
+        "qwen" => Ok(Some(Format::Qwen)),
         other => Err(PyValueError::new_err(format!(
-            "format must be 'auto', 'claude-code', 'codex', 'pi' or 'copilot', not {other:?}"
+            "format must be 'auto' or an agent's name ('claude-code', 'codex', 'pi', 'gemini', 'qwen', 'copilot', ...), not {other:?}"
         ))),
     }
 }
@@ -28,7 +30,7 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
 /// usage}`), `since_compaction`, `lifetime`, `index_outcome`, `index`, `index_path`,
 /// `covered_bytes`, `lines`, `models` and `diagnostics`; with `subagents=True` (Claude Code
 /// only) also `lifetime_with_subagents` and `subagents`. `format` is `"auto"` (detected from
-/// the first lines), `"claude-code"`, `"codex"`, `"pi"` or `"copilot"`; `index_dir` replaces the cache
+/// the first lines) or an agent's name as `--format` takes it; `index_dir` replaces the cache
 /// directory. The transcript is never written to, nor anything beside it. Raises
 /// `NoTranscript`, `EmptyTranscript`, `UnknownFormat` or `TranscriptError`. The GIL is released
 /// while the transcript and its index are read.

@@ -137,6 +137,58 @@ pub(crate) fn copilot(kind: &str, line: &Value, parts: &mut Vec<String>) -> Opti
     Some((kind.to_owned(), Some(role.to_owned())))
 }
 
+/// Gemini CLI: `user` and `gemini` records (and the CLI's `info`, `error` and `warning`
+/// notes), their `content` (a string, or Gemini API parts) and the `toolCalls` a `gemini`
+/// record made (name, then arguments).
+pub(crate) fn gemini(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    if !matches!(kind, "user" | "gemini" | "info" | "error" | "warning") {
+        return None;
+    }
+    match line.get("content") {
+        Some(Value::String(s)) => parts.push(s.clone()),
+        other => api_parts(other, parts),
+    }
+    for call in line
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        push_value(call.get("name"), parts);
+        push_value(call.get("args"), parts);
+    }
+    Some((kind.to_owned(), None))
+}
+
+/// Qwen Code: `user`, `assistant` and `tool_result` records, their `message.parts`.
+pub(crate) fn qwen(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    if !matches!(kind, "user" | "assistant" | "tool_result") {
+        return None;
+    }
+    let message = line.get("message")?;
+    api_parts(message.get("parts"), parts);
+    Some((kind.to_owned(), role_of(message.get("role"))))
+}
+
+/// The text of a Gemini API parts array: text parts (not thoughts), function calls (name,
+/// then arguments) and function responses (name, then response).
+fn api_parts(content: Option<&Value>, parts: &mut Vec<String>) {
+    for part in content.and_then(Value::as_array).into_iter().flatten() {
+        if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        push_value(part.get("text"), parts);
+        if let Some(call) = part.get("functionCall") {
+            push_value(call.get("name"), parts);
+            push_value(call.get("args"), parts);
+        }
+        if let Some(response) = part.get("functionResponse") {
+            push_value(response.get("name"), parts);
+            push_value(response.get("response"), parts);
+        }
+    }
+}
+
 /// The text of a content-block array in block order: text blocks, tool calls (name, then
 /// input), tool results (their content, recursively); reasoning, images and unknown blocks
 /// give nothing. An explicit stack, so nesting cannot overflow.
@@ -255,5 +307,32 @@ mod tests {
         assert_eq!(text(Format::Copilot, summary).unwrap(), "so far");
         let start = r#"{"type":"session.start","data":{"context":{"cwd":"/"}}}"#;
         assert_eq!(text(Format::Copilot, start), None);
+    }
+
+    #[test]
+    fn gemini_content_parts_and_tool_calls() {
+        let user = r#"{"id":"a","type":"user","content":[{"text":"hi"}]}"#;
+        assert_eq!(text(Format::Gemini, user).unwrap(), "hi");
+        let reply = r#"{"id":"b","type":"gemini","content":"ok","toolCalls":[{"name":"ls","args":{"p":"."}}],"tokens":{"input":1}}"#;
+        assert_eq!(
+            text(Format::Gemini, reply).unwrap(),
+            "ok\nls\n{\"p\":\".\"}"
+        );
+        assert_eq!(
+            text(Format::Gemini, r#"{"$set":{"lastUpdated":"t"}}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn qwen_parts_but_not_thoughts_or_telemetry() {
+        let reply = r#"{"type":"assistant","message":{"role":"model","parts":[{"text":"why","thought":true},{"text":"Done."},{"functionCall":{"name":"ls","args":{}}}]}}"#;
+        let got = transcript_line_text(Format::Qwen, reply.as_bytes()).unwrap();
+        assert_eq!(
+            (got.text.as_str(), got.role.as_deref()),
+            ("Done.\nls\n{}", Some("model"))
+        );
+        let telemetry = r#"{"type":"system","subtype":"ui_telemetry","systemPayload":{"uiEvent":{"response_text":"Done."}}}"#;
+        assert_eq!(text(Format::Qwen, telemetry), None);
     }
 }

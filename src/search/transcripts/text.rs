@@ -59,6 +59,8 @@ fn line_parts(format: Format) -> LineParts {
         Format::Codex => formats::codex,
         Format::Pi => formats::pi,
         Format::Copilot => formats::copilot,
+        Format::Gemini => formats::gemini,
+        Format::Qwen => formats::qwen,
     }
 }
 

@@ -7,6 +7,7 @@
 //! "The index".
 
 mod answer;
+mod document;
 mod open;
 mod recall;
 mod scan;

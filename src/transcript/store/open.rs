@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::answer::{fresh, from_scratch, memory_tail, not_writable};
+use super::document;
 use super::source::Source;
 use super::validate::SourceChecks;
 use super::write::writable;
@@ -20,6 +21,9 @@ use crate::transcript::error::TranscriptError;
 /// Reads a transcript through its index: validates the index, then catches it up, rebuilds
 /// it, or steps around it, and answers. Only a problem with the transcript itself is an error.
 pub(crate) fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, TranscriptError> {
+    if document::is_document(path, options.format) {
+        return document::open(path, options);
+    }
     let source = Source::open(path, options.format)?;
     let Some(dir) = options.index_dir.clone().or_else(default_index_dir) else {
         return from_scratch(&source, None, options, not_writable("no cache directory"));

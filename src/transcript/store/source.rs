@@ -26,22 +26,7 @@ pub(crate) struct Source {
 impl Source {
     /// Opens `path`, and detects its format unless one is given.
     pub(crate) fn open(path: &Path, format: Option<Format>) -> Result<Source, TranscriptError> {
-        let canonical = std::fs::canonicalize(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => TranscriptError::NotFound {
-                path: path.to_path_buf(),
-            },
-            _ => TranscriptError::io("resolve", path, e),
-        })?;
-        let file = open_for_read(&canonical).map_err(|e| match e {
-            LogError::NotFound { path } => TranscriptError::NotFound { path },
-            LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },
-            LogError::Io { op, path, source } => TranscriptError::Io { op, path, source },
-            other => TranscriptError::io("open", path, io::Error::other(other.to_string())),
-        })?;
-        let len = file
-            .metadata()
-            .map_err(|e| TranscriptError::io("inspect", &canonical, e))?
-            .len();
+        let (canonical, file, len) = open_read_only(path)?;
         let mut format = format;
         let mut complete = false;
         for window in [DETECT_FIRST, DETECT_BYTES] {
@@ -73,11 +58,43 @@ impl Source {
         })
     }
 
+    /// Opens `path` as a document of `format`: read whole, so nothing is detected from lines.
+    pub(crate) fn document(path: &Path, format: Format) -> Result<Source, TranscriptError> {
+        let (path, file, len) = open_read_only(path)?;
+        Ok(Source {
+            path,
+            file,
+            len,
+            format,
+        })
+    }
+
     /// The canonical path as bytes, as the index stores it.
     pub(crate) fn path_bytes(&self) -> Vec<u8> {
         use std::os::unix::ffi::OsStrExt;
         self.path.as_os_str().as_bytes().to_vec()
     }
+}
+
+/// The canonical path, the file opened read-only, and its length.
+fn open_read_only(path: &Path) -> Result<(PathBuf, File, u64), TranscriptError> {
+    let canonical = std::fs::canonicalize(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => TranscriptError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => TranscriptError::io("resolve", path, e),
+    })?;
+    let file = open_for_read(&canonical).map_err(|e| match e {
+        LogError::NotFound { path } => TranscriptError::NotFound { path },
+        LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },
+        LogError::Io { op, path, source } => TranscriptError::Io { op, path, source },
+        other => TranscriptError::io("open", path, io::Error::other(other.to_string())),
+    })?;
+    let len = file
+        .metadata()
+        .map_err(|e| TranscriptError::io("inspect", &canonical, e))?
+        .len();
+    Ok((canonical, file, len))
 }
 
 fn read_head(file: &File, len: u64) -> io::Result<Vec<u8>> {

@@ -13,8 +13,7 @@ use super::schema::{FORMAT_VERSION, Meta, PARSER_VERSION};
 use super::source::Source;
 use crate::index::StaleReason;
 use crate::index::derived::validate::{Checks, SourceCheck, check_lines};
-use crate::transcript::fold::Dedup;
-use crate::transcript::format::Format;
+use crate::transcript::fold::{Dedup, keys_messages};
 
 pub(super) fn unreadable(detail: String) -> StaleReason {
     StaleReason::Unreadable { detail }
@@ -86,7 +85,7 @@ impl Checks for SourceChecks<'_> {
     ) -> Result<Result<Option<Dedup>, StaleReason>, redb::Error> {
         let options = self.options;
         let rows = if options.load_dedup || options.load_ids {
-            let claude = self.source.format == Format::ClaudeCode;
+            let claude = keys_messages(self.source.format);
             let counts = (meta.summary.keys, meta.summary.buckets);
             load_rows(txn, claude, counts, !options.load_dedup)
         } else if !options.load_messages.is_empty() {

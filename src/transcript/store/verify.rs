@@ -17,8 +17,7 @@ use crate::index::derived::validate::{Unread, Validity, validate};
 use crate::log::{CoverageBuilder, CoverageCheck};
 use crate::transcript::cache::{default_index_dir, index_file};
 use crate::transcript::error::TranscriptError;
-use crate::transcript::fold::{Fold, Nothing};
-use crate::transcript::format::Format;
+use crate::transcript::fold::{Fold, Nothing, keys_messages};
 
 /// What a deep check of a transcript's index found. The index is not changed.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,7 +108,7 @@ pub(crate) fn verify(path: &Path, options: &OpenOptions) -> Result<Verification,
         Err(FoldFailure::Read(e)) => return Err(TranscriptError::io("read", &source.path, e)),
         Err(FoldFailure::Recall(_)) => return Ok(found),
     }
-    let claude = source.format == Format::ClaudeCode;
+    let claude = keys_messages(source.format);
     let counts = (meta.summary.keys, meta.summary.buckets, meta.summary.marks);
     let rows = db.run("reading the index", |db| -> Result<_, redb::Error> {
         let txn = Leak::new(db.begin_read()?);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::Skipped;
 use crate::transcript::error::TranscriptError;
 use crate::transcript::format::Format;
+use crate::transcript::gemini::is_session_document;
 use crate::transcript::reader::{Env, reader, readers};
 
 /// An environment variable, if set and not empty.
@@ -16,7 +17,9 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
 /// The places the agents keep their transcripts, those that exist, each once: for Claude
 /// Code `<dir>/projects` for each directory of the comma-separated `$CLAUDE_CONFIG_DIR`,
 /// `~/.claude/projects` and `~/.config/claude/projects`; for Codex
-/// `${CODEX_HOME:-~/.codex}/sessions`; for pi `~/.pi/agent/sessions`.
+/// `${CODEX_HOME:-~/.codex}/sessions`; for pi `~/.pi/agent/sessions`; for Gemini CLI
+/// `<dir>/tmp` for each directory of `$GEMINI_DATA_DIR`, else `~/.gemini/tmp`; for Qwen Code
+/// `<dir>/projects` for each directory of `$QWEN_DATA_DIR`, else `~/.qwen/projects`.
 pub fn default_roots() -> Vec<PathBuf> {
     let env = Env {
         home: var("HOME").map(PathBuf::from),
@@ -37,7 +40,7 @@ pub fn default_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Every `*.jsonl` file under `paths` (a file is taken as it is), canonical, sorted, each
+/// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document) under `paths` (a file is taken as it is), canonical, sorted, each
 /// once; symbolic links to directories are not followed. Directories that cannot be listed
 /// are reported.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
@@ -78,7 +81,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl") || is_session_document(&path);
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
             Ok(t) if t.is_file() && jsonl => files.push(path),

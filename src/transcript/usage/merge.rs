@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::{Skipped, UsageOptions, UsageReport};
 use crate::transcript::claude::{merge_message, tally_of};
 use crate::transcript::error::TranscriptError;
-use crate::transcript::fold::{BucketKey, Entry, Message};
+use crate::transcript::fold::{BucketKey, Entry, Message, keys_messages};
 use crate::transcript::format::Format;
 use crate::transcript::store::{OpenOptions, Transcript, open};
 use crate::transcript::tally::Tally;
@@ -145,7 +145,7 @@ pub(crate) fn read_and_merge(
 /// The Claude Code message ids of each file, by file number.
 fn ids_of(read: &[Transcript], i: usize) -> Option<&HashMap<String, Vec<Message>>> {
     read.get(i)
-        .filter(|t| t.format == Format::ClaudeCode)
+        .filter(|t| keys_messages(t.format))
         .and_then(|t| t.dedup.as_ref())
         .map(|d| &d.messages)
 }
