@@ -116,6 +116,7 @@ fn figures(format: Format) -> &'static [(&'static str, &'static str)] {
             ("total_tokens", "totalTokens"),
             ("api_calls", "messages"),
         ],
+        Format::OpenCode => unreachable!("the export reads line transcripts"),
     }
 }
 
@@ -149,6 +150,7 @@ fn usage_json(format: Format, t: &oracle::Sum) -> serde_json::Value {
             "cacheWrite": t.cache_creation, "totalTokens": t.total,
             "cost_total": t.cost as f64 / 1e12, "messages": t.messages,
         }),
+        Format::OpenCode => unreachable!("the export reads line transcripts"),
     };
     serde_json::json!({ "native": native })
 }

@@ -85,6 +85,7 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
         Format::Pi => json!({"type":"message","id":format!("e{}", i / 2),"timestamp":ts,
             "message":{"role":"assistant","model":model,"usage":{"input":v[0],"output":v[1],
                 "cacheWrite":v[2],"cacheRead":v[3],"totalTokens":v[4],"cost":{"total":v[0]}}}}),
+        Format::OpenCode => unreachable!("not a line format"),
     }
     .to_string()
 }
@@ -122,6 +123,7 @@ proptest! {
                     Format::ClaudeCode => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"b{i}"}}"#),
                     Format::Codex => r#"{"type":"compacted","payload":{"message":""}}"#.to_owned(),
                     Format::Pi => format!(r#"{{"type":"compaction","id":"c{i}","tokensBefore":5}}"#),
+                    Format::OpenCode => unreachable!("not a line format"),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

@@ -126,6 +126,7 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
             Format::ClaudeCode => claude.extend_from_slice(&bytes),
             Format::Pi => pi.push(bytes),
             Format::Codex => parts.push((*format, oracle::expected(*format, &bytes))),
+            Format::OpenCode => unreachable!("no OpenCode data among these"),
         }
     }
     parts.push((

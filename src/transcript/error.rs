@@ -36,6 +36,15 @@ pub enum TranscriptError {
         /// The transcript.
         path: PathBuf,
     },
+    /// The file is there but cannot be read as its format says (a damaged database, a
+    /// database that kept changing while it was copied).
+    #[error("cannot read {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Reading the transcript failed (permissions, I/O).
     #[error("cannot {op} {path}: {source}")]
     Io {

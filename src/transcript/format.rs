@@ -20,11 +20,20 @@ pub enum Format {
     Codex,
     /// pi coding agent sessions (`~/.pi/agent/sessions/<project>/*.jsonl`).
     Pi,
+    /// `OpenCode` sessions: an SQLite database (`~/.local/share/opencode/opencode.db`, read with
+    /// its `-wal`) or the older JSON storage (`storage/message/<session>/msg_*.json`).
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 3] = [Format::ClaudeCode, Format::Codex, Format::Pi];
+    pub const ALL: [Format; 4] = [
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::Pi,
+        Format::OpenCode,
+    ];
 
     /// The stable name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -32,11 +41,17 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::Pi => "pi",
+            Format::OpenCode => "opencode",
         }
     }
 }
 
 impl Format {
+    /// Whether its transcripts are files of JSON lines (all but `OpenCode`'s database).
+    pub fn is_lines(self) -> bool {
+        self != Format::OpenCode
+    }
+
     /// The kinds of compaction boundary this format's transcripts mark.
     pub fn boundary_kinds(self) -> &'static [BoundaryKind] {
         reader(self).boundary_kinds()
@@ -51,7 +66,7 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown transcript format {0:?} (expected claude-code, codex or pi)")]
+#[error("unknown transcript format {0:?} (expected claude-code, codex, pi or opencode)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {

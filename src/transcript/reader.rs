@@ -12,7 +12,7 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, pi};
+use super::{claude, codex, opencode, pi};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub(crate) enum Slot {
     InputWithCacheRead,
     /// Output, reasoning included.
     Output,
+    /// Output without its reasoning part (`OpenCode`'s `tokens.output`).
+    OutputWithoutReasoning,
     /// The reasoning part of output.
     Reasoning,
     /// Input written to the cache.
@@ -38,7 +40,7 @@ pub(crate) enum Slot {
 }
 
 /// How many [`Slot`]s there are.
-pub(crate) const SLOTS: usize = 9;
+pub(crate) const SLOTS: usize = 10;
 
 /// A figure of a tally in a format's own terms.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +68,7 @@ impl Slot {
             Slot::Input => u.input,
             Slot::InputWithCacheRead => u.input.saturating_add(u.cache_read),
             Slot::Output => u.output,
+            Slot::OutputWithoutReasoning => u.output.saturating_sub(u.reasoning),
             Slot::Reasoning => u.reasoning,
             Slot::CacheCreation => u.cache_creation,
             Slot::CacheRead => u.cache_read,
@@ -266,7 +269,12 @@ impl<R: Rules> Reader for R {
 }
 
 /// Every reader, in the order detection tries them.
-const READERS: [&dyn Reader; 3] = [&codex::Codex, &claude::ClaudeCode, &pi::Pi];
+const READERS: [&dyn Reader; 4] = [
+    &codex::Codex,
+    &claude::ClaudeCode,
+    &pi::Pi,
+    &opencode::OpenCode,
+];
 
 /// Every reader.
 pub(crate) fn readers() -> &'static [&'static dyn Reader] {
@@ -279,6 +287,7 @@ pub(crate) fn reader(format: Format) -> &'static dyn Reader {
         Format::ClaudeCode => &claude::ClaudeCode,
         Format::Codex => &codex::Codex,
         Format::Pi => &pi::Pi,
+        Format::OpenCode => &opencode::OpenCode,
     }
 }
 

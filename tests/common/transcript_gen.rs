@@ -61,6 +61,7 @@ pub fn transcript(format: Format, seed: u64, steps: usize) -> Vec<u8> {
         Format::ClaudeCode => claude(&mut rng, steps),
         Format::Codex => codex(&mut rng, steps),
         Format::Pi => pi(&mut rng, steps),
+        Format::OpenCode => unreachable!("an OpenCode database is not lines"),
     };
     let mut out = Vec::new();
     for line in lines {

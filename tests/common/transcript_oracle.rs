@@ -280,6 +280,7 @@ pub fn expected(format: Format, bytes: &[u8]) -> Expected {
         Format::ClaudeCode => claude(bytes),
         Format::Codex => codex(bytes),
         Format::Pi => pi(bytes),
+        Format::OpenCode => unreachable!("an OpenCode database is not lines"),
     }
 }
 

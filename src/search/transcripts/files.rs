@@ -364,6 +364,7 @@ pub(super) fn error_code(error: &TranscriptError) -> &'static str {
         TranscriptError::NotAFile { .. } => "not_a_file",
         TranscriptError::Empty { .. } => "empty",
         TranscriptError::UnknownFormat { .. } => "unknown_format",
+        TranscriptError::Unreadable { .. } => "unreadable",
         TranscriptError::Io { .. } => "io_failed",
     }
 }

@@ -58,6 +58,8 @@ fn line_parts(format: Format) -> LineParts {
         Format::ClaudeCode => formats::claude,
         Format::Codex => formats::codex,
         Format::Pi => formats::pi,
+        // A database, not lines: no line of a file reads as it.
+        Format::OpenCode => |_, _, _| None,
     }
 }
 
