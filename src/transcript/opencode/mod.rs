@@ -128,7 +128,10 @@ impl Source {
 pub(crate) fn is_database(path: &Path) -> bool {
     let db = path.extension().is_some_and(|e| e == "db");
     let stem = path.file_stem().and_then(|n| n.to_str()).unwrap_or("");
-    db && (stem == "opencode" || stem.strip_prefix("opencode-").is_some_and(|s| !s.is_empty()))
+    db && (stem == "opencode"
+        || stem
+            .strip_prefix("opencode-")
+            .is_some_and(|s| !s.is_empty()))
 }
 
 /// The storage directory of a message file `<storage>/message/<session>/<file>.json`.
