@@ -1,8 +1,10 @@
-//! OpenCode: the real database's totals per session and per model against an oracle reading
+//! `OpenCode`: the real database's totals per session and per model against an oracle reading
 //! the rows straight from a copy with SQLite (WAL-only rows included); the directory left
 //! byte-identical by `transcript` and `usage`, with and without `-wal`/`-shm`; a damaged
 //! database skipped with its reason; the older JSON storage against the same oracle.
 #![cfg(all(feature = "opencode", feature = "cli"))]
+// Helpers here are part of the tests: a failed step fails the test that called it.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
