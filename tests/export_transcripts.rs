@@ -140,6 +140,7 @@ fn figures(format: Format) -> &'static [(&'static str, &'static str)] {
             ("total_tokens", "totalTokenCount"),
             ("api_calls", "messages"),
         ],
+        Format::OpenCode => unreachable!("the export reads line transcripts"),
     }
 }
 
@@ -188,6 +189,7 @@ fn usage_json(format: Format, t: &oracle::Sum) -> serde_json::Value {
             "thoughtsTokenCount": t.reasoning, "cachedContentTokenCount": t.cache_read,
             "totalTokenCount": t.total, "messages": t.messages,
         }),
+        Format::OpenCode => unreachable!("the export reads line transcripts"),
     };
     serde_json::json!({ "native": native })
 }

@@ -238,7 +238,23 @@ fn every_tool_answers_as_the_cli_does_and_nothing_is_written() {
             None => break,
         }
     }
-    let rows = cli["rows"].as_array().unwrap();
+    // OpenCode sessions are usage rows but not line transcripts the listing holds: they are
+    // the OpenCode database's own sessions (its subagents' under their parents').
+    let copies = tempfile::tempdir().unwrap();
+    let db = root.join("opencode/JulesGuiCs-dda98e9/opencode.db");
+    let opencode = agentlog::transcript::read_opencode(&db, Some(copies.path())).unwrap();
+    let (opencode_rows, rows): (Vec<&Value>, Vec<&Value>) =
+        cli["rows"].as_array().unwrap().iter().partition(|r| {
+            opencode
+                .sessions
+                .iter()
+                .any(|s| s.parent.is_none() && r["session"] == s.session.as_str())
+        });
+    assert_eq!(opencode_rows.len(), 1);
+    assert_eq!(
+        opencode_rows[0]["total_tokens"],
+        opencode.total.tally.usage.total()
+    );
     let with_tokens: Vec<&Value> = sessions.iter().filter(|s| s["messages"] != 0).collect();
     assert_eq!(with_tokens.len(), rows.len());
     for row in rows {

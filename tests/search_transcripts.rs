@@ -386,6 +386,9 @@ fn line(format: Format, kind: usize, text: &str, n: usize) -> String {
     format!("{v}\n")
 }
 
+/// The formats written as lines (an `OpenCode` database is not one).
+const LINE_FORMATS: [Format; 3] = [Format::ClaudeCode, Format::Codex, Format::Pi];
+
 /// The first line, which tells the format.
 fn header(format: Format) -> String {
     let v = match format {
@@ -399,6 +402,7 @@ fn header(format: Format) -> String {
         Format::Qwen => {
             json!({"uuid":"h","sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"start"}]}})
         }
+        Format::OpenCode => unreachable!("not a line format"),
     };
     format!("{v}\n")
 }
@@ -411,6 +415,7 @@ fn file_name(format: Format) -> &'static str {
         Format::Copilot => "copilot/s/events.jsonl",
         Format::Gemini => "gemini/p/chats/session-2026-01-01T00-00-abcd1234.jsonl",
         Format::Qwen => "qwen/p/chats/s.jsonl",
+        Format::OpenCode => unreachable!("not a line format"),
     }
 }
 
@@ -418,7 +423,7 @@ fn file_name(format: Format) -> &'static str {
 fn generated_transcripts_answer_as_a_scan() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
-    for (f, format) in Format::ALL.into_iter().enumerate() {
+    for (f, format) in LINE_FORMATS.into_iter().enumerate() {
         let path = root.join(file_name(format));
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         let mut text = header(format);
@@ -486,12 +491,12 @@ fn op() -> impl Strategy<Value = Op> {
 type Pending = [Option<Vec<u8>>; 3];
 
 fn apply(root: &Path, op: &Op, counter: &mut usize, pending: &mut Pending) {
-    let path_of = |f: usize| root.join(file_name(Format::ALL[f]));
+    let path_of = |f: usize| root.join(file_name(LINE_FORMATS[f]));
     let body = |f: usize, lines: &[(usize, Vec<usize>)], counter: &mut usize| {
         let mut text = String::new();
         for (kind, picks) in lines {
             *counter += 1;
-            text.push_str(&line(Format::ALL[f], *kind, &sentence(picks), *counter));
+            text.push_str(&line(LINE_FORMATS[f], *kind, &sentence(picks), *counter));
         }
         text
     };
@@ -507,7 +512,7 @@ fn apply(root: &Path, op: &Op, counter: &mut usize, pending: &mut Pending) {
             let mut text = if path.exists() {
                 String::new()
             } else {
-                header(Format::ALL[*f])
+                header(LINE_FORMATS[*f])
             };
             text.push_str(&body(*f, lines, counter));
             fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -522,7 +527,7 @@ fn apply(root: &Path, op: &Op, counter: &mut usize, pending: &mut Pending) {
             let path = path_of(*f);
             if path.exists() {
                 *counter += 1;
-                let whole = line(Format::ALL[*f], 0, "needle torn", *counter);
+                let whole = line(LINE_FORMATS[*f], 0, "needle torn", *counter);
                 let cut = (*n).min(whole.len() - 1);
                 let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
                 file.write_all(&whole.as_bytes()[..cut]).unwrap();
@@ -549,7 +554,7 @@ fn apply(root: &Path, op: &Op, counter: &mut usize, pending: &mut Pending) {
         Op::Rewrite(f, lines) => {
             let path = path_of(*f);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
-            let mut text = header(Format::ALL[*f]);
+            let mut text = header(LINE_FORMATS[*f]);
             text.push_str(&body(*f, lines, counter));
             fs::write(&path, text).unwrap();
         }

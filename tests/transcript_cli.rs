@@ -122,6 +122,7 @@ fn the_json_has_the_issues_shape_in_each_formats_own_names() {
                 "totalTokenCount",
                 "messages",
             ],
+            Format::OpenCode => unreachable!("these fixtures are line transcripts"),
         };
         let mut keys: Vec<&str> = v["lifetime"]["native"]
             .as_object()

@@ -103,6 +103,7 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
         Format::Qwen => json!({"uuid":format!("q{}", i / 2),"type":"assistant","timestamp":ts,
             "model":model,"usageMetadata":{"promptTokenCount":v[0],"candidatesTokenCount":v[1],
                 "cachedContentTokenCount":v[3],"thoughtsTokenCount":v[4],"totalTokenCount":v[2]}}),
+        Format::OpenCode => unreachable!("not a line format"),
     }
     .to_string()
 }
@@ -143,6 +144,7 @@ proptest! {
                     Format::Copilot => r#"{"type":"session.compaction_complete","data":{"compactionTokensUsed":{"input":9,"output":2,"cachedInput":4}}}"#.to_owned(),
                     Format::Gemini => r#"{"$set":{"messages":[]}}"#.to_owned(),
                     Format::Qwen => format!(r#"{{"type":"system","subtype":"chat_compression","uuid":"c{i}"}}"#),
+                    Format::OpenCode => unreachable!("not a line format"),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

@@ -129,6 +129,7 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
             Format::Codex | Format::Copilot | Format::Gemini | Format::Qwen => {
                 parts.push((*format, oracle::expected(*format, &bytes)));
             }
+            Format::OpenCode => unreachable!("no OpenCode data among these"),
         }
     }
     parts.push((

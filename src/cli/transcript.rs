@@ -9,8 +9,9 @@ use clap::ValueEnum;
 use serde_json::Value;
 
 use agentlog::transcript::{
-    Format, NativeValue, OpenOptions, ReportError, ReportOptions, TranscriptDiagnostics,
-    TranscriptError, TranscriptReport, UsageFigures, read_report,
+    Format, NativeValue, OpenCodeReport, OpenOptions, ReportError, ReportOptions,
+    TranscriptDiagnostics, TranscriptError, TranscriptReport, UsageFigures, read_opencode,
+    read_report,
 };
 
 use super::table::{render, thousands};
@@ -18,7 +19,10 @@ use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The transcript: a Claude Code session file, a Codex rollout, or a pi session file.
+    /// The transcript: a Claude Code session file, a Codex rollout, a pi session file, or an
+    /// OpenCode database (opencode.db, read with its -wal) or storage directory.
+    // clap prints this comment as the argument's help, where backticks would show.
+    #[allow(clippy::doc_markdown)]
     file: PathBuf,
     /// Read it as this format instead of detecting it from its first lines.
     #[arg(long, value_enum, default_value = "auto")]
@@ -57,6 +61,8 @@ enum FormatArg {
     Gemini,
     /// Qwen Code.
     Qwen,
+    /// OpenCode (a database or an older storage directory).
+    Opencode,
 }
 
 impl FormatArg {
@@ -69,6 +75,7 @@ impl FormatArg {
             FormatArg::Copilot => Some(Format::Copilot),
             FormatArg::Gemini => Some(Format::Gemini),
             FormatArg::Qwen => Some(Format::Qwen),
+            FormatArg::Opencode => Some(Format::OpenCode),
         }
     }
 }
@@ -92,6 +99,9 @@ impl From<TranscriptError> for Failure {
             }
             TranscriptError::NotADocument { path, .. } => {
                 Failure::new("not_a_document", EXIT_BAD_INPUT, message).with("path", display(&path))
+            }
+            TranscriptError::Unreadable { path, .. } => {
+                Failure::new("unreadable", EXIT_BAD_INPUT, message).with("path", display(&path))
             }
             TranscriptError::Io { path, .. } => {
                 Failure::new("io_error", EXIT_FAILURE, message).with("path", display(&path))
@@ -119,6 +129,26 @@ impl From<ReportError> for Failure {
 }
 
 pub fn run(args: &Args) -> Result<u8, Failure> {
+    let opencode = match args.format.format() {
+        Some(f) => f == Format::OpenCode,
+        None => is_opencode(&args.file),
+    };
+    if opencode {
+        if args.subagents {
+            return Err(Failure::new(
+                "bad_input",
+                EXIT_BAD_INPUT,
+                "--subagents applies to Claude Code transcripts; an OpenCode database answers every session in it".to_owned(),
+            ));
+        }
+        let report = read_opencode(&args.file, args.index_dir.as_deref())?;
+        if args.json {
+            stream_json(|out| serde_json::to_writer(out, &report))?;
+        } else {
+            out!("{}", human_opencode(&report));
+        }
+        return Ok(EXIT_OK);
+    }
     let options = ReportOptions {
         open: OpenOptions {
             format: args.format.format(),
@@ -139,6 +169,43 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// The `OpenCode` table: one row per session, in `OpenCode`'s names, then the total.
+fn human_opencode(r: &OpenCodeReport) -> String {
+    let mut out = format!(
+        "opencode    {}{}\n\n",
+        display(&r.path),
+        if r.wal { " (with its -wal)" } else { "" }
+    );
+    let mut header = vec!["session".to_owned(), "title".to_owned()];
+    header.extend(r.total.native.iter().map(|(name, _)| (*name).to_owned()));
+    let mut rows = vec![header];
+    for s in &r.sessions {
+        let mut row = vec![s.session.clone(), s.title.clone().unwrap_or_default()];
+        row.extend(cells(&s.usage));
+        rows.push(row);
+    }
+    let mut total = vec!["total".to_owned(), String::new()];
+    total.extend(cells(&r.total));
+    rows.push(total);
+    out.push_str(&render(&rows));
+    for (path, why) in &r.skipped {
+        let _ = writeln!(out, "skipped     {path}: {why}");
+    }
+    out
+}
+
+/// Whether a path is `OpenCode`'s: a directory (its storage) or an SQLite database.
+fn is_opencode(path: &std::path::Path) -> bool {
+    use std::io::Read as _;
+    if path.is_dir() {
+        return true;
+    }
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 /// The table: one row per generation, in the format's own names, then lifetime (and with

@@ -46,6 +46,15 @@ pub enum TranscriptError {
         /// What the JSON reader found.
         detail: String,
     },
+    /// The file is there but cannot be read as its format says (a damaged database, a
+    /// database that kept changing while it was copied).
+    #[error("cannot read {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Reading the transcript failed (permissions, I/O).
     #[error("cannot {op} {path}: {source}")]
     Io {

@@ -27,17 +27,22 @@ pub enum Format {
     Gemini,
     /// Qwen Code sessions (`~/.qwen/projects/<project>/chats/<session>.jsonl`).
     Qwen,
+    /// `OpenCode` sessions: an SQLite database (`~/.local/share/opencode/opencode.db`, read with
+    /// its `-wal`) or the older JSON storage (`storage/message/<session>/msg_*.json`).
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::ClaudeCode,
         Format::Codex,
         Format::Pi,
         Format::Gemini,
         Format::Qwen,
         Format::Copilot,
+        Format::OpenCode,
     ];
 
     /// The stable name used on the command line and in JSON.
@@ -49,11 +54,17 @@ impl Format {
             Format::Copilot => "copilot",
             Format::Gemini => "gemini",
             Format::Qwen => "qwen",
+            Format::OpenCode => "opencode",
         }
     }
 }
 
 impl Format {
+    /// Whether its transcripts are files of JSON lines (all but `OpenCode`'s database).
+    pub fn is_lines(self) -> bool {
+        self != Format::OpenCode
+    }
+
     /// The kinds of compaction boundary this format's transcripts mark.
     pub fn boundary_kinds(self) -> &'static [BoundaryKind] {
         reader(self).boundary_kinds()

@@ -33,6 +33,7 @@ mod gemini;
 // The per-line facts and native token slots the readers give are read by the export only.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
 pub(crate) mod json;
+mod opencode;
 mod pi;
 #[cfg(feature = "testing")]
 mod pieces;
@@ -61,6 +62,10 @@ pub use fold::{
     UNKNOWN_MODEL, UNKNOWN_QUARTER,
 };
 pub use format::{Format, UnknownFormat, detect_format};
+pub use opencode::{
+    NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeReport, OpenCodeSession,
+    parse_message as parse_opencode_message, read_opencode,
+};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use price::{

@@ -12,7 +12,7 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, copilot, gemini, pi, qwen};
+use super::{claude, codex, copilot, gemini, opencode, pi, qwen};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub(crate) enum Slot {
     InputWithCacheRead,
     /// Output, reasoning included.
     Output,
+    /// Output without its reasoning part (`OpenCode`'s `tokens.output`).
+    OutputWithoutReasoning,
     /// The reasoning part of output.
     Reasoning,
     /// Input written to the cache.
@@ -38,7 +40,7 @@ pub(crate) enum Slot {
 }
 
 /// How many [`Slot`]s there are.
-pub(crate) const SLOTS: usize = 9;
+pub(crate) const SLOTS: usize = 10;
 
 /// A figure of a tally in a format's own terms.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +68,7 @@ impl Slot {
             Slot::Input => u.input,
             Slot::InputWithCacheRead => u.input.saturating_add(u.cache_read),
             Slot::Output => u.output,
+            Slot::OutputWithoutReasoning => u.output.saturating_sub(u.reasoning),
             Slot::Reasoning => u.reasoning,
             Slot::CacheCreation => u.cache_creation,
             Slot::CacheRead => u.cache_read,
@@ -267,13 +270,14 @@ impl<R: Rules> Reader for R {
 
 /// Every reader, in the order detection tries them (Qwen Code's records look like Claude
 /// Code's but for their message's `parts`: it goes first).
-const READERS: [&dyn Reader; 6] = [
+const READERS: [&dyn Reader; 7] = [
     &codex::Codex,
     &qwen::Qwen,
     &claude::ClaudeCode,
     &pi::Pi,
     &gemini::Gemini,
     &copilot::Copilot,
+    &opencode::OpenCode,
 ];
 
 /// Every reader.
@@ -290,6 +294,7 @@ pub(crate) fn reader(format: Format) -> &'static dyn Reader {
         Format::Copilot => &copilot::Copilot,
         Format::Gemini => &gemini::Gemini,
         Format::Qwen => &qwen::Qwen,
+        Format::OpenCode => &opencode::OpenCode,
     }
 }
 

@@ -67,6 +67,7 @@ pub fn transcript(format: Format, seed: u64, steps: usize) -> Vec<u8> {
         Format::Copilot => copilot(&mut rng, steps),
         Format::Gemini => gemini_qwen::gemini(&mut rng, steps),
         Format::Qwen => gemini_qwen::qwen(&mut rng, steps),
+        Format::OpenCode => unreachable!("an OpenCode database is not lines"),
     };
     let mut out = Vec::new();
     for line in lines {

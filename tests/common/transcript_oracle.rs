@@ -287,6 +287,7 @@ pub fn expected(format: Format, bytes: &[u8]) -> Expected {
         Format::Copilot => copilot(bytes),
         Format::Gemini => gemini(bytes),
         Format::Qwen => qwen(bytes),
+        Format::OpenCode => unreachable!("an OpenCode database is not lines"),
     }
 }
 

@@ -365,6 +365,7 @@ pub(super) fn error_code(error: &TranscriptError) -> &'static str {
         TranscriptError::Empty { .. } => "empty",
         TranscriptError::UnknownFormat { .. } => "unknown_format",
         TranscriptError::NotADocument { .. } => "not_a_document",
+        TranscriptError::Unreadable { .. } => "unreadable",
         TranscriptError::Io { .. } => "io_failed",
     }
 }

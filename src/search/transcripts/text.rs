@@ -61,6 +61,8 @@ fn line_parts(format: Format) -> LineParts {
         Format::Copilot => formats::copilot,
         Format::Gemini => formats::gemini,
         Format::Qwen => formats::qwen,
+        // A database, not lines: no line of a file reads as it.
+        Format::OpenCode => |_, _, _| None,
     }
 }
 

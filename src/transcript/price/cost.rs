@@ -83,7 +83,13 @@ impl Pricer {
         let recorded = records_cost(format);
         match self.mode {
             CostMode::Recorded => return recorded.then_some(tally.cost),
-            CostMode::Auto if recorded => return Some(tally.cost),
+            // OpenCode records 0 for what it did not price: such a bucket is priced from its
+            // tokens (its messages with a cost are bucketed apart).
+            CostMode::Auto
+                if recorded && !(format == Format::OpenCode && tally.cost == Money::default()) =>
+            {
+                return Some(tally.cost);
+            }
             CostMode::Auto | CostMode::Calculate => {}
         }
         let table = &self.table;

@@ -25,7 +25,7 @@ use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
 use super::usage::merge::read_and_merge;
-use super::usage::{Grouper, Skipped, UsageOptions, UsageReport, read_files, session_of};
+use super::usage::{Extra, Grouper, Skipped, UsageOptions, UsageReport, read_files, session_of};
 use crate::log::{Coverage, CoverageCheck};
 
 mod file;
@@ -194,10 +194,11 @@ struct Snapshot {
 pub(crate) fn usage_with_snapshot(
     roots: &[PathBuf],
     files: &[PathBuf],
+    extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> UsageReport {
-    let (mut report, outcome) = answer_with_snapshot(roots, files, options, progress);
+    let (mut report, outcome) = answer_with_snapshot(roots, files, extra, options, progress);
     report.snapshot = outcome;
     report
 }
@@ -205,18 +206,19 @@ pub(crate) fn usage_with_snapshot(
 fn answer_with_snapshot(
     roots: &[PathBuf],
     files: &[PathBuf],
+    extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> (UsageReport, SnapshotOutcome) {
     let Some(dir) = options.open.index_dir.clone().or_else(default_index_dir) else {
-        let report = read_files(files, options, progress);
+        let report = read_files(files, extra, options, progress);
         let reason = "no cache directory".to_owned();
         return (report, SnapshotOutcome::Unavailable { reason });
     };
     let request = request_of(roots, &options.open);
     let path = snapshot_file(&dir, &request);
     let reason = match read_snapshot(&path, &request) {
-        Ok(snapshot) => match warm(snapshot, files, options) {
+        Ok(snapshot) => match warm(snapshot, files, extra, options) {
             Ok((report, outcome, changed)) => {
                 if let Some(snapshot) = changed {
                     // The answer stands even if the snapshot cannot be kept.
@@ -228,7 +230,7 @@ fn answer_with_snapshot(
         },
         Err(reason) => reason,
     };
-    let (report, snapshot) = full(files, options, progress, request);
+    let (report, snapshot) = full(files, extra, options, progress, request);
     let outcome = match write_snapshot(&dir, &path, &snapshot) {
         Ok(()) => SnapshotOutcome::Rebuilt { reason },
         Err(e) => SnapshotOutcome::Unavailable {
@@ -395,6 +397,7 @@ fn corrected(own: &Tally, delta: &Delta) -> Option<Tally> {
 /// The full path: every file read and merged, and the snapshot of that answer.
 fn full(
     files: &[PathBuf],
+    extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
     request: Vec<u8>,
@@ -463,13 +466,15 @@ fn full(
         keys,
     };
     let mut report = merged.report;
-    answer(&snapshot, options, &mut report);
+    answer(&snapshot, extra, options, &mut report);
     (report, snapshot)
 }
 
-/// Fills the report's rows, file counts and duplicates from the snapshot.
-fn answer(snapshot: &Snapshot, options: &UsageOptions, report: &mut UsageReport) {
+/// Fills the report's rows, file counts and duplicates from the snapshot (and the usage read
+/// beside the line transcripts).
+fn answer(snapshot: &Snapshot, extra: Extra<'_>, options: &UsageOptions, report: &mut UsageReport) {
     let mut rows = Grouper::new(options);
+    rows.add_extra(extra);
     let zero = Tally::default();
     report.files.clear();
     for f in &snapshot.files {
@@ -570,6 +575,7 @@ fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, Str
 fn warm(
     mut snapshot: Snapshot,
     files: &[PathBuf],
+    extra: Extra<'_>,
     options: &UsageOptions,
 ) -> Result<(UsageReport, SnapshotOutcome, Option<Snapshot>), String> {
     // The same files: those read and those that could not be, in path order.
@@ -612,7 +618,7 @@ fn warm(
         .map(|(i, _)| i)
         .collect();
     if grown.is_empty() {
-        answer(&snapshot, options, &mut report);
+        answer(&snapshot, extra, options, &mut report);
         return Ok((
             report,
             SnapshotOutcome::Current,
@@ -681,7 +687,7 @@ fn warm(
         snapshot.keys.extend(new_keys);
         snapshot.keys.sort_unstable();
     }
-    answer(&snapshot, options, &mut report);
+    answer(&snapshot, extra, options, &mut report);
     let outcome = SnapshotOutcome::CaughtUp { files: grown.len() };
     Ok((report, outcome, changed.then_some(snapshot)))
 }

@@ -40,7 +40,7 @@ pub fn default_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document) under `paths` (a file is taken as it is), canonical, sorted, each
+/// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document, `OpenCode` database or older message file) under `paths` (a file is taken as it is), canonical, sorted, each
 /// once; symbolic links to directories are not followed. Directories that cannot be listed
 /// are reported.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
@@ -81,7 +81,9 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let jsonl = path.extension().is_some_and(|e| e == "jsonl") || is_session_document(&path);
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl")
+            || is_session_document(&path)
+            || crate::transcript::opencode::wanted(&path);
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
             Ok(t) if t.is_file() && jsonl => files.push(path),

@@ -123,6 +123,16 @@ impl<'a> Grouper<'a> {
         }
     }
 
+    /// Adds the usage read beside the line transcripts: each bucket of each session.
+    pub(crate) fn add_extra(&mut self, extra: super::Extra<'_>) {
+        for s in extra {
+            for ((quarter, model, _), tally) in &s.buckets {
+                let at = (*quarter, model.as_str());
+                self.add((&s.session, &s.project), Format::OpenCode, at, tally);
+            }
+        }
+    }
+
     /// Puts the rows and totals in `report`.
     pub(crate) fn finish(self, report: &mut UsageReport) {
         let mut rows = blocks(&self.quarters, self.options);

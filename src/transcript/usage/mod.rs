@@ -29,10 +29,15 @@ pub use live::{LiveView, live};
 use merge::read_and_merge;
 
 use super::error::TranscriptError;
+use super::format::Format;
+use super::opencode;
 use super::price::{CostMode, PriceSource, PriceTable, RowCost};
 use super::snapshot::{SnapshotOutcome, usage_with_snapshot};
 use super::store::OpenOptions;
 use super::tally::Tally;
+
+/// Usage read beside the line transcripts (`OpenCode`'s sessions), added to the rows.
+pub(crate) type Extra<'a> = &'a [opencode::SessionUsage];
 
 /// How a usage report groups its rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -296,11 +301,24 @@ pub fn usage(
         paths.to_vec()
     };
     let (files, mut skipped) = discover(&roots);
+    // OpenCode keeps databases, not lines: read beside the line transcripts, every time (the
+    // snapshot covers line files).
+    let (files, opencode) = opencode::split(files);
+    let extra = opencode::for_usage(&opencode, options.open.index_dir.as_deref());
     let mut report = if options.snapshot {
-        usage_with_snapshot(&roots, &files, options, progress)
+        usage_with_snapshot(&roots, &files, &extra.sessions, options, progress)
     } else {
-        read_files(&files, options, progress)
+        read_files(&files, &extra.sessions, options, progress)
     };
+    if extra.read > 0 {
+        *report.files.entry(Format::OpenCode.name()).or_default() += extra.read;
+    }
+    skipped.extend(
+        extra
+            .skipped
+            .into_iter()
+            .map(|(path, error)| Skipped { path, error }),
+    );
     skipped.append(&mut report.skipped);
     report.skipped = skipped;
     report.by = options.by;
@@ -324,11 +342,13 @@ pub(crate) fn zone_name(zone: &TimeZone) -> String {
 /// files (in path order: a message's first file owns it).
 pub(crate) fn read_files(
     files: &[PathBuf],
+    extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> UsageReport {
     let mut merged = read_and_merge(files, options, progress, false);
     let mut rows = Grouper::new(options);
+    rows.add_extra(extra);
     for (t, file_buckets) in merged.read.iter().zip(&merged.buckets) {
         let (session, project) = session_of(&t.path, t.format);
         for (&(quarter, model), tally) in file_buckets {

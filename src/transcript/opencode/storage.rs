@@ -1,0 +1,98 @@
+//! `OpenCode`'s older JSON storage: `storage/message/<session>/msg_*.json` (one message each,
+//! the same `data` as a database row) and `storage/session/<project>/<session>.json` (a
+//! session's title, directory and parent). Read in place; nothing is written.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{Row, SessionInfo, Store};
+use crate::transcript::error::TranscriptError;
+use crate::transcript::json::{Text, parse_line};
+
+/// Every entry of a directory (none if it cannot be listed), sorted by name.
+fn entries(dir: &Path) -> Vec<std::fs::DirEntry> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    out.sort_by_key(std::fs::DirEntry::file_name);
+    out
+}
+
+fn is_json(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
+/// Reads the storage directory `storage` (the one holding `message/` and `session/`).
+pub(crate) fn read_storage(storage: &Path) -> Result<Store, TranscriptError> {
+    let messages = storage.join("message");
+    let listing = std::fs::read_dir(&messages).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => TranscriptError::NotFound {
+            path: messages.clone(),
+        },
+        _ => TranscriptError::io("list", &messages, e),
+    });
+    drop(listing?);
+    let mut rows = Vec::new();
+    for session in entries(&messages) {
+        let session_id = session.file_name().to_string_lossy().into_owned();
+        for file in entries(&session.path()) {
+            let path = file.path();
+            if !is_json(&path) || !file.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let data = std::fs::read(&path).map_err(|e| TranscriptError::io("read", &path, e))?;
+            let id = path
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+            rows.push(Row {
+                id,
+                session: session_id.clone(),
+                data,
+                file: Some(path),
+            });
+        }
+    }
+    let mut sessions = Vec::new();
+    for project in entries(&storage.join("session")) {
+        for file in entries(&project.path()) {
+            let path = file.path();
+            if is_json(&path)
+                && let Ok(bytes) = std::fs::read(&path)
+                && let Some(info) = session_info(&bytes)
+            {
+                sessions.push(info);
+            }
+        }
+    }
+    Ok(Store {
+        path: storage.to_path_buf(),
+        rows,
+        sessions,
+        wal: false,
+    })
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SessionFile<'a> {
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow, rename = "parentID")]
+    parent: Text<'a>,
+    #[serde(borrow)]
+    title: Text<'a>,
+    #[serde(borrow)]
+    directory: Text<'a>,
+}
+
+fn session_info(bytes: &[u8]) -> Option<SessionInfo> {
+    let s: SessionFile = parse_line(bytes)?;
+    let text = |t: &Text<'_>| t.non_empty().map(str::to_owned);
+    Some(SessionInfo {
+        id: text(&s.id)?,
+        parent: text(&s.parent),
+        title: text(&s.title),
+        directory: text(&s.directory),
+    })
+}
