@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use agentlog::transcript::{
     Format, NativeValue, OpenOptions, ReportError, ReportOptions, TranscriptDiagnostics,
-    TranscriptError, TranscriptReport, UsageFigures, read_report,
+    TranscriptError, TranscriptReport, UsageFigures,
 };
 
 use super::table::{render, thousands};
@@ -32,6 +32,9 @@ pub struct Args {
     #[allow(clippy::doc_markdown)]
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// Do not answer from the archive when the file is gone.
+    #[arg(long)]
+    no_archive: bool,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -115,7 +118,10 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         },
         subagents: args.subagents,
     };
-    let report = read_report(&args.file, &options)?;
+    let archive = (!args.no_archive)
+        .then(|| agentlog::archive::default_archive_dir().ok())
+        .flatten();
+    let report = agentlog::archive::report(&args.file, &options, archive.as_deref())?;
     if args.json {
         // Straight out: the document grows with the number of boundaries.
         stream_json(|out| serde_json::to_writer(out, &report))?;
@@ -138,6 +144,12 @@ fn human(r: &TranscriptReport) -> String {
         r.format,
         r.index
     );
+    if let Some(version) = r.from_archive {
+        let _ = writeln!(
+            out,
+            "from the archive: version {version} (the file is gone)\n"
+        );
+    }
     let mut header: Vec<String> = ["gen", "offset", "line", "kind", "trigger", "pre_tokens"]
         .map(str::to_owned)
         .to_vec();

@@ -90,5 +90,5 @@ pub use tokens::Usage;
 pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
     UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover, live, session_of,
-    usage,
+    usage, usage_of_files,
 };
