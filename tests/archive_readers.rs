@@ -155,6 +155,20 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
         "--json",
         "--subagents",
     ]);
+    let search = |h: &Place, extra: &[&str]| {
+        let mut args = vec![
+            "search",
+            "--transcripts",
+            "--json",
+            "--limit",
+            "50",
+            "latest migration",
+        ];
+        args.extend_from_slice(extra);
+        h.json(&args)
+    };
+    let search_oracle = search(&h, &[]);
+    assert!(!search_oracle["hits"].as_array().unwrap().is_empty());
     let archived = h.json(&["archive", "--json"]);
     assert_eq!(archived["new_sources"], 7, "{archived}");
 
@@ -229,6 +243,29 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
         ],
     );
     assert!(!refused.status.success());
+
+    // search --transcripts finds the gone session's lines, named by their original path.
+    let found = search(&h, &[]);
+    let hits = found["hits"].as_array().unwrap();
+    let expected = search_oracle["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), expected.len(), "{found}");
+    for (got, want) in hits.iter().zip(expected) {
+        for field in ["file", "line", "offset", "session", "snippet", "generation"] {
+            assert_eq!(got[field], want[field], "{field}");
+        }
+        let gone = !Path::new(want["file"].as_str().unwrap()).exists();
+        assert_eq!(got["archived"] == 1, gone, "{got}");
+    }
+    let without = search(&h, &["--no-archive"]);
+    let gone_hits = expected
+        .iter()
+        .filter(|w| !Path::new(w["file"].as_str().unwrap()).exists())
+        .count();
+    assert!(gone_hits > 0);
+    assert_eq!(
+        without["hits"].as_array().unwrap().len(),
+        expected.len() - gone_hits
+    );
 
     // Nothing was written beside the transcripts.
     assert_eq!(h.listing(), before);

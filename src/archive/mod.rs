@@ -35,7 +35,7 @@ pub use frame::FrameDamage;
 pub use list::{ArchiveListing, ListedSource, ListedVersion};
 pub use pending::{WARN_AGE, unarchived_older_than};
 pub use reader::{Archive, ArchiveDamage, ArchivedBytes};
-pub use readers::{copies_dir, report, usage};
+pub use readers::{copies_dir, gone_copies, report, usage};
 pub use restore::{RestoreOptions, Restored, RestoredFile, restore};
 pub use run::{ArchiveOptions, ArchiveReport, ArchiveSkipped, archive};
 pub use verify::{ArchiveVerification, IndexDamage, verify};

@@ -174,3 +174,32 @@ fn copy_to(
     super::copies::keep_copy(archive, original, v, to)
         .map_err(|e| TranscriptError::io("copy", original, std::io::Error::other(e)))
 }
+
+/// The archived sources under `paths` (every source when empty) whose original is gone, with
+/// their cache copies written (the latest version of each): what a reader that takes files (search, export) adds to the
+/// originals. Sources whose original exists are left to it. Problems copying are returned as
+/// messages.
+pub fn gone_copies(
+    paths: &[PathBuf],
+    archive_dir: &Path,
+    index_dir: Option<&Path>,
+) -> Result<(Vec<super::ArchivedCopy>, Vec<String>), super::ArchiveError> {
+    let archive = Archive::open(archive_dir)?;
+    let Some(copies) = copies_dir(index_dir) else {
+        return Ok((
+            Vec::new(),
+            vec!["no cache directory for the archive's copies".into()],
+        ));
+    };
+    let scope: Vec<PathBuf> = paths.iter().map(|p| absolute(p)).collect();
+    let sources = archived_sources(&archive, &scope, &copies);
+    // The latest version of each (copies come by original, then version).
+    let mut gone: Vec<super::ArchivedCopy> = Vec::new();
+    for c in sources.copies.into_iter().filter(|c| !c.original_exists) {
+        match gone.last_mut() {
+            Some(last) if last.original == c.original => *last = c,
+            _ => gone.push(c),
+        }
+    }
+    Ok((gone, sources.problems))
+}
