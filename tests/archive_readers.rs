@@ -169,6 +169,21 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
     };
     let search_oracle = search(&h, &[]);
     assert!(!search_oracle["hits"].as_array().unwrap().is_empty());
+    let gone_rollout = h.codex.join(ROLLOUTS[0]);
+    let export = |h: &Place, out: &str, extra: &[&str]| {
+        let out = h.home.join(out);
+        let mut args = vec![
+            "export",
+            gone_rollout.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        h.run_with("data", &args)
+    };
+    let export_oracle: Value =
+        serde_json::from_slice(&export(&h, "out-before", &[]).stdout).unwrap();
     let archived = h.json(&["archive", "--json"]);
     assert_eq!(archived["new_sources"], 7, "{archived}");
 
@@ -266,6 +281,20 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
         without["hits"].as_array().unwrap().len(),
         expected.len() - gone_hits
     );
+
+    // export takes the gone rollout from the archive: the same rows, its log the copy.
+    let exported = export(&h, "out-after", &[]);
+    assert!(exported.status.success(), "{exported:?}");
+    let exported: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    let (got, want) = (&exported["sources"][0], &export_oracle["sources"][0]);
+    assert_eq!(got["source_id"], want["source_id"]);
+    assert_eq!(got["rows"], want["rows"]);
+    assert!(want["rows"].as_u64().unwrap() > 0);
+    assert!(
+        got["log"].as_str().unwrap().contains("/archived/v1/"),
+        "{got}"
+    );
+    assert!(!export(&h, "out-none", &["--no-archive"]).status.success());
 
     // Nothing was written beside the transcripts.
     assert_eq!(h.listing(), before);
