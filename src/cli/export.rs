@@ -15,6 +15,7 @@ use super::table::thousands;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json};
 
 #[derive(clap::Args)]
+#[expect(clippy::struct_excessive_bools, reason = "each is a command-line flag")]
 pub struct Args {
     /// Agent directories, session stores, transcript files or directories.
     #[arg(required = true)]
