@@ -93,26 +93,32 @@ impl Place {
 
     /// Every file under the agents' folders: path, bytes, modification time.
     fn listing(&self) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
-        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>, std::time::SystemTime)>) {
-            for e in std::fs::read_dir(dir).unwrap().flatten() {
-                let meta = e.metadata().unwrap();
-                if meta.is_dir() {
-                    walk(&e.path(), out);
-                } else {
-                    out.push((
-                        e.path(),
-                        std::fs::read(e.path()).unwrap(),
-                        meta.modified().unwrap(),
-                    ));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.home.join(".claude"), &mut out);
-        walk(&self.home.join(".codex"), &mut out);
-        out.sort();
+        let mut out = listing_of(&self.home.join(".claude"));
+        out.extend(listing_of(&self.home.join(".codex")));
         out
     }
+}
+
+/// Every file under `dir`: path, bytes, modification time, sorted.
+fn listing_of(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>, std::time::SystemTime)>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                walk(&e.path(), out);
+            } else {
+                out.push((
+                    e.path(),
+                    std::fs::read(e.path()).unwrap(),
+                    meta.modified().unwrap(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
 }
 
 /// What two usage answers must agree on: the rows and the totals.
@@ -204,6 +210,9 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
         assert!(got["cross_file_duplicates"].as_u64().unwrap() > 0, "{got}");
     }
     // Warm: the second run answers from the snapshot, the copies untouched.
+    let copies = h.home.join("cache/transcripts/archived");
+    let copies_before = listing_of(&copies);
+    assert_eq!(copies_before.len(), 6, "{copies_before:?}");
     let again = h.json(&["usage", "--json", "--by", "session"]);
     assert_eq!(
         again["snapshot"]["outcome"], "current",
@@ -211,6 +220,7 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
         again["snapshot"]
     );
     assert_eq!(answer(&again), answer(&oracle[1]));
+    assert_eq!(listing_of(&copies), copies_before);
 
     // --no-archive: the originals alone, as with an empty archive.
     let originals = h.json(&["usage", "--json", "--no-archive", "--by", "session"]);

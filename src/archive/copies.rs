@@ -51,10 +51,7 @@ pub struct ArchivedSources {
 
 /// Whether `path` is one of `scope` or under one (everything when `scope` is empty).
 fn in_scope(path: &Path, scope: &[PathBuf]) -> bool {
-    scope.is_empty()
-        || scope.iter().any(|root| {
-            path.starts_with(root) || std::fs::canonicalize(root).is_ok_and(|c| path.starts_with(c))
-        })
+    scope.is_empty() || scope.iter().any(|root| path.starts_with(root))
 }
 
 /// The copies of the archived sources under `scope` (every source when empty) that the
@@ -70,9 +67,15 @@ pub fn archived_sources(
     let mut out = ArchivedSources::default();
     let mut sessions_present: BTreeSet<(String, String)> = BTreeSet::new();
     let mut sessions_gone: BTreeSet<(String, String)> = BTreeSet::new();
+    // Each root as given and resolved (once, not once a source).
+    let scope: Vec<PathBuf> = scope
+        .iter()
+        .flat_map(|root| [Some(root.clone()), std::fs::canonicalize(root).ok()])
+        .flatten()
+        .collect();
     for (key, versions) in &archive.catalog.sources {
         let original = path_of(key);
-        if !in_scope(&original, scope) {
+        if !in_scope(&original, &scope) {
             continue;
         }
         let Some((latest, last)) = archive.catalog.latest(key) else {
