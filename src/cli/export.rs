@@ -15,6 +15,7 @@ use super::table::thousands;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json};
 
 #[derive(clap::Args)]
+#[expect(clippy::struct_excessive_bools, reason = "each is a command-line flag")]
 pub struct Args {
     /// Agent directories, session stores, transcript files or directories.
     #[arg(required = true)]
@@ -35,6 +36,10 @@ pub struct Args {
     #[allow(clippy::doc_markdown)]
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// Leave out the archived transcripts whose files are gone (by default they are
+    /// exported from the archive's copies in the cache directory).
+    #[arg(long)]
+    no_archive: bool,
     /// Then merge each source's small event parts of a date into one file.
     #[arg(long)]
     compact: bool,
@@ -99,7 +104,8 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     };
     let terminal = std::io::stderr().is_terminal();
     let mut bar: Option<ProgressBar> = None;
-    let report = export(&args.sources, &options, &mut |progress| {
+    let sources = with_archive(args);
+    let report = export(&sources, &options, &mut |progress| {
         if !terminal || progress.total < PROGRESS_FROM_BYTES {
             return;
         }
@@ -125,7 +131,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             abort_at_step: args.abort_at_step.map(|k| k.saturating_sub(report.steps)),
             ..options
         };
-        Some(compact(&args.sources, &compact_options)?)
+        Some(compact(&sources, &compact_options)?)
     } else {
         None
     };
@@ -165,4 +171,38 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         outln!("compacted {} small parts into {} files", c.merged, c.files);
     }
     Ok(EXIT_OK)
+}
+
+/// The sources with the archive's copies of the transcripts under them whose files are gone
+/// (a source that is gone is replaced by them); the sources alone with --no-archive or when
+/// the archive cannot be read.
+fn with_archive(args: &Args) -> Vec<PathBuf> {
+    let dir = match agentlog::archive::default_archive_dir() {
+        Ok(dir) if !args.no_archive => dir,
+        _ => return args.sources.clone(),
+    };
+    let mut out = Vec::new();
+    for source in &args.sources {
+        let copies = match agentlog::archive::gone_copies(
+            std::slice::from_ref(source),
+            &dir,
+            args.index_dir.as_deref(),
+        ) {
+            Ok((copies, problems)) => {
+                for p in problems {
+                    eprintln!("agentlog: archive: {p}");
+                }
+                copies
+            }
+            Err(e) => {
+                eprintln!("agentlog: the archive was not read: {e}");
+                Vec::new()
+            }
+        };
+        if source.exists() || copies.is_empty() {
+            out.push(source.clone());
+        }
+        out.extend(copies.into_iter().map(|c| c.copy));
+    }
+    out
 }

@@ -51,6 +51,9 @@ pub struct SearchArgs {
     /// With --transcripts: keep index files in DIR instead of the cache directory.
     #[arg(long, value_name = "DIR", requires = "transcripts")]
     index_dir: Option<PathBuf>,
+    /// With --transcripts: leave out the archived transcripts whose files are gone.
+    #[arg(long, requires = "transcripts")]
+    no_archive: bool,
     /// Search the events of this session instead of ranking sessions.
     #[arg(long)]
     session: Option<String>,
@@ -177,13 +180,29 @@ fn run_transcripts(
 ) -> Result<u8, Failure> {
     let query = text_arg(&args.root)?;
     let mut search = TranscriptSearch::new(args.index_dir.clone(), SearchConfig::default())?;
-    let page = search.search(&TranscriptSearchRequest {
+    let mut paths: Vec<PathBuf> = args.rest.iter().map(PathBuf::from).collect();
+    let copies = archived_copies(args, &paths);
+    if !copies.is_empty() {
+        if paths.is_empty() {
+            paths = agentlog::transcript::default_roots();
+        }
+        // A path given that is gone is searched through its copies.
+        paths.retain(|p| p.exists());
+        paths.extend(copies.iter().map(|c| c.copy.clone()));
+    }
+    let mut page = search.search(&TranscriptSearchRequest {
         query,
-        paths: args.rest.iter().map(PathBuf::from).collect(),
+        paths,
         limit: args.limit,
         cursor: args.cursor.clone(),
         mode,
     })?;
+    for hit in &mut page.hits {
+        if let Some(c) = copies.iter().find(|c| c.copy == hit.file) {
+            hit.file.clone_from(&c.original);
+            hit.archived = Some(c.version);
+        }
+    }
     let left_out = page
         .unreadable
         .iter()
@@ -331,5 +350,28 @@ impl Highlight {
             }
         }
         out
+    }
+}
+
+/// The archived transcripts under the search's paths whose files are gone, copied to the
+/// cache directory (none with --no-archive, or when the archive cannot be read).
+fn archived_copies(args: &SearchArgs, paths: &[PathBuf]) -> Vec<agentlog::archive::ArchivedCopy> {
+    if args.no_archive {
+        return Vec::new();
+    }
+    let Ok(dir) = agentlog::archive::default_archive_dir() else {
+        return Vec::new();
+    };
+    match agentlog::archive::gone_copies(paths, &dir, args.index_dir.as_deref()) {
+        Ok((copies, problems)) => {
+            for p in problems {
+                eprintln!("agentlog: archive: {p}");
+            }
+            copies
+        }
+        Err(e) => {
+            eprintln!("agentlog: the archive was not searched: {e}");
+            Vec::new()
+        }
     }
 }

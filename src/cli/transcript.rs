@@ -36,6 +36,9 @@ pub struct Args {
     #[allow(clippy::doc_markdown)]
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// Do not answer from the archive when the file is gone.
+    #[arg(long)]
+    no_archive: bool,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -157,7 +160,10 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         },
         subagents: args.subagents,
     };
-    let report = read_report(&args.file, &options)?;
+    let archive = (!args.no_archive)
+        .then(|| agentlog::archive::default_archive_dir().ok())
+        .flatten();
+    let report = agentlog::archive::report(&args.file, &options, archive.as_deref())?;
     if args.json {
         // Straight out: the document grows with the number of boundaries.
         stream_json(|out| serde_json::to_writer(out, &report))?;
@@ -217,6 +223,12 @@ pub(super) fn human(r: &TranscriptReport) -> String {
         r.format,
         r.index
     );
+    if let Some(version) = r.from_archive {
+        let _ = writeln!(
+            out,
+            "from the archive: version {version} (the file is gone)\n"
+        );
+    }
     let mut header: Vec<String> = ["gen", "offset", "line", "kind", "trigger", "pre_tokens"]
         .map(str::to_owned)
         .to_vec();

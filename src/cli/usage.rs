@@ -58,6 +58,9 @@ pub struct Args {
     /// Keep index files in DIR instead of the cache directory.
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// Read the original transcripts alone, not the archived sessions they no longer hold.
+    #[arg(long)]
+    no_archive: bool,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -161,7 +164,10 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             bar.set_position(done as u64);
         }
     };
-    let report = usage(&args.paths, &options, &progress);
+    let archive = (!args.no_archive)
+        .then(|| agentlog::archive::default_archive_dir().ok())
+        .flatten();
+    let report = agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &progress);
     if let Some(Some(bar)) = bar.get() {
         bar.finish_and_clear();
     }

@@ -105,6 +105,9 @@ pub struct TranscriptReport {
     pub diagnostics: TranscriptDiagnostics,
     /// The format it was read as.
     pub format: Format,
+    /// The archived version read, when the file is gone or shorter and the archive answered
+    /// (its copy in the cache directory is `index_path`'s transcript); `null` otherwise.
+    pub from_archive: Option<u32>,
     /// Each generation: one more than there are boundaries.
     pub generations: Vec<GenerationReport>,
     /// What opening the index found and did.
@@ -174,6 +177,7 @@ pub fn report(t: &Transcript, subagents: Option<&WithSubagents>) -> TranscriptRe
         covered_bytes: t.coverage.end,
         diagnostics: s.diagnostics.clone(),
         format,
+        from_archive: None,
         generations,
         index: t.outcome.clone(),
         index_outcome: t.outcome.code(),

@@ -4,7 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use agentlog::transcript::{Format, OpenOptions, ReportError, ReportOptions, read_report};
+use agentlog::transcript::{Format, OpenOptions, ReportError, ReportOptions};
 
 use crate::convert::to_py;
 use crate::errors::{internal, transcript_error, transcript_subagents_refused};
@@ -31,17 +31,20 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
 /// `covered_bytes`, `lines`, `models` and `diagnostics`; with `subagents=True` (Claude Code
 /// only) also `lifetime_with_subagents` and `subagents`. `format` is `"auto"` (detected from
 /// the first lines) or an agent's name as `--format` takes it; `index_dir` replaces the cache
-/// directory. The transcript is never written to, nor anything beside it. Raises
+/// directory. A transcript whose file is gone is read from the archive (`from_archive` is then
+/// the version read; `None` otherwise) unless `archive=False`. The transcript is never written
+/// to, nor anything beside it. Raises
 /// `NoTranscript`, `EmptyTranscript`, `UnknownFormat` or `TranscriptError`. The GIL is released
 /// while the transcript and its index are read.
 #[pyfunction]
-#[pyo3(signature = (path, *, format = "auto", subagents = false, index_dir = None))]
+#[pyo3(signature = (path, *, format = "auto", subagents = false, index_dir = None, archive = true))]
 pub fn transcript(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     format: &str,
     subagents: bool,
     index_dir: Option<&Bound<'_, PyAny>>,
+    archive: bool,
 ) -> PyResult<Py<PyAny>> {
     let path = path_arg(path, "path")?;
     let options = OpenOptions {
@@ -53,7 +56,10 @@ pub fn transcript(
         open: options,
         subagents,
     };
-    match py.detach(|| read_report(&path, &options)) {
+    let archive_dir = archive
+        .then(|| agentlog::archive::default_archive_dir().ok())
+        .flatten();
+    match py.detach(|| agentlog::archive::report(&path, &options, archive_dir.as_deref())) {
         Ok(document) => to_py(py, &document),
         Err(ReportError::Transcript(e)) => Err(transcript_error(py, e)),
         Err(ReportError::NoSubagents { path, format }) => {

@@ -84,6 +84,10 @@ pub struct TranscriptSearchHit {
     /// The matches within `snippet`, as code point ranges `[start, end)`.
     #[serde(skip)]
     pub marks: Vec<(usize, usize)>,
+    /// The archived version the line was read from, its file gone (`file` is then the
+    /// original path); `null` for a line of a file that exists. Set by the caller that adds
+    /// the archive's copies to the search.
+    pub archived: Option<u32>,
 }
 
 /// A transcript left out of a search: it cannot be read, or is not a transcript.

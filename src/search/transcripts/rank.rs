@@ -72,6 +72,7 @@ pub(super) fn rank(
             time: r.get(8)?,
             snippet: String::new(),
             marks: Vec::new(),
+            archived: None,
         };
         let doc = PageDoc {
             source: Source::Index,

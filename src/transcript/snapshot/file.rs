@@ -68,6 +68,15 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
     Ok(snapshot)
 }
 
+/// The order files are listed in: [`Path`]'s, component by component, as the discovery sorts
+/// them (not the bytes': `a/b.jsonl` sorts after `a/b/c.jsonl`, a subagent's file after its
+/// session's folder).
+pub(super) fn path_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    let path = |p: &[u8]| Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf();
+    path(a).cmp(&path(b))
+}
+
 /// Whether a decoded snapshot holds together: files and skipped files sorted and apart, keys
 /// sorted and each filed under a file that exists, coverages and model numbers in range.
 fn well_formed(s: &Snapshot) -> bool {
@@ -75,17 +84,18 @@ fn well_formed(s: &Snapshot) -> bool {
     let models = s.models.len();
     let model_ok = |m: u32| m == UNKNOWN_MODEL || (m as usize) < models;
     let files_sorted = s.files.windows(2).all(|w| match w {
-        [a, b] => a.path < b.path,
+        [a, b] => path_order(&a.path, &b.path).is_lt(),
         _ => true,
     });
     let skipped_sorted = s.skipped.windows(2).all(|w| match w {
-        [a, b] => a < b,
+        [a, b] => path_order(a, b).is_lt(),
         _ => true,
     });
-    let apart = s
-        .skipped
-        .iter()
-        .all(|p| s.files.binary_search_by(|f| f.path.cmp(p)).is_err());
+    let apart = s.skipped.iter().all(|p| {
+        s.files
+            .binary_search_by(|f| path_order(&f.path, p))
+            .is_err()
+    });
     let keys_sorted = s.keys.windows(2).all(|w| match w {
         [a, b] => a.0 < b.0,
         _ => true,

@@ -252,6 +252,9 @@ pub struct UsageReport {
     pub pricing: Option<PriceSource>,
     /// Messages found in more than one file and counted once.
     pub cross_file_duplicates: u64,
+    /// Sessions read from the archive alone, their original files gone (0 when the archive
+    /// is not read).
+    pub archive_only_sessions: u64,
     /// Transcripts read, by format.
     pub files: BTreeMap<&'static str, u64>,
     /// What opening each index did, by outcome name (`fresh`, `caught_up`, `created`, ...):
@@ -300,13 +303,27 @@ pub fn usage(
     } else {
         paths.to_vec()
     };
-    let (files, mut skipped) = discover(&roots);
+    let (files, skipped) = discover(&roots);
+    usage_of_files(&roots, &files, skipped, options, progress)
+}
+
+/// The usage report of `files` (canonical, sorted as [`discover`] sorts them), found under
+/// `request` (what names the run-level snapshot: the roots, and anything else that changes
+/// which files a run reads); `skipped` are what the discovery could not read. The archive's
+/// readers call it with the originals and the cache copies of archived sources.
+pub fn usage_of_files(
+    request: &[PathBuf],
+    files: &[PathBuf],
+    mut skipped: Vec<Skipped>,
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
     // OpenCode keeps databases, not lines: read beside the line transcripts, every time (the
     // snapshot covers line files).
-    let (files, opencode) = opencode::split(files);
+    let (files, opencode) = opencode::split(files.to_vec());
     let extra = opencode::for_usage(&opencode, options.open.index_dir.as_deref());
     let mut report = if options.snapshot {
-        usage_with_snapshot(&roots, &files, &extra.sessions, options, progress)
+        usage_with_snapshot(request, &files, &extra.sessions, options, progress)
     } else {
         read_files(&files, &extra.sessions, options, progress)
     };

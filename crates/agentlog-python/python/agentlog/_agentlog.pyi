@@ -313,8 +313,12 @@ def transcript(
     format: Literal["auto", "claude-code", "codex", "pi", "copilot"] = "auto",
     subagents: bool = False,
     index_dir: Optional[PathArg] = None,
+    archive: bool = True,
 ) -> Dict[str, Any]:
     """`agentlog transcript --json`: a transcript's boundaries and token tallies.
+
+    A transcript whose file is gone is read from the archive (`from_archive` is the version
+    read, else `None`); `archive=False` reads the file alone.
 
     Keys: `path`, `format`, `boundaries`, `generations`, `since_compaction`, `lifetime`,
     `index_outcome`, `index`, `index_path`, `covered_bytes`, `lines`, `models`, `diagnostics`;

@@ -1,0 +1,205 @@
+//! The readers with the archive: `usage` over the originals and the archived versions they no
+//! longer hold, and the report of a transcript whose file is gone. Both read the archive's
+//! cache copies ([`super::copies`]) through the transcript machinery, as any file is read.
+
+use std::path::{Path, PathBuf};
+
+use super::copies::{COPIES_DIR, archived_sources, copy_path};
+use super::reader::Archive;
+use crate::transcript::{
+    ReportError, ReportOptions, Skipped, TranscriptError, TranscriptReport, UsageOptions,
+    UsageReport, default_index_dir, default_roots, discover, read_report, usage_of_files,
+};
+
+/// Where the cache copies of archived versions go: `<index dir>/archived`, the index
+/// directory being `index_dir` or the default one.
+pub fn copies_dir(index_dir: Option<&Path>) -> Option<PathBuf> {
+    index_dir
+        .map(Path::to_path_buf)
+        .or_else(default_index_dir)
+        .map(|dir| dir.join(COPIES_DIR))
+}
+
+/// A path made absolute against the working directory (a file that is gone cannot be
+/// resolved further).
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| {
+            // The folder may still exist: resolve it, and keep the name.
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            match (parent.map(std::fs::canonicalize), path.file_name()) {
+                (Some(Ok(dir)), Some(name)) => Ok(dir.join(name)),
+                _ => std::path::absolute(path),
+            }
+        })
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Something about the archive that kept it out of a report, as a skipped entry.
+fn skipped(path: &Path, what: &'static str, why: impl std::fmt::Display) -> Skipped {
+    Skipped {
+        path: path.to_path_buf(),
+        error: TranscriptError::io(what, path, std::io::Error::other(why.to_string())),
+    }
+}
+
+/// The usage report of [`crate::transcript::usage`], with the archive in `archive_dir` read
+/// too (`None`: the originals alone, `--no-archive`): the archived versions under `paths`
+/// (every archived source when `paths` is empty) whose original is gone or shorter are read
+/// from their cache copies, each message held by both counted once by the cross-file merge;
+/// [`UsageReport::archive_only_sessions`] counts the sessions every file of which is gone.
+/// The run-level snapshot is kept apart from the one without the archive.
+pub fn usage(
+    paths: &[PathBuf],
+    options: &UsageOptions,
+    archive_dir: Option<&Path>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
+    let roots = if paths.is_empty() {
+        default_roots()
+    } else {
+        paths.to_vec()
+    };
+    let (mut files, mut skipped_files) = discover(&roots);
+    let Some(archive_dir) = archive_dir else {
+        return usage_of_files(&roots, &files, skipped_files, options, progress);
+    };
+    let archive = match Archive::open(archive_dir) {
+        Ok(archive) => archive,
+        Err(e) => {
+            skipped_files.push(skipped(archive_dir, "read the archive", e));
+            return usage_of_files(&roots, &files, skipped_files, options, progress);
+        }
+    };
+    let Some(copies) = copies_dir(options.open.index_dir.as_deref()) else {
+        skipped_files.push(skipped(archive_dir, "copy", "no cache directory"));
+        return usage_of_files(&roots, &files, skipped_files, options, progress);
+    };
+    let scope: Vec<PathBuf> = if paths.is_empty() {
+        Vec::new()
+    } else {
+        roots.iter().map(|r| absolute(r)).collect()
+    };
+    let sources = archived_sources(&archive, &scope, &copies);
+    files.retain(|f| !sources.replaced.contains(f));
+    files.extend(sources.copies.iter().map(|c| c.copy.clone()));
+    files.sort();
+    files.dedup();
+    // A path given that is gone is no longer skipped when the archive holds what was under it.
+    skipped_files.retain(|s| {
+        let gone = matches!(s.error, TranscriptError::NotFound { .. });
+        let held = |p: &Path| sources.copies.iter().any(|c| c.original.starts_with(p));
+        !(gone && held(&absolute(&s.path)))
+    });
+    for problem in &sources.problems {
+        skipped_files.push(skipped(archive_dir, "copy", problem));
+    }
+    // The archive and the copies' folder name the snapshot apart from a run without the
+    // archive, or with another one.
+    let mut request = roots;
+    request.push(copies);
+    request.push(archive_dir.to_path_buf());
+    let mut report = usage_of_files(&request, &files, skipped_files, options, progress);
+    report.archive_only_sessions = sources.archive_only_sessions;
+    report
+}
+
+/// The report of [`read_report`]; when the file is gone and the archive in `archive_dir`
+/// holds it, the report of its latest archived version (with its archived subagent files when
+/// asked), [`TranscriptReport::from_archive`] naming the version and `path` the original.
+pub fn report(
+    path: &Path,
+    options: &ReportOptions,
+    archive_dir: Option<&Path>,
+) -> Result<TranscriptReport, ReportError> {
+    let gone = match read_report(path, options) {
+        Err(ReportError::Transcript(TranscriptError::NotFound { .. })) => {
+            ReportError::Transcript(TranscriptError::NotFound {
+                path: path.to_path_buf(),
+            })
+        }
+        other => return other,
+    };
+    let Some(archive_dir) = archive_dir else {
+        return Err(gone);
+    };
+    let original = absolute(path);
+    let Ok(archive) = Archive::open(archive_dir) else {
+        return Err(gone);
+    };
+    let Some(version) = archive.versions(&original).last().copied() else {
+        return Err(gone);
+    };
+    let Some(copies) = copies_dir(options.open.index_dir.as_deref()) else {
+        return Err(gone);
+    };
+    let copy = copy_to(
+        &archive,
+        &original,
+        version,
+        &copy_path(&copies, version, &original),
+    )?;
+    if options.subagents {
+        // Beside the copy, as they were beside the original.
+        let folder = original.with_extension("");
+        for sub in archive.paths().iter().filter(|p| p.starts_with(&folder)) {
+            if let Some(&v) = archive.versions(sub).last() {
+                copy_to(&archive, sub, v, &copy_path(&copies, version, sub))?;
+            }
+        }
+    }
+    let mut report = read_report(&copy, options)?;
+    report.path = original;
+    report.from_archive = Some(version);
+    Ok(report)
+}
+
+/// Copies `version` of `original` to `to`, as the readers' copies are kept.
+fn copy_to(
+    archive: &Archive,
+    original: &Path,
+    version: u32,
+    to: &Path,
+) -> Result<PathBuf, TranscriptError> {
+    let found = archive
+        .catalog
+        .sources
+        .get(std::os::unix::ffi::OsStrExt::as_bytes(original.as_os_str()))
+        .and_then(|vs| vs.iter().find(|v| v.number == version));
+    let Some(v) = found else {
+        return Err(TranscriptError::NotFound {
+            path: original.to_path_buf(),
+        });
+    };
+    super::copies::keep_copy(archive, original, v, to)
+        .map_err(|e| TranscriptError::io("copy", original, std::io::Error::other(e)))
+}
+
+/// The archived sources under `paths` (every source when empty) whose original is gone, with
+/// their cache copies written (the latest version of each): what a reader that takes files (search, export) adds to the
+/// originals. Sources whose original exists are left to it. Problems copying are returned as
+/// messages.
+pub fn gone_copies(
+    paths: &[PathBuf],
+    archive_dir: &Path,
+    index_dir: Option<&Path>,
+) -> Result<(Vec<super::ArchivedCopy>, Vec<String>), super::ArchiveError> {
+    let archive = Archive::open(archive_dir)?;
+    let Some(copies) = copies_dir(index_dir) else {
+        return Ok((
+            Vec::new(),
+            vec!["no cache directory for the archive's copies".into()],
+        ));
+    };
+    let scope: Vec<PathBuf> = paths.iter().map(|p| absolute(p)).collect();
+    let sources = archived_sources(&archive, &scope, &copies);
+    // The latest version of each (copies come by original, then version).
+    let mut gone: Vec<super::ArchivedCopy> = Vec::new();
+    for c in sources.copies.into_iter().filter(|c| !c.original_exists) {
+        match gone.last_mut() {
+            Some(last) if last.original == c.original => *last = c,
+            _ => gone.push(c),
+        }
+    }
+    Ok((gone, sources.problems))
+}
