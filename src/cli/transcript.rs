@@ -11,7 +11,6 @@ use serde_json::Value;
 use agentlog::transcript::{
     Format, NativeValue, OpenCodeReport, OpenOptions, ReportError, ReportOptions,
     TranscriptDiagnostics, TranscriptError, TranscriptReport, UsageFigures, read_opencode,
-    read_report,
 };
 
 use super::table::{render, thousands};

@@ -13,7 +13,7 @@ use jiff::tz::TimeZone;
 
 use agentlog::transcript::{
     CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions, UsageReport,
-    UsageRow, parse_day, parse_timezone, usage,
+    UsageRow, parse_day, parse_timezone,
 };
 
 use super::table::{money, render, thousands};

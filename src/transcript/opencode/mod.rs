@@ -151,16 +151,16 @@ pub(crate) fn wanted(path: &Path) -> bool {
 
 /// Splits found files into the line transcripts and the `OpenCode` sources (each storage
 /// directory once).
-pub(crate) fn split(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<Source>) {
+pub(crate) fn split(files: &[PathBuf]) -> (Vec<PathBuf>, Vec<Source>) {
     let mut lines = Vec::new();
     let mut sources = Vec::new();
     for f in files {
-        if is_database(&f) {
-            sources.push(Source::Database(f));
-        } else if let Some(storage) = storage_of(&f) {
+        if is_database(f) {
+            sources.push(Source::Database(f.clone()));
+        } else if let Some(storage) = storage_of(f) {
             sources.push(Source::Storage(storage));
         } else {
-            lines.push(f);
+            lines.push(f.clone());
         }
     }
     // Databases first: a message migrated from the older storage into a database counts once,
@@ -349,7 +349,7 @@ mod tests {
         let msg = Path::new("/d/storage/message/ses_1/msg_2.json");
         assert_eq!(storage_of(msg), Some(PathBuf::from("/d/storage")));
         assert_eq!(storage_of(Path::new("/d/storage/part/ses_1/p.json")), None);
-        let (lines, sources) = split(vec![
+        let (lines, sources) = split(&[
             PathBuf::from("/a/s.jsonl"),
             msg.to_path_buf(),
             PathBuf::from("/d/storage/message/ses_1/msg_3.json"),

@@ -320,7 +320,7 @@ pub fn usage_of_files(
 ) -> UsageReport {
     // OpenCode keeps databases, not lines: read beside the line transcripts, every time (the
     // snapshot covers line files).
-    let (files, opencode) = opencode::split(files.to_vec());
+    let (files, opencode) = opencode::split(files);
     let extra = opencode::for_usage(&opencode, options.open.index_dir.as_deref());
     let mut report = if options.snapshot {
         usage_with_snapshot(request, &files, &extra.sessions, options, progress)
