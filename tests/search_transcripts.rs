@@ -351,6 +351,18 @@ fn line(format: Format, kind: usize, text: &str, n: usize) -> String {
         (Format::Pi, 3) => {
             json!({"type":"compaction","id":format!("c{n}"),"parentId":null,"summary":text,"tokensBefore":5})
         }
+        (Format::Kimi, 0) => {
+            json!({"type":"context.append_message","time":n,"message":{"role":"user","content":[{"type":"text","text":text}]}})
+        }
+        (Format::Kimi, 1) => {
+            json!({"type":"context.append_loop_event","time":n,"event":{"type":"content.part","part":{"type":"text","text":text}}})
+        }
+        (Format::Kimi, 2) => {
+            json!({"type":"context.append_loop_event","time":n,"event":{"type":"tool.result","result":{"output":text}}})
+        }
+        (Format::Kimi, 3) => {
+            json!({"type":"context.apply_compaction","time":n,"summary":text})
+        }
         (_, _) => json!({"type":"noise","n":n}),
     };
     format!("{v}\n")
@@ -364,6 +376,7 @@ fn header(format: Format) -> String {
         }
         Format::Codex => json!({"type":"session_meta","payload":{"id":"x"}}),
         Format::Pi => json!({"type":"session","version":3,"id":"x","cwd":"/"}),
+        Format::Kimi => json!({"type":"metadata","protocol_version":"1.4"}),
     };
     format!("{v}\n")
 }
@@ -373,6 +386,7 @@ fn file_name(format: Format) -> &'static str {
         Format::ClaudeCode => "claude/p/session.jsonl",
         Format::Codex => "codex/rollout-1.jsonl",
         Format::Pi => "pi/p/s.jsonl",
+        Format::Kimi => "kimi/g/s/wire.jsonl",
     }
 }
 

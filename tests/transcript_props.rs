@@ -33,7 +33,8 @@ fn format() -> impl Strategy<Value = Format> {
     prop_oneof![
         Just(Format::ClaudeCode),
         Just(Format::Codex),
-        Just(Format::Pi)
+        Just(Format::Pi),
+        Just(Format::Kimi)
     ]
 }
 
@@ -85,6 +86,9 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
         Format::Pi => json!({"type":"message","id":format!("e{}", i / 2),"timestamp":ts,
             "message":{"role":"assistant","model":model,"usage":{"input":v[0],"output":v[1],
                 "cacheWrite":v[2],"cacheRead":v[3],"totalTokens":v[4],"cost":{"total":v[0]}}}}),
+        Format::Kimi => json!({"type":"usage.record","model":model,"usageScope":"turn",
+            "time":ts.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_millisecond).ok(),
+            "usage":{"inputOther":v[0],"output":v[1],"inputCacheCreation":v[2],"inputCacheRead":v[3]}}),
     }
     .to_string()
 }
@@ -122,6 +126,7 @@ proptest! {
                     Format::ClaudeCode => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"b{i}"}}"#),
                     Format::Codex => r#"{"type":"compacted","payload":{"message":""}}"#.to_owned(),
                     Format::Pi => format!(r#"{{"type":"compaction","id":"c{i}","tokensBefore":5}}"#),
+                    Format::Kimi => format!(r#"{{"type":"usage.record","usageScope":"session","time":{i},"usage":{{"output":{i}}}}}"#),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

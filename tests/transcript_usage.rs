@@ -110,7 +110,7 @@ fn pi_tree() -> Vec<(String, Vec<u8>)> {
 }
 
 /// The oracle's tokens by (day, model): Claude Code files as one stream in path order, pi
-/// files one after the other in path order, Codex files one by one.
+/// files one after the other in path order, Codex and Kimi Code files one by one.
 fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
     let mut sorted: Vec<(PathBuf, Format)> = files
         .iter()
@@ -125,7 +125,9 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
         match format {
             Format::ClaudeCode => claude.extend_from_slice(&bytes),
             Format::Pi => pi.push(bytes),
-            Format::Codex => parts.push((*format, oracle::expected(*format, &bytes))),
+            Format::Codex | Format::Kimi => {
+                parts.push((*format, oracle::expected(*format, &bytes)));
+            }
         }
     }
     parts.push((

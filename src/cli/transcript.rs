@@ -51,6 +51,8 @@ enum FormatArg {
     Codex,
     /// pi.
     Pi,
+    /// Kimi Code CLI.
+    Kimi,
 }
 
 impl FormatArg {
@@ -60,6 +62,7 @@ impl FormatArg {
             FormatArg::ClaudeCode => Some(Format::ClaudeCode),
             FormatArg::Codex => Some(Format::Codex),
             FormatArg::Pi => Some(Format::Pi),
+            FormatArg::Kimi => Some(Format::Kimi),
         }
     }
 }

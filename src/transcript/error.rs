@@ -28,9 +28,9 @@ pub enum TranscriptError {
         /// The transcript.
         path: PathBuf,
     },
-    /// No line among the first ones looks like Claude Code, Codex or pi.
+    /// No line among the first ones looks like Claude Code, Codex, pi or Kimi Code.
     #[error(
-        "{path} does not look like a Claude Code, Codex or pi transcript (pass --format to read it as one)"
+        "{path} does not look like a Claude Code, Codex, pi or Kimi Code transcript (pass --format to read it as one)"
     )]
     UnknownFormat {
         /// The transcript.

@@ -31,6 +31,8 @@ pub enum BoundaryKind {
     ContextCompacted,
     /// pi: a `compaction` entry.
     Compaction,
+    /// Kimi Code: a `usage.record` with `usageScope: "session"` (the compaction call).
+    SessionUsageRecord,
 }
 
 impl BoundaryKind {
@@ -42,6 +44,7 @@ impl BoundaryKind {
             BoundaryKind::Compacted => "compacted",
             BoundaryKind::ContextCompacted => "context_compacted",
             BoundaryKind::Compaction => "compaction",
+            BoundaryKind::SessionUsageRecord => "session_usage_record",
         }
     }
 }
@@ -462,6 +465,15 @@ impl Fold {
                 self.summary.diagnostics.invalid_timestamps += 1;
                 UNKNOWN_QUARTER
             })
+    }
+
+    /// The quarter-hour of a time in epoch milliseconds, counting one that cannot be read.
+    pub(crate) fn quarter_of_millis(&mut self, millis: TokenValue) -> i64 {
+        if let Some(ms) = millis.known().and_then(|ms| i64::try_from(ms).ok()) {
+            return ms.div_euclid(900_000);
+        }
+        self.summary.diagnostics.invalid_timestamps += 1;
+        UNKNOWN_QUARTER
     }
 
     /// The number of a model name (or [`UNKNOWN_MODEL`]).

@@ -20,11 +20,13 @@ pub enum Format {
     Codex,
     /// pi coding agent sessions (`~/.pi/agent/sessions/<project>/*.jsonl`).
     Pi,
+    /// Kimi Code CLI wire logs (`~/.kimi/sessions/<group>/<session>/wire.jsonl`).
+    Kimi,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 3] = [Format::ClaudeCode, Format::Codex, Format::Pi];
+    pub const ALL: [Format; 4] = [Format::ClaudeCode, Format::Codex, Format::Pi, Format::Kimi];
 
     /// The stable name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -32,6 +34,7 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::Pi => "pi",
+            Format::Kimi => "kimi",
         }
     }
 }
@@ -51,7 +54,7 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown transcript format {0:?} (expected claude-code, codex or pi)")]
+#[error("unknown transcript format {0:?} (expected claude-code, codex, pi or kimi)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -81,6 +84,7 @@ pub(crate) struct Probe<'a> {
     pub(crate) parent_id: Obj<IgnoredAny>,
     pub(crate) uuid: Obj<IgnoredAny>,
     pub(crate) version: Obj<IgnoredAny>,
+    pub(crate) protocol_version: Obj<IgnoredAny>,
 }
 
 /// Whether a probed field is there at all, null included (a root entry's parent is null).
@@ -128,6 +132,9 @@ mod tests {
         assert_eq!(detect_format([&codex[..]]), Some(Format::Codex));
         assert_eq!(detect_format([&pi[..]]), Some(Format::Pi));
         assert_eq!(detect_format([&pi_entry[..]]), Some(Format::Pi));
+        let kimi = br#"{"type":"metadata","protocol_version":"1.4","created_at":1}"#;
+        assert_eq!(detect_format([&kimi[..]]), Some(Format::Kimi));
+        assert_eq!(detect_format([&br#"{"type":"metadata"}"#[..]]), None);
         let noise: [&[u8]; 4] = [b"", b"not json", br#"{"type":"user"}"#, b"[1,2]"];
         assert_eq!(detect_format(noise), None);
         assert_eq!(

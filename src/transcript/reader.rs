@@ -12,7 +12,7 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, pi};
+use super::{claude, codex, kimi, pi};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +179,12 @@ pub(crate) trait Rules: Sync + 'static {
         session_in_project(path)
     }
 
+    /// Whether a `*.jsonl` file is one the agent keeps beside its transcripts that is not one
+    /// (discovery leaves it out rather than report it as unreadable).
+    fn not_a_transcript(_path: &Path) -> bool {
+        false
+    }
+
     /// Folds a parsed line.
     fn fold(step: &mut Step<'_>, line: &Self::Line<'_>) -> Result<(), RecallError>;
 
@@ -222,6 +228,8 @@ pub(crate) trait Reader: Sync {
     fn roots(&self, env: &Env) -> Vec<PathBuf>;
     /// [`Rules::session`].
     fn session(&self, path: &Path) -> (String, String);
+    /// [`Rules::not_a_transcript`].
+    fn not_a_transcript(&self, path: &Path) -> bool;
     /// Folds one complete line (without its `\n`) at the step's place.
     fn fold_line(&self, step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError>;
     /// What a line says of itself.
@@ -253,6 +261,10 @@ impl<R: Rules> Reader for R {
         R::session(path)
     }
 
+    fn not_a_transcript(&self, path: &Path) -> bool {
+        R::not_a_transcript(path)
+    }
+
     fn fold_line(&self, mut step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError> {
         match step.fold.parse::<R::Line<'_>>(bytes, R::may_matter) {
             Some(line) => R::fold(&mut step, &line),
@@ -266,7 +278,7 @@ impl<R: Rules> Reader for R {
 }
 
 /// Every reader, in the order detection tries them.
-const READERS: [&dyn Reader; 3] = [&codex::Codex, &claude::ClaudeCode, &pi::Pi];
+const READERS: [&dyn Reader; 4] = [&codex::Codex, &claude::ClaudeCode, &pi::Pi, &kimi::Kimi];
 
 /// Every reader.
 pub(crate) fn readers() -> &'static [&'static dyn Reader] {
@@ -279,6 +291,7 @@ pub(crate) fn reader(format: Format) -> &'static dyn Reader {
         Format::ClaudeCode => &claude::ClaudeCode,
         Format::Codex => &codex::Codex,
         Format::Pi => &pi::Pi,
+        Format::Kimi => &kimi::Kimi,
     }
 }
 

@@ -18,6 +18,7 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         ("claude-code", Format::ClaudeCode),
         ("codex", Format::Codex),
         ("pi", Format::Pi),
+        ("kimi", Format::Kimi),
     ] {
         let mut stack = vec![data_dir().join(dir)];
         while let Some(dir) = stack.pop() {
@@ -32,7 +33,7 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(out.len() >= 17, "the vendored transcripts are missing");
+    assert!(out.len() >= 19, "the vendored transcripts are missing");
     out
 }
 

@@ -16,8 +16,9 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
         "claude-code" => Ok(Some(Format::ClaudeCode)),
         "codex" => Ok(Some(Format::Codex)),
         "pi" => Ok(Some(Format::Pi)),
+        "kimi" => Ok(Some(Format::Kimi)),
         other => Err(PyValueError::new_err(format!(
-            "format must be 'auto', 'claude-code', 'codex' or 'pi', not {other:?}"
+            "format must be 'auto', 'claude-code', 'codex', 'pi' or 'kimi', not {other:?}"
         ))),
     }
 }
@@ -27,7 +28,7 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
 /// usage}`), `since_compaction`, `lifetime`, `index_outcome`, `index`, `index_path`,
 /// `covered_bytes`, `lines`, `models` and `diagnostics`; with `subagents=True` (Claude Code
 /// only) also `lifetime_with_subagents` and `subagents`. `format` is `"auto"` (detected from
-/// the first lines), `"claude-code"`, `"codex"` or `"pi"`; `index_dir` replaces the cache
+/// the first lines), `"claude-code"`, `"codex"`, `"pi"` or `"kimi"`; `index_dir` replaces the cache
 /// directory. The transcript is never written to, nor anything beside it. Raises
 /// `NoTranscript`, `EmptyTranscript`, `UnknownFormat` or `TranscriptError`. The GIL is released
 /// while the transcript and its index are read.

@@ -58,13 +58,14 @@ fn line_parts(format: Format) -> LineParts {
         Format::ClaudeCode => formats::claude,
         Format::Codex => formats::codex,
         Format::Pi => formats::pi,
+        Format::Kimi => formats::kimi,
     }
 }
 
-/// The line's time: an ISO-8601 `timestamp` (all three formats write one), else a numeric one
-/// in epoch ms.
+/// The line's time: an ISO-8601 `timestamp` (Claude Code, Codex and pi write one), else a
+/// numeric one in epoch ms, else Kimi Code's `time` in epoch ms.
 fn time_of(line: &Value) -> Option<i64> {
-    match line.get("timestamp")? {
+    match line.get("timestamp").or_else(|| line.get("time"))? {
         Value::String(s) => s
             .trim()
             .parse::<jiff::Timestamp>()

@@ -16,7 +16,9 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
 /// The places the agents keep their transcripts, those that exist, each once: for Claude
 /// Code `<dir>/projects` for each directory of the comma-separated `$CLAUDE_CONFIG_DIR`,
 /// `~/.claude/projects` and `~/.config/claude/projects`; for Codex
-/// `${CODEX_HOME:-~/.codex}/sessions`; for pi `~/.pi/agent/sessions`.
+/// `${CODEX_HOME:-~/.codex}/sessions`; for pi `~/.pi/agent/sessions`; for Kimi Code
+/// `<dir>/sessions` for each directory of `${KIMI_DATA_DIR:-~/.kimi}` and
+/// `~/.kimi-code/sessions`.
 pub fn default_roots() -> Vec<PathBuf> {
     let env = Env {
         home: var("HOME").map(PathBuf::from),
@@ -37,8 +39,9 @@ pub fn default_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Every `*.jsonl` file under `paths` (a file is taken as it is), canonical, sorted, each
-/// once; symbolic links to directories are not followed. Directories that cannot be listed
+/// Every `*.jsonl` file under `paths` (a file is taken as it is) but those an agent keeps
+/// beside its transcripts that are not ones (Kimi's `context*.jsonl`), canonical, sorted,
+/// each once; symbolic links to directories are not followed. Directories that cannot be listed
 /// are reported.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
     let mut files = Vec::new();
@@ -78,7 +81,8 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl")
+            && !readers().iter().any(|r| r.not_a_transcript(&path));
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
             Ok(t) if t.is_file() && jsonl => files.push(path),
