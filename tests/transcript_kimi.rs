@@ -89,24 +89,21 @@ fn the_real_wire_logs_count_every_usage_record_and_the_compaction_call() {
             s.diagnostics.invalid_timestamps, 0,
             "{name}: epoch-ms times"
         );
-        match compaction {
-            Some(line) => {
-                // The compaction call is the one record step.end does not echo: a reader of
-                // the echoes, or of turn-scope records only, misses it.
-                let missed: Vec<u64> = want.iter().zip(echoes).map(|(a, b)| a - b).collect();
-                assert_eq!(missed, [1_411, 937, 40_960, 0], "{name}");
-                assert_eq!(s.boundaries.len(), 1);
-                let b = &s.boundaries[0];
-                assert_eq!((b.line, b.kind.name()), (line, "session_usage_record"));
-                // It is the last record: it ends the first generation, nothing since.
-                assert_eq!(s.generations[0].usage.total(), u.total());
-                assert!(s.since_compaction().is_empty());
-                assert_eq!(s.context, Some(0));
-            }
-            None => {
-                assert_eq!(echoes, want, "{name}: every record echoed");
-                assert!(s.boundaries.is_empty());
-            }
+        if let Some(line) = compaction {
+            // The compaction call is the one record step.end does not echo: a reader of
+            // the echoes, or of turn-scope records only, misses it.
+            let missed: Vec<u64> = want.iter().zip(echoes).map(|(a, b)| a - b).collect();
+            assert_eq!(missed, [1_411, 937, 40_960, 0], "{name}");
+            assert_eq!(s.boundaries.len(), 1);
+            let b = &s.boundaries[0];
+            assert_eq!((b.line, b.kind.name()), (line, "session_usage_record"));
+            // It is the last record: it ends the first generation, nothing since.
+            assert_eq!(s.generations[0].usage.total(), u.total());
+            assert!(s.since_compaction().is_empty());
+            assert_eq!(s.context, Some(0));
+        } else {
+            assert_eq!(echoes, want, "{name}: every record echoed");
+            assert!(s.boundaries.is_empty());
         }
     }
 }
