@@ -38,6 +38,13 @@ fn monday_of(day: Date) -> Date {
     day.checked_sub(jiff::Span::new().days(back)).unwrap_or(day)
 }
 
+/// Adds an agent to a name-ordered list of agents, if it is not in it.
+pub(crate) fn insert_agent(agents: &mut Vec<Format>, agent: Format) {
+    if let Err(at) = agents.binary_search_by_key(&agent.name(), |f| f.name()) {
+        agents.insert(at, agent);
+    }
+}
+
 /// Adds tallies up into a report's rows, by the report's grouping and day range.
 pub(crate) struct Grouper<'a> {
     options: &'a UsageOptions,
@@ -71,7 +78,7 @@ impl<'a> Grouper<'a> {
         tally: &Tally,
     ) {
         let options = self.options;
-        if tally.is_empty() {
+        if tally.is_empty() || !(options.agents.is_empty() || options.agents.contains(&format)) {
             return;
         }
         let day = day_in(quarter, &options.timezone);
@@ -96,8 +103,10 @@ impl<'a> Grouper<'a> {
             GroupBy::Session => (session.to_owned(), Some(project.to_owned())),
             GroupBy::Project => (project.to_owned(), None),
             GroupBy::Model => (model.to_owned(), None),
+            GroupBy::Agent => (format.name().to_owned(), None),
             GroupBy::Block if quarter != UNKNOWN_QUARTER => {
                 let slot = self.quarters.entry(quarter).or_default();
+                insert_agent(&mut slot.agents, format);
                 slot.tally.add(tally);
                 slot.cost.add(model, cost);
                 return;
@@ -112,11 +121,13 @@ impl<'a> Grouper<'a> {
             by: options.by,
             key,
             project,
+            agents: Vec::new(),
             tally: Tally::default(),
             cost: RowCost::default(),
             block: None,
             last_activity: None,
         });
+        insert_agent(&mut row.agents, format);
         row.tally.add(tally);
         row.cost.add(model, cost);
         if quarter != UNKNOWN_QUARTER {
