@@ -10,7 +10,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")"
 seconds="${1:-${SMOKE_SECONDS:-30}}"
-targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests transcript_claude transcript_codex transcript_pi transcript_text transcript_index_file statusline_input usage_snapshot status_file price_table usage_args transcript_copilot transcript_gemini transcript_qwen opencode_message)
+targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests transcript_claude transcript_codex transcript_pi transcript_text transcript_index_file statusline_input usage_snapshot status_file price_table usage_args transcript_copilot transcript_gemini transcript_qwen opencode_message transcript_kimi)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
@@ -47,7 +47,7 @@ for t in "${targets[@]}"; do
         extract_line | log_bytes | search_requests) extra=(-dict=dict/json.dict) ;;
         session_log | query_requests) extra=(-dict=dict/session.dict) ;;
         log_ops) extra=(-max_len=4096) ;;
-        transcript_claude | transcript_codex | transcript_pi | transcript_copilot | transcript_text | statusline_input) extra=(-dict=dict/transcripts.dict) ;;
+        transcript_claude | transcript_codex | transcript_pi | transcript_copilot | transcript_kimi | transcript_text | statusline_input) extra=(-dict=dict/transcripts.dict) ;;
         # redb's debug-only page walk can loop on a file damaged into a cycle (out of memory);
         # release builds do not run it, so those inputs are skipped, not failures.
         transcript_index_file) extra=(-fork=1 -ignore_ooms=1) ;;

@@ -141,6 +141,14 @@ fn figures(format: Format) -> &'static [(&'static str, &'static str)] {
             ("api_calls", "messages"),
         ],
         Format::OpenCode => unreachable!("the export reads line transcripts"),
+        // Kimi Code records no total of its own.
+        Format::Kimi => &[
+            ("input_tokens", "inputOther"),
+            ("output_tokens", "output"),
+            ("cached_tokens", "inputCacheRead"),
+            ("cache_write_tokens", "inputCacheCreation"),
+            ("api_calls", "usage_records"),
+        ],
     }
 }
 
@@ -190,6 +198,10 @@ fn usage_json(format: Format, t: &oracle::Sum) -> serde_json::Value {
             "totalTokenCount": t.total, "messages": t.messages,
         }),
         Format::OpenCode => unreachable!("the export reads line transcripts"),
+        Format::Kimi => serde_json::json!({
+            "inputOther": t.input, "output": t.output, "inputCacheRead": t.cache_read,
+            "inputCacheCreation": t.cache_creation, "usage_records": t.messages,
+        }),
     };
     serde_json::json!({ "native": native })
 }
@@ -411,6 +423,7 @@ fn generated_transcripts_of_every_format_grow_shrink_and_are_rewritten_exactly()
         (Format::ClaudeCode, 11),
         (Format::Codex, 12),
         (Format::Pi, 13),
+        (Format::Kimi, 14),
     ] {
         let bytes = generate::transcript(format, seed, 160);
         let other = generate::transcript(format, seed + 100, 90);
@@ -436,6 +449,11 @@ fn vendored_transcripts_grow_shrink_and_are_rewritten_exactly() {
             Format::Pi,
             "pi/agentlogs-branched.jsonl",
             "pi/agentlogs-crud.jsonl",
+        ),
+        (
+            Format::Kimi,
+            "kimi/assistant_tools.jsonl",
+            "kimi/subagent_agent-0.jsonl",
         ),
     ] {
         let bytes = std::fs::read(dir.join(file)).unwrap();

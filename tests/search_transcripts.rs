@@ -381,6 +381,18 @@ fn line(format: Format, kind: usize, text: &str, n: usize) -> String {
         (Format::Qwen, 3) => {
             json!({"uuid":format!("c{n}"),"sessionId":"s","timestamp":ts,"type":"system","subtype":"chat_compression"})
         }
+        (Format::Kimi, 0) => {
+            json!({"type":"context.append_message","time":n,"message":{"role":"user","content":[{"type":"text","text":text}]}})
+        }
+        (Format::Kimi, 1) => {
+            json!({"type":"context.append_loop_event","time":n,"event":{"type":"content.part","part":{"type":"text","text":text}}})
+        }
+        (Format::Kimi, 2) => {
+            json!({"type":"context.append_loop_event","time":n,"event":{"type":"tool.result","result":{"output":text}}})
+        }
+        (Format::Kimi, 3) => {
+            json!({"type":"context.apply_compaction","time":n,"summary":text})
+        }
         (_, _) => json!({"type":"noise","n":n}),
     };
     format!("{v}\n")
@@ -403,6 +415,7 @@ fn header(format: Format) -> String {
             json!({"uuid":"h","sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"start"}]}})
         }
         Format::OpenCode => unreachable!("not a line format"),
+        Format::Kimi => json!({"type":"metadata","protocol_version":"1.4"}),
     };
     format!("{v}\n")
 }
@@ -416,6 +429,7 @@ fn file_name(format: Format) -> &'static str {
         Format::Gemini => "gemini/p/chats/session-2026-01-01T00-00-abcd1234.jsonl",
         Format::Qwen => "qwen/p/chats/s.jsonl",
         Format::OpenCode => unreachable!("not a line format"),
+        Format::Kimi => "kimi/g/s/wire.jsonl",
     }
 }
 

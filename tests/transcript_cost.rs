@@ -66,6 +66,10 @@ fn price_file() -> Value {
             "input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
             "cache_read_input_token_cost": 1.25e-07
         },
+        "moonshot-ai/kimi-k2.7-code": {
+            "input_cost_per_token": 9.5e-07, "output_cost_per_token": 4e-06,
+            "cache_read_input_token_cost": 1.9e-07
+        },
         "claude-sonnet-4-20250514": {
             "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05,
             "cache_creation_input_token_cost": 3.75e-06,
@@ -218,7 +222,12 @@ fn cost_equals_a_naive_computation_from_the_same_price_file() {
         files.push((copy, format));
     }
     for seed in 0..3 {
-        for format in [Format::ClaudeCode, Format::Codex, Format::Copilot] {
+        for format in [
+            Format::ClaudeCode,
+            Format::Codex,
+            Format::Copilot,
+            Format::Kimi,
+        ] {
             let copy = dir.path().join(format!("g{seed}-{}.jsonl", format.name()));
             std::fs::write(&copy, generate::transcript(format, 300 + seed, 150)).unwrap();
             files.push((copy, format));

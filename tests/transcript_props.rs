@@ -36,7 +36,8 @@ fn format() -> impl Strategy<Value = Format> {
         Just(Format::Pi),
         Just(Format::Copilot),
         Just(Format::Gemini),
-        Just(Format::Qwen)
+        Just(Format::Qwen),
+        Just(Format::Kimi)
     ]
 }
 
@@ -104,6 +105,9 @@ fn usage_line(format: Format, i: usize, v: &[serde_json::Value], model: u8) -> S
             "model":model,"usageMetadata":{"promptTokenCount":v[0],"candidatesTokenCount":v[1],
                 "cachedContentTokenCount":v[3],"thoughtsTokenCount":v[4],"totalTokenCount":v[2]}}),
         Format::OpenCode => unreachable!("not a line format"),
+        Format::Kimi => json!({"type":"usage.record","model":model,"usageScope":"turn",
+            "time":ts.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_millisecond).ok(),
+            "usage":{"inputOther":v[0],"output":v[1],"inputCacheCreation":v[2],"inputCacheRead":v[3]}}),
     }
     .to_string()
 }
@@ -145,6 +149,7 @@ proptest! {
                     Format::Gemini => r#"{"$set":{"messages":[]}}"#.to_owned(),
                     Format::Qwen => format!(r#"{{"type":"system","subtype":"chat_compression","uuid":"c{i}"}}"#),
                     Format::OpenCode => unreachable!("not a line format"),
+                    Format::Kimi => format!(r#"{{"type":"usage.record","usageScope":"session","time":{i},"usage":{{"output":{i}}}}}"#),
                 };
                 bytes.extend(line.into_bytes());
                 bytes.push(b'\n');

@@ -110,7 +110,7 @@ fn pi_tree() -> Vec<(String, Vec<u8>)> {
 }
 
 /// The oracle's tokens by (day, model): Claude Code files as one stream in path order, pi
-/// files one after the other in path order, Codex files one by one.
+/// files one after the other in path order, Codex and Kimi Code files one by one.
 fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
     let mut sorted: Vec<(PathBuf, Format)> = files
         .iter()
@@ -126,7 +126,7 @@ fn expected(files: &[(PathBuf, Format)]) -> BTreeMap<(String, String), Sum> {
             Format::ClaudeCode => claude.extend_from_slice(&bytes),
             Format::Pi => pi.push(bytes),
             // Files of these formats share no ids in this tree: each counts on its own.
-            Format::Codex | Format::Copilot | Format::Gemini | Format::Qwen => {
+            Format::Codex | Format::Copilot | Format::Gemini | Format::Qwen | Format::Kimi => {
                 parts.push((*format, oracle::expected(*format, &bytes)));
             }
             Format::OpenCode => unreachable!("no OpenCode data among these"),

@@ -208,6 +208,13 @@ fn usage_object_agrees(format: Format, got: &serde_json::Value, want: &oracle::S
             ("messages", want.messages),
         ],
         Format::OpenCode => unreachable!("these are line transcripts"),
+        Format::Kimi => &[
+            ("inputOther", want.input),
+            ("output", want.output),
+            ("inputCacheRead", want.cache_read),
+            ("inputCacheCreation", want.cache_creation),
+            ("usage_records", want.messages),
+        ],
     };
     assert_eq!(
         got["native"].as_object().map(serde_json::Map::len),

@@ -65,6 +65,8 @@ enum FormatArg {
     Qwen,
     /// OpenCode (a database or an older storage directory).
     Opencode,
+    /// Kimi Code CLI.
+    Kimi,
 }
 
 impl FormatArg {
@@ -78,6 +80,7 @@ impl FormatArg {
             FormatArg::Gemini => Some(Format::Gemini),
             FormatArg::Qwen => Some(Format::Qwen),
             FormatArg::Opencode => Some(Format::OpenCode),
+            FormatArg::Kimi => Some(Format::Kimi),
         }
     }
 }

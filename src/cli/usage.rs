@@ -1,6 +1,7 @@
 //! `agentlog usage [PATH...]`: token usage and its cost over every transcript found, each
-//! message counted once across files, by day, week, month, session, project, model or
-//! billing block; `--watch` redraws it (`super::watch`).
+//! message counted once across files, by day, week, month, session, project, model, agent or
+//! billing block, for every agent or those `--agent` names; `--watch` redraws it
+//! (`super::watch`).
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -12,8 +13,8 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use agentlog::transcript::{
-    CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions, UsageReport,
-    UsageRow, parse_day, parse_timezone,
+    CostMode, Format, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions,
+    UsageReport, UsageRow, parse_day, parse_timezone,
 };
 
 use super::table::{money, render, thousands};
@@ -31,6 +32,9 @@ pub struct Args {
     /// How rows are grouped.
     #[arg(long, value_enum, default_value = "day")]
     by: ByArg,
+    /// Only this agent's usage (claude-code, codex, pi, kimi, ...); repeat for several.
+    #[arg(long = "agent", value_name = "NAME")]
+    agents: Vec<String>,
     /// Only usage on or after this day in the report's zone (YYYY-MM-DD or YYYYMMDD).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
@@ -84,6 +88,8 @@ enum ByArg {
     Model,
     /// 5-hour billing block.
     Block,
+    /// Agent (claude-code, codex, pi, kimi, ...).
+    Agent,
 }
 
 impl ByArg {
@@ -96,6 +102,7 @@ impl ByArg {
             ByArg::Project => GroupBy::Project,
             ByArg::Model => GroupBy::Model,
             ByArg::Block => GroupBy::Block,
+            ByArg::Agent => GroupBy::Agent,
         }
     }
 }
@@ -128,6 +135,14 @@ pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
             ..OpenOptions::default()
         },
         by: args.by.group(),
+        agents: args
+            .agents
+            .iter()
+            .map(|name| {
+                name.parse::<Format>()
+                    .map_err(|e| Failure::new("bad_input", EXIT_BAD_INPUT, format!("--agent: {e}")))
+            })
+            .collect::<Result<_, _>>()?,
         since: day("--since", args.since.as_deref())?,
         until: day("--until", args.until.as_deref())?,
         timezone: parse_timezone(args.timezone.as_deref()).map_err(|e| bad("--timezone", &e))?,
@@ -237,6 +252,18 @@ pub fn human(report: &UsageReport) -> String {
     if by == GroupBy::Session {
         header.push("project".to_owned());
     }
+    // An agent column when the rows hold more than one agent's usage (and are not by agent).
+    let mut agents: Vec<&str> = report
+        .rows
+        .iter()
+        .flat_map(|r| r.agents.iter().map(|f| f.name()))
+        .collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let agent_column = by != GroupBy::Agent && agents.len() > 1;
+    if agent_column {
+        header.push("agent".to_owned());
+    }
     header.extend(
         [
             "input",
@@ -269,11 +296,17 @@ pub fn human(report: &UsageReport) -> String {
     let mut rows = vec![header];
     for row in &report.rows {
         let mut line = key_cells(row, &zone);
+        if agent_column {
+            line.push(row.agent_names());
+        }
         line.extend(cells(&row.tally, &row.cost));
         rows.push(line);
     }
     let mut total = vec!["total".to_owned()];
     if by == GroupBy::Session {
+        total.push(String::new());
+    }
+    if agent_column {
         total.push(String::new());
     }
     total.extend(cells(&report.totals, &report.cost));

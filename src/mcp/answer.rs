@@ -269,9 +269,17 @@ impl Tools {
                 format!("limit must be between 1 and {MAX_USAGE_ROWS}, not {limit}"),
             ));
         }
+        let agents = match &args.agent {
+            None => Vec::new(),
+            Some(name) => vec![
+                name.parse::<crate::transcript::Format>()
+                    .map_err(|e| ToolError::bad("invalid_arguments", e.to_string()))?,
+            ],
+        };
         let print = request_print(&format!(
-            "usage\0{}\0{:?}\0{:?}\0{:?}\0{limit}",
+            "usage\0{}\0{:?}\0{:?}\0{:?}\0{:?}\0{limit}",
             by.name(),
+            args.agent,
             args.since,
             args.until,
             args.timezone
@@ -281,13 +289,14 @@ impl Tools {
             Some(c) => parse_cursor(c, &print).ok_or_else(|| {
                 ToolError::bad(
                     "invalid_cursor",
-                    "the cursor is not a next_cursor of this report (same by, days and limit)",
+                    "the cursor is not a next_cursor of this report (same by, agent, days and limit)",
                 )
             })?,
         };
         let options = UsageOptions {
             open: self.open_options(),
             by,
+            agents,
             since: day("since", args.since.as_deref())?,
             until: day("until", args.until.as_deref())?,
             timezone,

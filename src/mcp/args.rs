@@ -86,8 +86,11 @@ pub(crate) struct ReadSessionArgs {
 #[serde(deny_unknown_fields)]
 #[schemars(crate = "rmcp::schemars")]
 pub(crate) struct UsageArgs {
-    /// Rows by `day` (default), `week`, `month`, `block`, `session`, `project` or `model`.
+    /// Rows by `day` (default), `week`, `month`, `block`, `session`, `project`, `model` or
+    /// `agent`.
     pub by: Option<String>,
+    /// Only this agent's usage: `claude-code`, `codex`, `pi`, `kimi`, ...
+    pub agent: Option<String>,
     /// Only usage on or after this day (YYYY-MM-DD).
     pub since: Option<String>,
     /// Only usage on or before this day (YYYY-MM-DD).

@@ -74,8 +74,8 @@ pub fn tool_list() -> Vec<Tool> {
         Tool::new(
             "usage",
             "Token usage over every transcript, each message counted once, by day, session, \
-             project, model, week, month or 5-hour block, with totals; at most 500 rows per page (default \
-             100), the next via next_cursor.",
+             project, model, agent, week, month or 5-hour block, with totals, for every agent or one; \
+             at most 500 rows per page (default 100), the next via next_cursor.",
             schema_for_type::<UsageArgs>(),
         ),
         Tool::new(

@@ -282,6 +282,7 @@ fn assemble(
             by: GroupBy::Session,
             key: session,
             project: Some(project),
+            agents: head.format.into_iter().collect(),
             tally: Tally::default(),
             cost: crate::transcript::RowCost::default(),
             block: None,

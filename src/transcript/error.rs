@@ -28,10 +28,9 @@ pub enum TranscriptError {
         /// The transcript.
         path: PathBuf,
     },
-    /// No line among the first ones looks like Claude Code, Codex, pi, Gemini CLI or Qwen
-    /// Code.
+    /// No line among the first ones looks like a transcript of a supported agent.
     #[error(
-        "{path} does not look like a Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript (pass --format to read it as one)"
+        "{path} does not look like a Claude Code, Codex, pi, Gemini CLI, Qwen Code, Copilot CLI or Kimi Code transcript (pass --format to read it as one)"
     )]
     UnknownFormat {
         /// The transcript.

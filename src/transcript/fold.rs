@@ -37,6 +37,8 @@ pub enum BoundaryKind {
     HistoryRewrite,
     /// Qwen Code: a `system` record with subtype `chat_compression`.
     ChatCompression,
+    /// Kimi Code: a `usage.record` with `usageScope: "session"` (the compaction call).
+    SessionUsageRecord,
 }
 
 impl BoundaryKind {
@@ -51,6 +53,7 @@ impl BoundaryKind {
             BoundaryKind::CompactionComplete => "compaction_complete",
             BoundaryKind::HistoryRewrite => "history_rewrite",
             BoundaryKind::ChatCompression => "chat_compression",
+            BoundaryKind::SessionUsageRecord => "session_usage_record",
         }
     }
 }
@@ -534,6 +537,15 @@ impl Fold {
                 self.summary.diagnostics.invalid_timestamps += 1;
                 UNKNOWN_QUARTER
             })
+    }
+
+    /// The quarter-hour of a time in epoch milliseconds, counting one that cannot be read.
+    pub(crate) fn quarter_of_millis(&mut self, millis: TokenValue) -> i64 {
+        if let Some(ms) = millis.known().and_then(|ms| i64::try_from(ms).ok()) {
+            return ms.div_euclid(900_000);
+        }
+        self.summary.diagnostics.invalid_timestamps += 1;
+        UNKNOWN_QUARTER
     }
 
     /// The number of a model name (or [`UNKNOWN_MODEL`]).

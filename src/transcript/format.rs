@@ -31,11 +31,13 @@ pub enum Format {
     /// its `-wal`) or the older JSON storage (`storage/message/<session>/msg_*.json`).
     #[serde(rename = "opencode")]
     OpenCode,
+    /// Kimi Code CLI wire logs (`~/.kimi/sessions/<group>/<session>/wire.jsonl`).
+    Kimi,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::ClaudeCode,
         Format::Codex,
         Format::Pi,
@@ -43,6 +45,7 @@ impl Format {
         Format::Qwen,
         Format::Copilot,
         Format::OpenCode,
+        Format::Kimi,
     ];
 
     /// The stable name used on the command line and in JSON.
@@ -55,6 +58,7 @@ impl Format {
             Format::Gemini => "gemini",
             Format::Qwen => "qwen",
             Format::OpenCode => "opencode",
+            Format::Kimi => "kimi",
         }
     }
 }
@@ -116,6 +120,7 @@ pub(crate) struct Probe<'a> {
     #[serde(rename = "projectHash")]
     pub(crate) project_hash: Obj<IgnoredAny>,
     pub(crate) message: Obj<ProbeMessage>,
+    pub(crate) protocol_version: Obj<IgnoredAny>,
 }
 
 /// The part of a line's `message` that tells the formats apart (Qwen Code's Gemini API
@@ -185,6 +190,9 @@ mod tests {
         assert_eq!(detect_format([&qwen[..]]), Some(Format::Qwen));
         let untyped = br#"{"sessionId":"s","startTime":"t"}"#;
         assert_eq!(detect_format([&untyped[..]]), None);
+        let kimi = br#"{"type":"metadata","protocol_version":"1.4","created_at":1}"#;
+        assert_eq!(detect_format([&kimi[..]]), Some(Format::Kimi));
+        assert_eq!(detect_format([&br#"{"type":"metadata"}"#[..]]), None);
         let noise: [&[u8]; 4] = [b"", b"not json", br#"{"type":"user"}"#, b"[1,2]"];
         assert_eq!(detect_format(noise), None);
         assert_eq!(

@@ -29,6 +29,7 @@ mod error;
 mod fold;
 mod format;
 mod gemini;
+mod kimi;
 // The tolerant field types also read the lines the Parquet export writes out one by one.
 // The per-line facts and native token slots the readers give are read by the export only.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]

@@ -12,7 +12,7 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, copilot, gemini, opencode, pi, qwen};
+use super::{claude, codex, copilot, gemini, kimi, opencode, pi, qwen};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +182,12 @@ pub(crate) trait Rules: Sync + 'static {
         session_in_project(path)
     }
 
+    /// Whether a `*.jsonl` file is one the agent keeps beside its transcripts that is not one
+    /// (discovery leaves it out rather than report it as unreadable).
+    fn not_a_transcript(_path: &Path) -> bool {
+        false
+    }
+
     /// Folds a parsed line.
     fn fold(step: &mut Step<'_>, line: &Self::Line<'_>) -> Result<(), RecallError>;
 
@@ -225,6 +231,8 @@ pub(crate) trait Reader: Sync {
     fn roots(&self, env: &Env) -> Vec<PathBuf>;
     /// [`Rules::session`].
     fn session(&self, path: &Path) -> (String, String);
+    /// [`Rules::not_a_transcript`].
+    fn not_a_transcript(&self, path: &Path) -> bool;
     /// Folds one complete line (without its `\n`) at the step's place.
     fn fold_line(&self, step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError>;
     /// What a line says of itself.
@@ -256,6 +264,10 @@ impl<R: Rules> Reader for R {
         R::session(path)
     }
 
+    fn not_a_transcript(&self, path: &Path) -> bool {
+        R::not_a_transcript(path)
+    }
+
     fn fold_line(&self, mut step: Step<'_>, bytes: &[u8]) -> Result<(), RecallError> {
         match step.fold.parse::<R::Line<'_>>(bytes, R::may_matter) {
             Some(line) => R::fold(&mut step, &line),
@@ -270,13 +282,14 @@ impl<R: Rules> Reader for R {
 
 /// Every reader, in the order detection tries them (Qwen Code's records look like Claude
 /// Code's but for their message's `parts`: it goes first).
-const READERS: [&dyn Reader; 7] = [
+const READERS: [&dyn Reader; 8] = [
     &codex::Codex,
     &qwen::Qwen,
     &claude::ClaudeCode,
     &pi::Pi,
     &gemini::Gemini,
     &copilot::Copilot,
+    &kimi::Kimi,
     &opencode::OpenCode,
 ];
 
@@ -295,6 +308,7 @@ pub(crate) fn reader(format: Format) -> &'static dyn Reader {
         Format::Gemini => &gemini::Gemini,
         Format::Qwen => &qwen::Qwen,
         Format::OpenCode => &opencode::OpenCode,
+        Format::Kimi => &kimi::Kimi,
     }
 }
 

@@ -97,6 +97,8 @@ pub struct SubagentReport {
 /// answer").
 #[derive(Clone, Debug, Serialize)]
 pub struct TranscriptReport {
+    /// The agent that wrote it: its format's name, as `usage` rows and `--agent` name it.
+    pub agent: Format,
     /// The compaction boundaries, in file order.
     pub boundaries: Vec<CompactionBoundary>,
     /// The end of the complete lines the answer covers.
@@ -173,6 +175,7 @@ pub fn report(t: &Transcript, subagents: Option<&WithSubagents>) -> TranscriptRe
             .collect()
     });
     TranscriptReport {
+        agent: format,
         boundaries: s.boundaries.clone(),
         covered_bytes: t.coverage.end,
         diagnostics: s.diagnostics.clone(),

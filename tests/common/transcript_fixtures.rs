@@ -21,6 +21,7 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         ("copilot", Format::Copilot),
         ("gemini", Format::Gemini),
         ("qwen", Format::Qwen),
+        ("kimi", Format::Kimi),
     ] {
         let mut stack = vec![data_dir().join(dir)];
         while let Some(dir) = stack.pop() {
@@ -35,7 +36,7 @@ pub fn all() -> Vec<(PathBuf, Format)> {
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(out.len() >= 22, "the vendored transcripts are missing");
+    assert!(out.len() >= 24, "the vendored transcripts are missing");
     out
 }
 

@@ -68,6 +68,7 @@ pub fn transcript(format: Format, seed: u64, steps: usize) -> Vec<u8> {
         Format::Gemini => gemini_qwen::gemini(&mut rng, steps),
         Format::Qwen => gemini_qwen::qwen(&mut rng, steps),
         Format::OpenCode => unreachable!("an OpenCode database is not lines"),
+        Format::Kimi => kimi(&mut rng, steps),
     };
     let mut out = Vec::new();
     for line in lines {
@@ -443,6 +444,40 @@ fn copilot(rng: &mut Rng, steps: usize) -> Vec<String> {
         }
         out.push(json!({"type":"assistant.message","data":{"messageId":id,"content":"ok","toolRequests":[],"outputTokens":number(rng, output)},"id":id,"timestamp":ts(minute + 1),"parentId":null}).to_string());
         out.push(json!({"type":"tool.execution_complete","data":{"toolCallId":"t","model":model,"success":true,"result":{"content":"done"}},"id":format!("t{step}"),"timestamp":ts(minute + 1),"parentId":null}).to_string());
+    }
+    out
+}
+
+/// Kimi Code: `usage.record` lines (turn scope, and now and then the session-scope compaction
+/// call), each echoed by a `step.end` event that must not count, records without usage or
+/// time, odd values, and lines that are not JSON.
+fn kimi(rng: &mut Rng, steps: usize) -> Vec<String> {
+    let models = ["moonshot-ai/kimi-k2.7-code", "kimi-k2-thinking"];
+    let mut out = vec![
+        json!({"type":"metadata","protocol_version":"1.4","created_at":1_785_612_803_281_u64})
+            .to_string(),
+        json!({"type":"config.update","cwd":"/p","time":1_785_612_803_281_u64}).to_string(),
+    ];
+    for step in 0..steps {
+        let time = 1_785_612_803_281 + step as u64 * 97_000;
+        let [input, output, cache_read] = [12_000, 900, 40_000].map(|n| rng.below(n));
+        let cache_creation = rng.below(3) * rng.below(500);
+        let usage = json!({
+            "inputOther": number(rng, input),
+            "output": number(rng, output),
+            "inputCacheRead": number(rng, cache_read),
+            "inputCacheCreation": number(rng, cache_creation),
+        });
+        out.push(json!({"type":"context.append_loop_event","event":{"type":"step.end","usage":usage.clone()},"time":time}).to_string());
+        let scope = if rng.chance(6) { "session" } else { "turn" };
+        let model = models[rng.below(2) as usize];
+        match rng.below(30) {
+            0 => out.push(json!({"type":"usage.record","model":model,"usageScope":scope,"time":time}).to_string()),
+            1 => out.push(json!({"type":"usage.record","model":model,"usage":usage,"usageScope":scope}).to_string()),
+            2 => out.push("{\"type\":\"usage.record\",\"usage\":".to_owned()),
+            3 => out.push(json!({"type":"usage.record","usage":{"inputOther":-4,"output":null},"usageScope":"turn","time":format!("{time}")}).to_string()),
+            _ => out.push(json!({"type":"usage.record","model":model,"usage":usage,"usageScope":scope,"time":time}).to_string()),
+        }
     }
     out
 }

@@ -288,6 +288,7 @@ pub fn expected(format: Format, bytes: &[u8]) -> Expected {
         Format::Gemini => gemini(bytes),
         Format::Qwen => qwen(bytes),
         Format::OpenCode => unreachable!("an OpenCode database is not lines"),
+        Format::Kimi => kimi(bytes),
     }
 }
 
@@ -708,6 +709,44 @@ pub fn pi_files(files: &[&[u8]]) -> Expected {
                 }
                 _ => {}
             }
+        }
+    }
+    acc.done()
+}
+
+/// Kimi Code: every `usage.record` with a usage object counts, its fields as they are; one
+/// with `usageScope: "session"` (the compaction call) then marks a boundary. The time is epoch
+/// milliseconds; `step.end` echoes count nothing.
+fn kimi(bytes: &[u8]) -> Expected {
+    let mut acc = Acc::new();
+    for (offset, line, v) in lines(bytes) {
+        let Some(v) = v else { continue };
+        if v.get("type").and_then(Value::as_str) != Some("usage.record") {
+            continue;
+        }
+        let Some(u) = v.get("usage").filter(|u| u.is_object()) else {
+            continue;
+        };
+        let [input, output, cache_read, cache_creation] = [
+            "inputOther",
+            "output",
+            "inputCacheRead",
+            "inputCacheCreation",
+        ]
+        .map(|k| n(u.get(k)));
+        let prompt = input + cache_read + cache_creation;
+        let t = Sum::message(
+            [input, output, cache_creation, cache_read, 0, 0],
+            prompt + output,
+            0,
+        );
+        let quarter =
+            count(v.get("time")).map_or(UNKNOWN_QUARTER, |ms| i64::try_from(ms / 900_000).unwrap());
+        let generation = acc.boundaries.len();
+        acc.add(generation, (quarter, text(v.get("model"))), t);
+        acc.context = Some(prompt);
+        if v.get("usageScope").and_then(Value::as_str) == Some("session") {
+            acc.boundary(offset, line, "session_usage_record", None, None);
         }
     }
     acc.done()

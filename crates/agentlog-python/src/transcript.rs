@@ -19,6 +19,7 @@ fn format_arg(name: &str) -> PyResult<Option<Format>> {
         "copilot" => Ok(Some(Format::Copilot)),
         "gemini" => Ok(Some(Format::Gemini)),
         "qwen" => Ok(Some(Format::Qwen)),
+        "kimi" => Ok(Some(Format::Kimi)),
         other => Err(PyValueError::new_err(format!(
             "format must be 'auto' or an agent's name ('claude-code', 'codex', 'pi', 'gemini', 'qwen', 'copilot', ...), not {other:?}"
         ))),

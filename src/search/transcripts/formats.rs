@@ -189,6 +189,53 @@ fn api_parts(content: Option<&Value>, parts: &mut Vec<String>) {
     }
 }
 
+/// Kimi Code: the conversation as its wire log records it: `context.append_message`
+/// messages, the assistant's text parts, tool calls (name, then arguments) and tool results
+/// of `context.append_loop_event` lines, and a compaction's summary. Thinking parts give
+/// nothing.
+pub(crate) fn kimi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<Kind> {
+    match kind {
+        "context.append_message" => {
+            let message = line.get("message")?;
+            match message.get("content") {
+                Some(Value::String(s)) => parts.push(s.clone()),
+                other => blocks(other, parts),
+            }
+            Some((kind.to_owned(), role_of(message.get("role"))))
+        }
+        "context.apply_compaction" => {
+            push_value(line.get("summary"), parts);
+            Some((kind.to_owned(), None))
+        }
+        "context.append_loop_event" => {
+            let event = line.get("event")?;
+            let event_kind = event.get("type").and_then(Value::as_str)?;
+            let role = match event_kind {
+                "content.part" => {
+                    let part = event.get("part")?;
+                    if part.get("type").and_then(Value::as_str) != Some("text") {
+                        return None;
+                    }
+                    push_value(part.get("text"), parts);
+                    "assistant"
+                }
+                "tool.call" => {
+                    push_value(event.get("name"), parts);
+                    push_value(event.get("args"), parts);
+                    "assistant"
+                }
+                "tool.result" => {
+                    push_value(event.pointer("/result/output"), parts);
+                    "tool"
+                }
+                _ => return None,
+            };
+            Some((event_kind.to_owned(), Some(role.to_owned())))
+        }
+        _ => None,
+    }
+}
+
 /// The text of a content-block array in block order: text blocks, tool calls (name, then
 /// input), tool results (their content, recursively); reasoning, images and unknown blocks
 /// give nothing. An explicit stack, so nesting cannot overflow.
@@ -272,6 +319,35 @@ mod tests {
         assert_eq!(text(Format::Codex, reasoning), None);
         let event = r#"{"type":"event_msg","payload":{"type":"user_message","message":"fix it"}}"#;
         assert_eq!(text(Format::Codex, event), None, "a copy of the message");
+    }
+
+    #[test]
+    fn kimi_messages_parts_tools_and_summaries() {
+        let user = r#"{"type":"context.append_message","message":{"role":"user","content":[{"type":"text","text":"run ls"}]},"time":1785613805458}"#;
+        let got = transcript_line_text(Format::Kimi, user.as_bytes()).unwrap();
+        assert_eq!(
+            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
+            ("context.append_message", Some("user"), "run ls")
+        );
+        assert_eq!(got.time, Some(1_785_613_805_458));
+        let event = |e: &str| format!(r#"{{"type":"context.append_loop_event","event":{e}}}"#);
+        let part = event(r#"{"type":"content.part","part":{"type":"text","text":"Hi"}}"#);
+        assert_eq!(text(Format::Kimi, &part).unwrap(), "Hi");
+        let think = event(r#"{"type":"content.part","part":{"type":"think","think":"x"}}"#);
+        assert_eq!(text(Format::Kimi, &think), None);
+        let call = event(r#"{"type":"tool.call","name":"Bash","args":{"command":"ls"}}"#);
+        assert_eq!(
+            text(Format::Kimi, &call).unwrap(),
+            "Bash\n{\"command\":\"ls\"}"
+        );
+        let result = event(r#"{"type":"tool.result","result":{"output":"a.md"}}"#);
+        assert_eq!(text(Format::Kimi, &result).unwrap(), "a.md");
+        let end = event(r#"{"type":"step.end","usage":{"output":1}}"#);
+        assert_eq!(text(Format::Kimi, &end), None);
+        let summary = r#"{"type":"context.apply_compaction","summary":"so far"}"#;
+        assert_eq!(text(Format::Kimi, summary).unwrap(), "so far");
+        let usage = r#"{"type":"usage.record","usage":{"output":1}}"#;
+        assert_eq!(text(Format::Kimi, usage), None);
     }
 
     #[test]

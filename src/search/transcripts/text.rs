@@ -63,13 +63,14 @@ fn line_parts(format: Format) -> LineParts {
         Format::Qwen => formats::qwen,
         // A database, not lines: no line of a file reads as it.
         Format::OpenCode => |_, _, _| None,
+        Format::Kimi => formats::kimi,
     }
 }
 
-/// The line's time: an ISO-8601 `timestamp` (all three formats write one), else a numeric one
-/// in epoch ms.
+/// The line's time: an ISO-8601 `timestamp` (Claude Code, Codex and pi write one), else a
+/// numeric one in epoch ms, else Kimi Code's `time` in epoch ms.
 fn time_of(line: &Value) -> Option<i64> {
-    match line.get("timestamp")? {
+    match line.get("timestamp").or_else(|| line.get("time"))? {
         Value::String(s) => s
             .trim()
             .parse::<jiff::Timestamp>()

@@ -13,8 +13,9 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde::ser::Serializer;
 
-use super::{GroupBy, UsageOptions, UsageRow};
+use super::{GroupBy, UsageOptions, UsageRow, insert_agent};
 use crate::transcript::fold::QUARTER_SECONDS;
+use crate::transcript::format::Format;
 use crate::transcript::price::RowCost;
 use crate::transcript::tally::Tally;
 
@@ -26,6 +27,8 @@ pub const BLOCK_SECONDS: i64 = 5 * 3600;
 pub(crate) struct Slot {
     pub(crate) tally: Tally,
     pub(crate) cost: RowCost,
+    /// The agents whose usage it holds, in name order.
+    pub(crate) agents: Vec<Format>,
 }
 
 /// A billing block's times and, for the active one, its pace. In JSON beside the row's
@@ -113,6 +116,9 @@ pub(crate) fn blocks(quarters: &BTreeMap<i64, Slot>, options: &UsageOptions) -> 
                 b.last_quarter = quarter;
                 b.slot.tally.add(&slot.tally);
                 b.slot.cost.merge(&slot.cost);
+                for &agent in &slot.agents {
+                    insert_agent(&mut b.slot.agents, agent);
+                }
                 open = Some(b);
                 continue;
             }
@@ -130,11 +136,17 @@ pub(crate) fn blocks(quarters: &BTreeMap<i64, Slot>, options: &UsageOptions) -> 
     rows
 }
 
-fn block_row(key: String, tally: Tally, cost: RowCost, block: Block) -> UsageRow {
+fn block_row(key: String, slot: Slot, block: Block) -> UsageRow {
+    let Slot {
+        tally,
+        cost,
+        agents,
+    } = slot;
     UsageRow {
         by: GroupBy::Block,
         key,
         project: None,
+        agents,
         tally,
         cost,
         last_activity: Some(block.last_activity),
@@ -152,12 +164,7 @@ fn gap_row(start: i64, end: i64) -> UsageRow {
         burn_rate: None,
         projection: None,
     };
-    block_row(
-        format!("gap-{}", at(start)),
-        Tally::default(),
-        RowCost::default(),
-        block,
-    )
+    block_row(format!("gap-{}", at(start)), Slot::default(), block)
 }
 
 // Rates and projections are display figures: floats, as ccusage shows them.
@@ -200,7 +207,7 @@ fn row(b: Open, now: i64) -> UsageRow {
         burn_rate,
         projection,
     };
-    block_row(at(b.start).to_string(), b.slot.tally, b.slot.cost, block)
+    block_row(at(b.start).to_string(), b.slot, block)
 }
 
 #[cfg(test)]
@@ -228,6 +235,7 @@ mod tests {
                 Money::default(),
             ),
             cost,
+            agents: vec![Format::Kimi],
         }
     }
 

@@ -19,7 +19,9 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
 /// `~/.claude/projects` and `~/.config/claude/projects`; for Codex
 /// `${CODEX_HOME:-~/.codex}/sessions`; for pi `~/.pi/agent/sessions`; for Gemini CLI
 /// `<dir>/tmp` for each directory of `$GEMINI_DATA_DIR`, else `~/.gemini/tmp`; for Qwen Code
-/// `<dir>/projects` for each directory of `$QWEN_DATA_DIR`, else `~/.qwen/projects`.
+/// `<dir>/projects` for each directory of `$QWEN_DATA_DIR`, else `~/.qwen/projects`; for Kimi Code
+/// `<dir>/sessions` for each directory of `${KIMI_DATA_DIR:-~/.kimi}` and
+/// `~/.kimi-code/sessions`.
 pub fn default_roots() -> Vec<PathBuf> {
     let env = Env {
         home: var("HOME").map(PathBuf::from),
@@ -40,7 +42,9 @@ pub fn default_roots() -> Vec<PathBuf> {
     roots
 }
 
-/// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document, `OpenCode` database or older message file) under `paths` (a file is taken as it is), canonical, sorted, each
+/// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document, `OpenCode` database or
+/// older message file) under `paths` (a file is taken as it is) but those an agent keeps beside
+/// its transcripts that are not ones (Kimi's `context*.jsonl`), canonical, sorted, each
 /// once; symbolic links to directories are not followed. Directories that cannot be listed
 /// are reported.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
@@ -82,6 +86,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     for entry in entries.flatten() {
         let path = entry.path();
         let jsonl = path.extension().is_some_and(|e| e == "jsonl")
+            && !readers().iter().any(|r| r.not_a_transcript(&path))
             || is_session_document(&path)
             || crate::transcript::opencode::wanted(&path);
         match entry.file_type() {

@@ -8,7 +8,7 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use super::blocks::{Slot, blocks};
-use super::{GroupBy, UsageOptions, UsageReport, UsageRow};
+use super::{GroupBy, UsageOptions, UsageReport, UsageRow, insert_agent};
 use crate::transcript::fold::{QUARTER_SECONDS, UNKNOWN_QUARTER};
 use crate::transcript::format::Format;
 use crate::transcript::price::{Pricer, RowCost};
@@ -68,7 +68,7 @@ impl<'a> Grouper<'a> {
         tally: &Tally,
     ) {
         let options = self.options;
-        if tally.is_empty() {
+        if tally.is_empty() || !(options.agents.is_empty() || options.agents.contains(&format)) {
             return;
         }
         let day = day_in(quarter, &options.timezone);
@@ -93,8 +93,10 @@ impl<'a> Grouper<'a> {
             GroupBy::Session => (session.to_owned(), Some(project.to_owned())),
             GroupBy::Project => (project.to_owned(), None),
             GroupBy::Model => (model.to_owned(), None),
+            GroupBy::Agent => (format.name().to_owned(), None),
             GroupBy::Block if quarter != UNKNOWN_QUARTER => {
                 let slot = self.quarters.entry(quarter).or_default();
+                insert_agent(&mut slot.agents, format);
                 slot.tally.add(tally);
                 slot.cost.add(model, cost);
                 return;
@@ -109,11 +111,13 @@ impl<'a> Grouper<'a> {
             by: options.by,
             key,
             project,
+            agents: Vec::new(),
             tally: Tally::default(),
             cost: RowCost::default(),
             block: None,
             last_activity: None,
         });
+        insert_agent(&mut row.agents, format);
         row.tally.add(tally);
         row.cost.add(model, cost);
         if quarter != UNKNOWN_QUARTER {

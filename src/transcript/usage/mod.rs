@@ -58,11 +58,13 @@ pub enum GroupBy {
     Project,
     /// By model name (`unknown` for usage without one).
     Model,
+    /// By agent: the [`Format`] name of the transcripts (`claude-code`, `codex`, ...).
+    Agent,
 }
 
 impl GroupBy {
     /// The name used on the command line and in JSON (`day`, `week`, `month`, `session`,
-    /// `project`, `model`, `block`): a row's key is under this name.
+    /// `project`, `model`, `block`, `agent`): a row's key is under this name.
     pub fn name(self) -> &'static str {
         match self {
             GroupBy::Day => "day",
@@ -72,13 +74,14 @@ impl GroupBy {
             GroupBy::Session => "session",
             GroupBy::Project => "project",
             GroupBy::Model => "model",
+            GroupBy::Agent => "agent",
         }
     }
 }
 
 impl GroupBy {
     /// Every grouping.
-    pub const ALL: [GroupBy; 7] = [
+    pub const ALL: [GroupBy; 8] = [
         GroupBy::Day,
         GroupBy::Week,
         GroupBy::Month,
@@ -86,6 +89,7 @@ impl GroupBy {
         GroupBy::Session,
         GroupBy::Project,
         GroupBy::Model,
+        GroupBy::Agent,
     ];
 }
 
@@ -118,6 +122,8 @@ pub struct UsageOptions {
     pub open: OpenOptions,
     /// How rows are grouped.
     pub by: GroupBy,
+    /// Only the usage of these agents (every agent when empty).
+    pub agents: Vec<Format>,
     /// Only usage on or after this day (in `timezone`).
     pub since: Option<Date>,
     /// Only usage on or before this day (in `timezone`).
@@ -143,6 +149,7 @@ impl Default for UsageOptions {
         UsageOptions {
             open: OpenOptions::default(),
             by: GroupBy::Day,
+            agents: Vec::new(),
             since: None,
             until: None,
             timezone: TimeZone::system(),
@@ -156,9 +163,10 @@ impl Default for UsageOptions {
 }
 
 /// One row of a usage report: a group and what it adds up to. In JSON the key is under the
-/// name of the grouping (`day`, `week`, `month`, `session`, `project`, `model`, `block`), with
-/// the tally's fields, the cost's (`cost_usd`, `models`, `unpriced_models`) and a block's
-/// beside it.
+/// name of the grouping (`day`, `week`, `month`, `session`, `project`, `model`, `block`,
+/// `agent`), with `agent` (the agents whose usage the row sums: one name, or several
+/// comma-separated in name order), the tally's fields, the cost's (`cost_usd`, `models`,
+/// `unpriced_models`) and a block's beside it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct UsageRow {
     /// How the report groups.
@@ -168,6 +176,8 @@ pub struct UsageRow {
     pub key: String,
     /// The project of a session row.
     pub project: Option<String>,
+    /// The agents whose usage the row sums, in name order, each once.
+    pub agents: Vec<Format>,
     /// What the group adds up to.
     pub tally: Tally,
     /// What it cost.
@@ -195,6 +205,8 @@ impl Serialize for UsageRow {
             key: Key<'a>,
             #[serde(skip_serializing_if = "Option::is_none")]
             project: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            agent: Option<String>,
             #[serde(flatten)]
             tally: &'a Tally,
             #[serde(flatten)]
@@ -207,6 +219,8 @@ impl Serialize for UsageRow {
         Row {
             key: Key(self),
             project: self.project.as_deref(),
+            // An agent row's key is its agent already.
+            agent: (self.by != GroupBy::Agent).then(|| self.agent_names()),
             tally: &self.tally,
             cost: &self.cost,
             block: self.block.as_ref(),
@@ -216,6 +230,14 @@ impl Serialize for UsageRow {
             },
         }
         .serialize(serializer)
+    }
+}
+
+impl UsageRow {
+    /// The row's agents by name, comma-separated (`claude-code,kimi`).
+    pub fn agent_names(&self) -> String {
+        let names: Vec<&str> = self.agents.iter().map(|f| f.name()).collect();
+        names.join(",")
     }
 }
 
@@ -345,6 +367,13 @@ pub fn usage_of_files(
     report.cost_mode = options.cost;
     report.pricing = Some(options.prices.source.clone());
     report
+}
+
+/// Adds an agent to a name-ordered list of agents, if it is not in it.
+pub(crate) fn insert_agent(agents: &mut Vec<Format>, agent: Format) {
+    if let Err(at) = agents.binary_search_by_key(&agent.name(), |f| f.name()) {
+        agents.insert(at, agent);
+    }
 }
 
 /// A zone's name: its IANA name, else its fixed offset.
