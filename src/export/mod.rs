@@ -223,8 +223,19 @@ fn pending_bytes(states: &Path, source: &Source) -> u64 {
     len.saturating_sub(exported)
 }
 
+/// The lock that lets one export at a time write a host's files in a dataset.
+pub(crate) struct ExportLock(File);
+
+impl Drop for ExportLock {
+    /// Unlocks explicitly: a child process that another thread forked keeps a copy of the
+    /// descriptor until it execs, and the lock would outlive the export until then.
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 /// Takes the lock that lets one export at a time write `host`'s files in a dataset.
-fn lock(states: &Path, host: &str) -> Result<File, ExportError> {
+fn lock(states: &Path, host: &str) -> Result<ExportLock, ExportError> {
     let path = states.join("lock");
     let file = File::options()
         .create(true)
@@ -233,7 +244,7 @@ fn lock(states: &Path, host: &str) -> Result<File, ExportError> {
         .open(&path)
         .map_err(|e| ExportError::io("open", &path, e))?;
     match file.try_lock() {
-        Ok(()) => Ok(file),
+        Ok(()) => Ok(ExportLock(file)),
         Err(TryLockError::WouldBlock) => Err(ExportError::Locked {
             host: host.to_owned(),
             path,
