@@ -258,6 +258,37 @@ fn usage_rows_equal_the_oracle_per_model_and_one_session_row() {
     assert_eq!(rows[0]["messages"], all);
 }
 
+/// The agent surface: `--by agent` gives one `opencode` row with the oracle's totals,
+/// `--agent opencode` keeps them and `--agent codex` leaves nothing.
+#[test]
+fn the_agent_row_and_filter_hold_the_databases_usage() {
+    let files = ["opencode.db", "opencode.db-wal", "opencode.db-shm"];
+    let (sessions, _) = oracle(&files);
+    let want = sessions.values().fold(Sum::default(), |mut a, s| {
+        a.input += s.input;
+        a.output += s.output;
+        a.messages += s.messages;
+        a
+    });
+    let dir = real_copy(&files);
+    let cache = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (code, v) = agentlog(&["usage", root, "--by", "agent", "--json"], cache.path());
+    assert_eq!(code, 0, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["agent"], "opencode");
+    assert_eq!(rows[0]["input_tokens"], want.input);
+    assert_eq!(rows[0]["output_tokens"], want.output);
+    assert_eq!(rows[0]["messages"], want.messages);
+    let only = ["usage", root, "--agent", "opencode", "--json"];
+    let (_, v) = agentlog(&only, cache.path());
+    assert_eq!(v["totals"]["messages"], want.messages);
+    let other = ["usage", root, "--agent", "codex", "--json"];
+    let (_, v) = agentlog(&other, cache.path());
+    assert_eq!(v["totals"]["messages"], 0);
+}
+
 #[test]
 fn a_damaged_database_is_skipped_with_its_reason_and_usage_still_answers() {
     let dir = tempfile::tempdir().unwrap();
