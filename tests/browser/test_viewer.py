@@ -31,6 +31,12 @@ def viewer():
     proc = subprocess.Popen([cli, "serve", "--port", "0", "--json", str(root)],
                             stdout=subprocess.PIPE, env=env, text=True)
     address = json.loads(proc.stdout.readline())
+    # The oracle for the session count: the CLI's own sessions over the same files, less
+    # OpenCode's database (the viewer lists line transcripts; docs/SERVE.md).
+    usage = subprocess.run([cli, "usage", "--by", "session", "--json", str(root)],
+                           capture_output=True, env=env, text=True, check=True)
+    rows = json.loads(usage.stdout)["rows"]
+    address["sessions"] = sum(1 for r in rows if r.get("agent") != "opencode")
     yield address
     proc.terminate()
     proc.wait(timeout=30)
@@ -81,7 +87,7 @@ def test_sessions_page_lists_the_transcripts_and_pages(browser, viewer):
     text = page.inner_text("#sessions")
     assert "how are you doing" in text  # agentlogs-compact's first prompt
     assert "hostile prompt" in text
-    assert page.inner_text("#count").startswith("14 sessions")
+    assert page.inner_text("#count").startswith(f"{viewer['sessions']} sessions")
     # Server-side paging: 5 a page, then the next page.
     page.goto(f"http://127.0.0.1:{viewer['port']}/?limit=5")
     page.wait_for_selector("#next-page")
