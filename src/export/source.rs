@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::error::ExportError;
 use super::probe::{Probe, probe, transcript_id};
 use crate::query::{JsonlSource, PersistedSource};
-use crate::transcript::discover;
+use crate::transcript::discover_lines;
 
 /// The kinds of log an export reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -161,7 +161,7 @@ fn transcript_source(log: PathBuf) -> Source {
 /// Every transcript under `dir`, found as `agentlog usage` finds them (every `*.jsonl`, in
 /// path order); files whose first lines are no transcript's are left out, with a warning.
 fn transcripts_under(dir: &Path) -> Result<Vec<Source>, ExportError> {
-    let (files, skipped) = discover(&[dir.to_path_buf()]);
+    let (files, skipped) = discover_lines(&[dir.to_path_buf()]);
     if let Some(first) = skipped.into_iter().next() {
         // A directory we cannot list would silently drop its transcripts from the dataset.
         return Err(ExportError::Transcript {

@@ -24,7 +24,7 @@ use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
 use crate::search::request::{MatchMode, Query, transcript_fingerprint};
-use crate::transcript::{Format, default_index_dir, default_roots, discover};
+use crate::transcript::{Format, default_index_dir, default_roots, discover_lines};
 use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
 use rank::rank;
 
@@ -219,7 +219,7 @@ fn scope(paths: &[PathBuf]) -> Scope {
     } else {
         paths.to_vec()
     };
-    let (files, skipped) = discover(&paths);
+    let (files, skipped) = discover_lines(&paths);
     let canonical: Vec<PathBuf> = paths
         .iter()
         .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))

@@ -58,7 +58,7 @@ pub struct OpenOptions {
     pub load_ids: bool,
     /// Also load the Claude Code messages filed under these ids (point lookups: a session's
     /// subagents merge with the few ids they share without reading the session's every key).
-    /// [`Transcript::dedup`] then holds at least these ids' messages.
+    /// The answer's dedup rows then hold at least these ids' messages.
     pub load_messages: Vec<String>,
     /// Also load the buckets from this quarter-hour on (a day's total without reading every
     /// key); [`Transcript::buckets`] then holds at least those.

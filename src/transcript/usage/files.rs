@@ -42,6 +42,20 @@ pub fn default_roots() -> Vec<PathBuf> {
     roots
 }
 
+/// [`discover`], the files read line by line only: no `OpenCode` database or storage file and
+/// no older Gemini CLI session document (search, the export and the viewer read lines).
+pub fn discover_lines(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
+    let (files, skipped) = discover(paths);
+    let lines = files
+        .into_iter()
+        .filter(|f| {
+            !crate::transcript::opencode::wanted(f)
+                && !crate::transcript::gemini::is_session_document(f)
+        })
+        .collect();
+    (lines, skipped)
+}
+
 /// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document, `OpenCode` database or
 /// older message file) under `paths` (a file is taken as it is) but those an agent keeps beside
 /// its transcripts that are not ones (Kimi's `context*.jsonl`), canonical, sorted, each
