@@ -87,12 +87,13 @@ pub fn _usage(
 /// figures as `agentlog statusline --json` prints them and the line as it prints it, plus a
 /// formatter (`StatusFormatter`) for `--format` templates.
 #[pyfunction]
-#[pyo3(signature = (input_json, *, index_dir = None, pricing = None))]
+#[pyo3(signature = (input_json, *, index_dir = None, pricing = None, timezone = None))]
 pub fn _statusline(
     py: Python<'_>,
     input_json: &Bound<'_, PyAny>,
     index_dir: Option<&Bound<'_, PyAny>>,
     pricing: Option<&Bound<'_, PyAny>>,
+    timezone: Option<&str>,
 ) -> PyResult<(Py<PyAny>, String, StatusFormatter)> {
     let bytes: Vec<u8> = if let Ok(s) = input_json.cast::<PyString>() {
         s.extract::<String>()?.into_bytes()
@@ -108,6 +109,9 @@ pub fn _statusline(
     let options = StatusOptions {
         index_dir: index_dir.map(|d| path_arg(d, "index_dir")).transpose()?,
         now: None,
+        timezone: Some(
+            parse_timezone(timezone).map_err(|e| invalid_argument(py, "timezone", &e))?,
+        ),
         prices: pricing.map(|p| prices(py, Some(p))).transpose()?,
     };
     let line = py

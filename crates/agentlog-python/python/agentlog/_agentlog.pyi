@@ -346,6 +346,7 @@ def _statusline(
     *,
     index_dir: Optional[PathArg] = None,
     pricing: Optional[PathArg] = None,
+    timezone: Optional[str] = None,
 ) -> Tuple[Dict[str, Any], str, StatusFormatter]:
     """`agentlog statusline --json`, the line it prints, and its `--format`;
     `agentlog.statusline` wraps them in a `StatusLine`."""

@@ -378,14 +378,18 @@ def statusline(
     *,
     index_dir: Optional[PathArg] = None,
     pricing: Optional[PathArg] = None,
+    timezone: Optional[str] = None,
 ) -> StatusLine:
     """The status line of the JSON Claude Code passes to a ``statusLine`` command (text, bytes
-    or an already parsed mapping), as ``agentlog statusline`` prints it. Raises
+    or an already parsed mapping), as ``agentlog statusline`` prints it; ``timezone`` (IANA,
+    default the system's) is the zone whose day "today" is. Raises
     ``InvalidArgument`` for input that is not such a JSON object, ``PricingError`` for a bad
     price file and ``TranscriptError`` when the transcript cannot be read."""
     if isinstance(input_json, Mapping):
         input_json = json.dumps(dict(input_json))
-    doc, line, formatter = _agentlog._statusline(input_json, index_dir=index_dir, pricing=pricing)
+    doc, line, formatter = _agentlog._statusline(
+        input_json, index_dir=index_dir, pricing=pricing, timezone=timezone
+    )
     built: StatusLine = StatusLine._from(doc)
     return dataclasses.replace(built, line=line, _formatter=formatter, _doc=doc)
 
