@@ -109,9 +109,7 @@ pub fn _statusline(
     let options = StatusOptions {
         index_dir: index_dir.map(|d| path_arg(d, "index_dir")).transpose()?,
         now: None,
-        timezone: Some(
-            parse_timezone(timezone).map_err(|e| invalid_argument(py, "timezone", &e))?,
-        ),
+        timezone: Some(parse_timezone(timezone).map_err(|e| invalid_argument(py, "timezone", &e))?),
         prices: pricing.map(|p| prices(py, Some(p))).transpose()?,
     };
     let line = py

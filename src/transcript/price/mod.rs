@@ -159,7 +159,7 @@ impl PriceTable {
         self.models.values()
     }
 
-    /// The price of `model`, matched as `LiteLLM` keys are (docs/COST.md, "Model names"): the
+    /// The price of `model`, matched as `LiteLLM` keys are (docs/COST.md, "The price table"): the
     /// name as it is, then under each provider prefix; then the same for its aliases in
     /// order: lower case, without a provider prefix of its own, with dots between digits as
     /// dashes (`claude-opus-4.6`), without a `-YYYYMMDD` date suffix.
