@@ -46,7 +46,7 @@ fn prices(py: Python<'_>, pricing: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<Pr
 /// The usage report, as `agentlog usage --json` prints it (a dict).
 #[pyfunction]
 #[pyo3(signature = (paths = None, *, by = "day", since = None, until = None, timezone = None,
-    cost = "auto", pricing = None, index_dir = None, snapshot = true))]
+    cost = "auto", pricing = None, index_dir = None, snapshot = true, agent = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _usage(
     py: Python<'_>,
@@ -59,6 +59,7 @@ pub fn _usage(
     pricing: Option<&Bound<'_, PyAny>>,
     index_dir: Option<&Bound<'_, PyAny>>,
     snapshot: bool,
+    agent: Option<Vec<String>>,
 ) -> PyResult<Py<PyAny>> {
     let day = |name: &str, text: Option<&str>| {
         text.map(|t| parse_day(t).map_err(|e| invalid_argument(py, name, &e)))
@@ -76,6 +77,14 @@ pub fn _usage(
         cost: parse_cost_mode(cost).map_err(|e| invalid_argument(py, "cost", &e))?,
         prices: prices(py, pricing)?,
         snapshot,
+        agents: agent
+            .unwrap_or_default()
+            .iter()
+            .map(|name| {
+                name.parse::<agentlog::transcript::Format>()
+                    .map_err(|e| invalid_argument(py, "agent", &e))
+            })
+            .collect::<PyResult<_>>()?,
         ..UsageOptions::default()
     };
     let paths = paths_arg(paths)?;

@@ -214,13 +214,13 @@ def test_a_gone_transcript_is_read_from_the_archive(copies, tmp_path, monkeypatc
     monkeypatch.setenv("AGENTLOG_DATA_DIR", str(tmp_path / "data"))
     path, index = copies / "claude-code" / "agentlogs-crud.jsonl", tmp_path / "index"
     before = agentlog.transcript(path, index_dir=index)
-    assert before["from_archive"] is None
+    assert before.from_archive is None
     code, _ = cli_json("archive", str(path))
     assert code == 0
     path.unlink()
     after = agentlog.transcript(path, index_dir=index)
-    assert after["from_archive"] == 1
+    assert after.from_archive == 1
     for key in ("path", "lifetime", "since_compaction", "lines", "models", "covered_bytes"):
-        assert after[key] == before[key], key
+        assert after.to_dict()[key] == before.to_dict()[key], key
     with pytest.raises(agentlog.NoTranscript):
         agentlog.transcript(path, index_dir=index, archive=False)

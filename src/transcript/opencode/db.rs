@@ -2,7 +2,7 @@
 //! into a private directory in the cache and the copy is opened, so nothing is created,
 //! changed or deleted beside the agent's files (SQLite opening a WAL database, even read-only,
 //! may create `-wal`/`-shm` files; an `immutable=1` open would skip the WAL, where the newest
-//! rows are). The rules: docs/TRANSCRIPTS.md, "OpenCode".
+//! rows are). The rules: `docs/TRANSCRIPTS.md, "OpenCode"`.
 
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};

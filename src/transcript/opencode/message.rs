@@ -1,6 +1,6 @@
 //! One `OpenCode` message's `data` JSON (a database row's `data` column, or an older storage
 //! file `msg_*.json`): who wrote it, which model, when, its tokens and its recorded cost,
-//! turned into a [`Usage`] by the rules in docs/TRANSCRIPTS.md, "OpenCode".
+//! turned into a [`Usage`] by the rules in `docs/TRANSCRIPTS.md, "OpenCode"`.
 
 use serde::Deserialize;
 

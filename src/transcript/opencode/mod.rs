@@ -3,7 +3,7 @@
 //! JSONL file, so not a line [`Rules`] reader: its [`Rules`] entry only names the format, its
 //! native fields and where the agent keeps its data; the rows are read here and handed to the
 //! same answers ([`answer`]: `transcript FILE`; the usage rows) as typed tallies. The rules:
-//! docs/TRANSCRIPTS.md, "OpenCode".
+//! `docs/TRANSCRIPTS.md, "OpenCode"`.
 
 mod answer;
 #[cfg(feature = "opencode")]

@@ -330,7 +330,7 @@ def transcript(
 def _usage(
     paths: Union[None, PathArg, List[PathArg], Tuple[PathArg, ...]] = None,
     *,
-    by: Literal["day", "week", "month", "session", "project", "model", "block"] = "day",
+    by: Literal["day", "week", "month", "session", "project", "model", "block", "agent"] = "day",
     since: Optional[str] = None,
     until: Optional[str] = None,
     timezone: Optional[str] = None,
@@ -338,6 +338,7 @@ def _usage(
     pricing: Optional[PathArg] = None,
     index_dir: Optional[PathArg] = None,
     snapshot: bool = True,
+    agent: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
     """`agentlog usage --json`; `agentlog.usage` wraps it in a `UsageReport`."""
 

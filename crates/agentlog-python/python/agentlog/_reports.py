@@ -137,7 +137,8 @@ class Projection(_Document):
 class UsageRow(_Document):
     """One row of a usage report, its attributes named as ``agentlog usage --json`` names the
     row's keys. The group is under the grouping's name (``day``, ``week``, ``month``,
-    ``session`` with ``project``, ``project``, ``model``, ``block``); the others are None.
+    ``session`` with ``project``, ``project``, ``model``, ``block``, ``agent``); the others
+    are None, but ``agent`` names the row's agents (comma-separated) whatever the grouping.
     ``start``, ``end``, ``is_active``, ``is_gap``, ``burn_rate`` and ``projection`` are a block
     row's. ``usage`` gives the token figures as a :class:`Usage`."""
 
@@ -148,6 +149,7 @@ class UsageRow(_Document):
     project: Optional[str]
     model: Optional[str]
     block: Optional[str]
+    agent: Optional[str]
     input_tokens: int
     output_tokens: int
     cache_creation_tokens: int
@@ -175,7 +177,7 @@ class UsageRow(_Document):
         "burn_rate": BurnRate._from,
         "projection": Projection._from,
     }
-    _KEYS: ClassVar = ("day", "week", "month", "block", "session", "model", "project")
+    _KEYS: ClassVar = ("day", "week", "month", "block", "session", "model", "project", "agent")
 
     @property
     def key(self) -> str:
@@ -201,8 +203,11 @@ class Skipped(_Document):
 class UsageReport(_Document):
     """A usage report: ``agentlog usage --json`` as typed attributes."""
 
-    #: The grouping: ``day``, ``week``, ``month``, ``session``, ``project``, ``model``, ``block``.
+    #: The grouping: ``day``, ``week``, ``month``, ``session``, ``project``, ``model``, ``block``,
+    #: ``agent``.
     by: str
+    #: Sessions read from the archive alone (their files are gone).
+    archive_only_sessions: Optional[int]
     #: Dollars of the totals' priced part; None when nothing has a price.
     cost_usd: Optional[float]
     models: List[str]
@@ -311,11 +316,15 @@ class TranscriptReport(_Document):
     as typed attributes (``lifetime_with_subagents`` and ``subagents`` only with
     ``subagents=True``)."""
 
+    #: The agent (the format's name).
+    agent: Optional[str]
     boundaries: List[Boundary]
     covered_bytes: int
     #: Counted oddities of the transcript (``parsed_lines``, ``invalid_lines``, ...).
     diagnostics: Dict[str, int]
     format: str
+    #: The archived version read, when the file is gone; None otherwise.
+    from_archive: Optional[int]
     generations: List[Generation]
     index: Dict[str, Any]
     index_outcome: str
@@ -350,11 +359,12 @@ def usage(
     pricing: Optional[PathArg] = None,
     index_dir: Optional[PathArg] = None,
     snapshot: bool = True,
+    agent: Union[None, str, Sequence[str]] = None,
 ) -> UsageReport:
-    """Token usage and its cost over every transcript under ``paths`` (default: where Claude
-    Code, Codex and pi keep theirs), each message counted once across files, as ``agentlog
+    """Token usage and its cost over every transcript under ``paths`` (default: where the
+    supported agents keep theirs), each message counted once across files, as ``agentlog
     usage --json`` reports it. ``by``: ``day``, ``week``, ``month``, ``session``, ``project``,
-    ``model`` or ``block``; ``since``/``until``: days (``YYYY-MM-DD`` or ``YYYYMMDD``) in
+    ``model``, ``block`` or ``agent``; ``agent``: only these agents (``--agent``); ``since``/``until``: days (``YYYY-MM-DD`` or ``YYYYMMDD``) in
     ``timezone`` (IANA; default the system's); ``cost``: ``auto``, ``calculate`` or
     ``recorded``; ``pricing``: a LiteLLM price file instead of the embedded table. Raises
     ``InvalidArgument`` for a value that does not parse and ``PricingError`` for a bad price
@@ -369,6 +379,7 @@ def usage(
         pricing=pricing,
         index_dir=index_dir,
         snapshot=snapshot,
+        agent=[agent] if isinstance(agent, str) else (list(agent) if agent is not None else None),
     )
     return UsageReport._from(doc)  # type: ignore[no-any-return]
 
