@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::args::{ListSessionsArgs, MatchArg, ReadSessionArgs, SearchArgs, StatusArgs, UsageArgs};
 use super::error::ToolError;
 use super::scope::{McpConfig, Scope, resolve};
+use crate::archive::{self, default_archive_dir};
 use crate::generation::{
     GenerationRequest, StatusReport, current_generation_at, expected_generation,
 };
@@ -25,7 +26,6 @@ use crate::search::{
 use crate::transcript::sessions::{offset_cursor, parse_cursor, request_print};
 use crate::transcript::{
     GroupBy, OpenOptions, ReportOptions, SessionListOptions, UsageOptions, list_sessions,
-    read_report, usage,
 };
 
 /// The most entries of a list beside the answer (files left out, skipped) a tool returns; the
@@ -44,6 +44,8 @@ pub const MAX_STATUS_GENERATIONS: usize = 50;
 pub struct Tools {
     scope: Scope,
     index_dir: Option<PathBuf>,
+    /// The archive read beside the originals (`None`: the originals alone).
+    archive_dir: Option<PathBuf>,
     search: Mutex<Option<TranscriptSearch>>,
 }
 
@@ -87,6 +89,9 @@ impl Tools {
         Tools {
             scope: Scope::new(config),
             index_dir: config.index_dir.clone(),
+            archive_dir: (!config.no_archive)
+                .then(|| default_archive_dir().ok())
+                .flatten(),
             search: Mutex::new(None),
         }
     }
@@ -302,7 +307,12 @@ impl Tools {
             timezone,
             ..UsageOptions::default()
         };
-        let report = usage(&self.scope.transcripts, &options, &|_, _| {});
+        let report = archive::usage(
+            &self.scope.transcripts,
+            &options,
+            self.archive_dir.as_deref(),
+            &|_, _| {},
+        );
         let mut answer = to_json(&report)?;
         if let Some(Value::Array(rows)) = answer.get_mut("rows") {
             let total = rows.len() as u64;
@@ -342,12 +352,13 @@ impl Tools {
             return to_json(&StatusReport::new(&dir, &current, expected));
         }
         let file = self.scope.transcript_file(&args.path)?;
-        let report = read_report(
+        let report = archive::report(
             &file,
             &ReportOptions {
                 open: self.open_options(),
                 subagents: false,
             },
+            self.archive_dir.as_deref(),
         )
         .map_err(|e| ToolError::bad("unreadable_transcript", e.to_string()))?;
         let mut answer = to_json(&report)?;

@@ -19,6 +19,9 @@ pub struct McpConfig {
     pub stores: Vec<PathBuf>,
     /// Where index files go (default: the per-user cache directory).
     pub index_dir: Option<PathBuf>,
+    /// Read the original transcripts alone, not the archived sessions they no longer hold
+    /// (`--no-archive`).
+    pub no_archive: bool,
 }
 
 /// The configured sources, resolved once at start-up.
