@@ -489,10 +489,20 @@ fn usage_counts_an_archived_transcript_whose_original_is_gone() {
         cli_json(&["usage", "--by", "session", "--json", r], &cache)["totals"]
     );
 
-    let archived = cli_json(&["archive", "--json", r], &cache);
-    assert!(archived["new_sources"].as_u64().unwrap() > 0, "{archived}");
+    let status = |args: &[&str], path: &Path| {
+        let mut client = Client::start(args, &cache);
+        let answer = client.call("status", json!({"path": path}));
+        client.stop();
+        answer
+    };
     let gone =
         root.join("codex/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl");
+    let (error, status_before) = status(&[r], &gone);
+    assert!(!error, "{status_before}");
+    assert!(status_before["from_archive"].is_null());
+
+    let archived = cli_json(&["archive", "--json", r], &cache);
+    assert!(archived["new_sources"].as_u64().unwrap() > 0, "{archived}");
     std::fs::remove_file(&gone).unwrap();
 
     // The archive answers for the deleted rollout: the totals before the deletion.
@@ -501,6 +511,22 @@ fn usage_counts_an_archived_transcript_whose_original_is_gone() {
     assert_eq!(after["rows"], before["rows"]);
     assert_eq!(after["archive_only_sessions"], 1);
     assert_eq!(after["skipped"].as_array().map_or(0, Vec::len), skipped);
+
+    // The status of the deleted rollout: its report from the archive, the same counts.
+    let (error, status_after) = status(&[r], &gone);
+    assert!(!error, "{status_after}");
+    assert_eq!(status_after["from_archive"], 1);
+    assert_eq!(status_after["path"], status_before["path"]);
+    for field in ["lifetime", "generations", "boundaries", "lines", "models"] {
+        assert_eq!(status_after[field], status_before[field], "{field}");
+    }
+    let (error, refused) = status(&[r, "--no-archive"], &gone);
+    assert!(error);
+    assert_eq!(refused["error"], "not_found", "{refused}");
+    // A gone path outside the sources stays refused.
+    let (error, outside) = status(&[r], &root.parent().unwrap().join("gone.jsonl"));
+    assert!(error);
+    assert_eq!(outside["error"], "outside_sources", "{outside}");
 
     // --no-archive: the originals alone, as the CLI reads them.
     let originals = usage(&[r, "--no-archive"]);

@@ -2,7 +2,7 @@
 //! and answers the JSON the CLI's `--json` prints for the same answer, bounded (docs/MCP.md
 //! lists each tool's cap). A bad argument or a failed call is a [`ToolError`](super::ToolError).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use jiff::civil::Date;
@@ -338,7 +338,14 @@ impl Tools {
     }
 
     fn status(&self, args: &StatusArgs) -> Result<Value, ToolError> {
-        let path = resolve(&args.path)?;
+        let path = match resolve(&args.path) {
+            Ok(path) => path,
+            // A transcript whose file is gone: the archive may hold it.
+            Err(_) if self.archive_dir.is_some() => {
+                return self.transcript_status(&self.scope.gone_transcript(&args.path)?);
+            }
+            Err(e) => return Err(e),
+        };
         if path.is_dir() {
             let dir = self.scope.agent_dir(&path, &args.path)?;
             let generation = |e: crate::generation::GenerationError| {
@@ -351,16 +358,25 @@ impl Tools {
                 .map_err(generation)?;
             return to_json(&StatusReport::new(&dir, &current, expected));
         }
-        let file = self.scope.transcript_file(&args.path)?;
+        self.transcript_status(&self.scope.transcript_file(&args.path)?)
+    }
+
+    /// The `status` of a transcript: its report, from the archive when the file is gone.
+    fn transcript_status(&self, file: &Path) -> Result<Value, ToolError> {
         let report = archive::report(
-            &file,
+            file,
             &ReportOptions {
                 open: self.open_options(),
                 subagents: false,
             },
             self.archive_dir.as_deref(),
         )
-        .map_err(|e| ToolError::bad("unreadable_transcript", e.to_string()))?;
+        .map_err(|e| match e {
+            crate::transcript::ReportError::Transcript(
+                crate::transcript::TranscriptError::NotFound { .. },
+            ) => ToolError::bad("not_found", e.to_string()),
+            e => ToolError::bad("unreadable_transcript", e.to_string()),
+        })?;
         let mut answer = to_json(&report)?;
         for field in ["generations", "boundaries"] {
             if let Some(Value::Array(list)) = answer.get_mut(field)
