@@ -36,6 +36,7 @@ impl Client {
             .arg("mcp")
             .args(args)
             .env("AGENTLOG_CACHE_DIR", cache)
+            .env("AGENTLOG_DATA_DIR", data_dir(cache))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -103,6 +104,11 @@ impl Client {
     }
 }
 
+/// The data directory (the archive's) beside a cache directory: never the real home's.
+fn data_dir(cache: &Path) -> PathBuf {
+    cache.parent().unwrap().join("data")
+}
+
 /// A copy of the vendored transcripts, and a cache directory beside it.
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -146,6 +152,7 @@ fn cli_json(args: &[&str], cache: &Path) -> Value {
     let out = Command::new(BIN)
         .args(args)
         .env("AGENTLOG_CACHE_DIR", cache)
+        .env("AGENTLOG_DATA_DIR", data_dir(cache))
         .output()
         .unwrap();
     assert!(out.status.success(), "{args:?}");
@@ -459,4 +466,76 @@ fn bad_arguments_are_tool_errors_and_paths_stay_inside_the_sources() {
     let (error, _) = client.call("usage", json!({}));
     assert!(!error);
     client.stop();
+}
+
+#[test]
+fn usage_counts_an_archived_transcript_whose_original_is_gone() {
+    let (_dir, root, cache) = setup();
+    let r = root.to_str().unwrap();
+    let usage = |args: &[&str]| {
+        let mut client = Client::start(args, &cache);
+        let (error, answer) = client.call("usage", json!({"by": "session", "limit": 500}));
+        assert!(!error, "{answer}");
+        client.stop();
+        answer
+    };
+    // No archive yet: the data directory is absent and nothing is skipped because of it.
+    let before = usage(&[r]);
+    assert!(!data_dir(&cache).exists());
+    assert_eq!(before["archive_only_sessions"], 0);
+    let skipped = before["skipped"].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        before["totals"],
+        cli_json(&["usage", "--by", "session", "--json", r], &cache)["totals"]
+    );
+
+    let status = |args: &[&str], path: &Path| {
+        let mut client = Client::start(args, &cache);
+        let answer = client.call("status", json!({"path": path}));
+        client.stop();
+        answer
+    };
+    let gone =
+        root.join("codex/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl");
+    let (error, status_before) = status(&[r], &gone);
+    assert!(!error, "{status_before}");
+    assert!(status_before["from_archive"].is_null());
+
+    let archived = cli_json(&["archive", "--json", r], &cache);
+    assert!(archived["new_sources"].as_u64().unwrap() > 0, "{archived}");
+    std::fs::remove_file(&gone).unwrap();
+
+    // The archive answers for the deleted rollout: the totals before the deletion.
+    let after = usage(&[r]);
+    assert_eq!(after["totals"], before["totals"]);
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(after["archive_only_sessions"], 1);
+    assert_eq!(after["skipped"].as_array().map_or(0, Vec::len), skipped);
+
+    // The status of the deleted rollout: its report from the archive, the same counts.
+    let (error, status_after) = status(&[r], &gone);
+    assert!(!error, "{status_after}");
+    assert_eq!(status_after["from_archive"], 1);
+    assert_eq!(status_after["path"], status_before["path"]);
+    for field in ["lifetime", "generations", "boundaries", "lines", "models"] {
+        assert_eq!(status_after[field], status_before[field], "{field}");
+    }
+    let (error, refused) = status(&[r, "--no-archive"], &gone);
+    assert!(error);
+    assert_eq!(refused["error"], "not_found", "{refused}");
+    // A gone path outside the sources stays refused.
+    let (error, outside) = status(&[r], &root.parent().unwrap().join("gone.jsonl"));
+    assert!(error);
+    assert_eq!(outside["error"], "outside_sources", "{outside}");
+
+    // --no-archive: the originals alone, as the CLI reads them.
+    let originals = usage(&[r, "--no-archive"]);
+    let cli = cli_json(
+        &["usage", "--by", "session", "--json", "--no-archive", r],
+        &cache,
+    );
+    assert_eq!(originals["totals"], cli["totals"]);
+    assert_eq!(originals["rows"], cli["rows"]);
+    assert_ne!(originals["totals"], before["totals"]);
+    assert_eq!(originals["archive_only_sessions"], 0);
 }

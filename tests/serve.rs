@@ -54,6 +54,22 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn start(prepare: impl FnOnce(&Path)) -> Viewer {
+    start_with(prepare, &[])
+}
+
+/// The agentlog binary with the cache and data (archive) directories beside `root`: never the
+/// real home's.
+fn agentlog(root: &Path) -> Command {
+    let dir = root.parent().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentlog"));
+    command
+        .env("AGENTLOG_CACHE_DIR", dir.join("cache"))
+        .env("AGENTLOG_DATA_DIR", dir.join("data"));
+    command
+}
+
+/// [`start`] with more arguments to `serve`.
+fn start_with(prepare: impl FnOnce(&Path), args: &[&str]) -> Viewer {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
     copy_dir(&Path::new(DATA).join("transcripts"), &root);
@@ -62,10 +78,10 @@ fn start(prepare: impl FnOnce(&Path)) -> Viewer {
         &root.join("hostile"),
     );
     prepare(&root);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+    let mut child = agentlog(&root)
         .args(["serve", "--port", "0", "--json"])
+        .args(args)
         .arg(&root)
-        .env("AGENTLOG_CACHE_DIR", dir.path().join("cache"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -450,4 +466,53 @@ fn page_total(v: &Viewer) -> usize {
         .as_array()
         .unwrap()
         .len()
+}
+
+/// `agentlog ARGS... ROOT --json` beside `root`, its JSON.
+fn cli_json(root: &Path, args: &[&str]) -> Value {
+    let out = agentlog(root)
+        .args(args)
+        .arg(root)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn usage_counts_an_archived_transcript_whose_original_is_gone() {
+    const GONE: &str =
+        "codex/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl";
+    // No archive: the data directory is absent and the answer is the CLI's.
+    let v = start(|_| {});
+    let before = v.json("/api/usage?by=session&limit=10000");
+    assert!(!v.root.parent().unwrap().join("data").exists());
+    assert_eq!(before["archive_only_sessions"], 0, "{before}");
+    let cli = cli_json(&v.root, &["usage", "--by", "session"]);
+    assert_eq!(before["totals"], cli["totals"]);
+    let skipped = before["skipped"].as_array().map_or(0, Vec::len);
+    drop(v);
+
+    // Archived, then deleted: the totals before the deletion.
+    let archive_then_delete = |root: &Path| {
+        let archived = cli_json(root, &["archive"]);
+        assert!(archived["new_sources"].as_u64().unwrap() > 0, "{archived}");
+        std::fs::remove_file(root.join(GONE)).unwrap();
+    };
+    let v = start(archive_then_delete);
+    let after = v.json("/api/usage?by=session&limit=10000");
+    assert_eq!(after["totals"], before["totals"]);
+    assert_eq!(after["rows"], before["rows"]);
+    assert_eq!(after["archive_only_sessions"], 1);
+    assert_eq!(after["skipped"].as_array().map_or(0, Vec::len), skipped);
+    drop(v);
+
+    // --no-archive: the originals alone, as the CLI reads them.
+    let v = start_with(archive_then_delete, &["--no-archive"]);
+    let originals = v.json("/api/usage?by=session&limit=10000");
+    let cli = cli_json(&v.root, &["usage", "--by", "session", "--no-archive"]);
+    assert_eq!(originals["totals"], cli["totals"]);
+    assert_ne!(originals["totals"], before["totals"]);
+    assert_eq!(originals["archive_only_sessions"], 0);
 }

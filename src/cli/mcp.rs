@@ -22,6 +22,9 @@ pub struct Args {
     /// Keep index files in DIR instead of the cache directory.
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// Read the original transcripts alone, not the archived sessions they no longer hold.
+    #[arg(long)]
+    no_archive: bool,
 }
 
 /// Runs the server.
@@ -31,6 +34,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         agent_dirs: args.agent_dirs.clone(),
         stores: args.stores.clone(),
         index_dir: args.index_dir.clone(),
+        no_archive: args.no_archive,
     };
     serve_stdio(&config)
         .map_err(|e| Failure::new("io_error", EXIT_FAILURE, format!("the MCP server: {e}")))?;

@@ -31,6 +31,9 @@ pub struct Args {
     /// Keep index files in DIR instead of the cache directory.
     #[arg(long, value_name = "DIR")]
     index_dir: Option<PathBuf>,
+    /// Read the original transcripts alone, not the archived sessions they no longer hold.
+    #[arg(long)]
+    no_archive: bool,
     /// Print the address as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -54,6 +57,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         host: args.host,
         port: args.port,
         index_dir: args.index_dir.clone(),
+        no_archive: args.no_archive,
     };
     runtime.block_on(async {
         let bound = bind(&options).await.map_err(|e| {

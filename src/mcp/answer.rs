@@ -2,7 +2,7 @@
 //! and answers the JSON the CLI's `--json` prints for the same answer, bounded (docs/MCP.md
 //! lists each tool's cap). A bad argument or a failed call is a [`ToolError`](super::ToolError).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use jiff::civil::Date;
@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::args::{ListSessionsArgs, MatchArg, ReadSessionArgs, SearchArgs, StatusArgs, UsageArgs};
 use super::error::ToolError;
 use super::scope::{McpConfig, Scope, resolve};
+use crate::archive::{self, default_archive_dir};
 use crate::generation::{
     GenerationRequest, StatusReport, current_generation_at, expected_generation,
 };
@@ -25,7 +26,6 @@ use crate::search::{
 use crate::transcript::sessions::{offset_cursor, parse_cursor, request_print};
 use crate::transcript::{
     GroupBy, OpenOptions, ReportOptions, SessionListOptions, UsageOptions, list_sessions,
-    read_report, usage,
 };
 
 /// The most entries of a list beside the answer (files left out, skipped) a tool returns; the
@@ -44,6 +44,8 @@ pub const MAX_STATUS_GENERATIONS: usize = 50;
 pub struct Tools {
     scope: Scope,
     index_dir: Option<PathBuf>,
+    /// The archive read beside the originals (`None`: the originals alone).
+    archive_dir: Option<PathBuf>,
     search: Mutex<Option<TranscriptSearch>>,
 }
 
@@ -87,6 +89,9 @@ impl Tools {
         Tools {
             scope: Scope::new(config),
             index_dir: config.index_dir.clone(),
+            archive_dir: (!config.no_archive)
+                .then(|| default_archive_dir().ok())
+                .flatten(),
             search: Mutex::new(None),
         }
     }
@@ -302,7 +307,12 @@ impl Tools {
             timezone,
             ..UsageOptions::default()
         };
-        let report = usage(&self.scope.transcripts, &options, &|_, _| {});
+        let report = archive::usage(
+            &self.scope.transcripts,
+            &options,
+            self.archive_dir.as_deref(),
+            &|_, _| {},
+        );
         let mut answer = to_json(&report)?;
         if let Some(Value::Array(rows)) = answer.get_mut("rows") {
             let total = rows.len() as u64;
@@ -328,7 +338,14 @@ impl Tools {
     }
 
     fn status(&self, args: &StatusArgs) -> Result<Value, ToolError> {
-        let path = resolve(&args.path)?;
+        let path = match resolve(&args.path) {
+            Ok(path) => path,
+            // A transcript whose file is gone: the archive may hold it.
+            Err(_) if self.archive_dir.is_some() => {
+                return self.transcript_status(&self.scope.gone_transcript(&args.path)?);
+            }
+            Err(e) => return Err(e),
+        };
         if path.is_dir() {
             let dir = self.scope.agent_dir(&path, &args.path)?;
             let generation = |e: crate::generation::GenerationError| {
@@ -341,15 +358,25 @@ impl Tools {
                 .map_err(generation)?;
             return to_json(&StatusReport::new(&dir, &current, expected));
         }
-        let file = self.scope.transcript_file(&args.path)?;
-        let report = read_report(
-            &file,
+        self.transcript_status(&self.scope.transcript_file(&args.path)?)
+    }
+
+    /// The `status` of a transcript: its report, from the archive when the file is gone.
+    fn transcript_status(&self, file: &Path) -> Result<Value, ToolError> {
+        let report = archive::report(
+            file,
             &ReportOptions {
                 open: self.open_options(),
                 subagents: false,
             },
+            self.archive_dir.as_deref(),
         )
-        .map_err(|e| ToolError::bad("unreadable_transcript", e.to_string()))?;
+        .map_err(|e| match e {
+            crate::transcript::ReportError::Transcript(
+                crate::transcript::TranscriptError::NotFound { .. },
+            ) => ToolError::bad("not_found", e.to_string()),
+            e => ToolError::bad("unreadable_transcript", e.to_string()),
+        })?;
         let mut answer = to_json(&report)?;
         for field in ["generations", "boundaries"] {
             if let Some(Value::Array(list)) = answer.get_mut(field)

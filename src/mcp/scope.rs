@@ -19,6 +19,9 @@ pub struct McpConfig {
     pub stores: Vec<PathBuf>,
     /// Where index files go (default: the per-user cache directory).
     pub index_dir: Option<PathBuf>,
+    /// Read the original transcripts alone, not the archived sessions they no longer hold
+    /// (`--no-archive`).
+    pub no_archive: bool,
 }
 
 /// The configured sources, resolved once at start-up.
@@ -61,6 +64,23 @@ impl Scope {
             return Err(ToolError::bad("not_a_file", format!("{arg} is not a file")));
         }
         inside(&path, &self.roots, arg, "the transcript sources")
+    }
+
+    /// A transcript file named by an argument that no longer exists (the archive may hold
+    /// it): its folder resolved, its name kept, inside the configured transcript paths.
+    pub(crate) fn gone_transcript(&self, arg: &str) -> Result<PathBuf, ToolError> {
+        let path = Path::new(arg);
+        let Some(name) = path.file_name() else {
+            return Err(ToolError::bad("not_found", format!("{arg} is not a file")));
+        };
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let folder = resolve(&folder.unwrap_or(Path::new(".")).to_string_lossy())?;
+        inside(
+            &folder.join(name),
+            &self.roots,
+            arg,
+            "the transcript sources",
+        )
     }
 
     /// An agent directory named by an argument, if it lies inside a configured one.

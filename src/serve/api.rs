@@ -17,12 +17,12 @@ use super::State as Shared;
 use super::catalog::{SessionQuery, SessionRow};
 use super::reply::{ApiError, find, window_error};
 use super::window::{self, LineWindow};
+use crate::archive::{report, usage};
 use crate::search::{
     MatchMode, SearchConfig, TranscriptSearch, TranscriptSearchHit, TranscriptSearchRequest,
 };
 use crate::transcript::{
     Format, GroupBy, OpenOptions, ReportOptions, TranscriptReport, UsageOptions, UsageReport,
-    read_report, usage,
 };
 
 /// The API's routes.
@@ -94,7 +94,8 @@ async fn session(
         subagents: main && viewable.format == Some(Format::ClaudeCode),
     };
     let path = viewable.path.clone();
-    let answer = blocking(move || Ok(read_report(&path, &options))).await?;
+    let archive = state.archive_dir.clone();
+    let answer = blocking(move || Ok(report(&path, &options, archive.as_deref()))).await?;
     let (report, error) = match answer {
         Ok(r) => (Some(r), None),
         Err(e) => (None, Some(e.to_string())),
@@ -286,7 +287,9 @@ async fn usage_report(
     };
     let limit = query.limit.unwrap_or(1000).clamp(1, 10_000);
     let roots = state.roots.clone();
-    let mut report = blocking(move || Ok(usage(&roots, &options, &|_, _| {}))).await?;
+    let archive = state.archive_dir.clone();
+    let mut report =
+        blocking(move || Ok(usage(&roots, &options, archive.as_deref(), &|_, _| {}))).await?;
     let rows_total = report.rows.len();
     report.rows.truncate(limit);
     Ok(Json(UsageAnswer { report, rows_total }))

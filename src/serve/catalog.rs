@@ -17,11 +17,12 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::archive::usage;
 use crate::log::read_at_retrying;
 use crate::search::transcript_line_text;
 use crate::transcript::{
     Format, GroupBy, OpenOptions, Skipped, Tally, UsageOptions, UsageRow, detect_format, discover,
-    session_of, usage,
+    session_of,
 };
 
 /// A listing older than this is refreshed (in the background) on the next request.
@@ -126,16 +127,23 @@ struct Inner {
 pub struct Catalog {
     roots: Arc<Vec<PathBuf>>,
     index_dir: Option<PathBuf>,
+    archive_dir: Option<PathBuf>,
     inner: Arc<Mutex<Inner>>,
     refreshing: Arc<AtomicBool>,
 }
 
 impl Catalog {
-    /// A catalog of the transcripts under `roots` (nothing is read yet).
-    pub fn new(roots: Vec<PathBuf>, index_dir: Option<PathBuf>) -> Catalog {
+    /// A catalog of the transcripts under `roots` (nothing is read yet), their usage read
+    /// with the archive in `archive_dir` (`None`: the originals alone).
+    pub fn new(
+        roots: Vec<PathBuf>,
+        index_dir: Option<PathBuf>,
+        archive_dir: Option<PathBuf>,
+    ) -> Catalog {
         Catalog {
             roots: Arc::new(roots),
             index_dir,
+            archive_dir,
             inner: Arc::default(),
             refreshing: Arc::default(),
         }
@@ -169,7 +177,12 @@ impl Catalog {
             by: GroupBy::Session,
             ..UsageOptions::default()
         };
-        let report = usage(&self.roots, &options, &|_, _| {});
+        let report = usage(
+            &self.roots,
+            &options,
+            self.archive_dir.as_deref(),
+            &|_, _| {},
+        );
         let mut known = {
             let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
             inner.facts.clone()

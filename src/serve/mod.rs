@@ -47,6 +47,9 @@ pub struct ServeOptions {
     pub port: u16,
     /// Where index files go (default: the per-user cache directory).
     pub index_dir: Option<PathBuf>,
+    /// Read the original transcripts alone, not the archived sessions they no longer hold
+    /// (`--no-archive`).
+    pub no_archive: bool,
 }
 
 impl Default for ServeOptions {
@@ -56,6 +59,7 @@ impl Default for ServeOptions {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
             index_dir: None,
+            no_archive: false,
         }
     }
 }
@@ -97,6 +101,8 @@ pub(crate) struct State {
     pub(crate) search: Mutex<Option<TranscriptSearch>>,
     pub(crate) roots: Vec<PathBuf>,
     pub(crate) index_dir: Option<PathBuf>,
+    /// The archive read beside the originals (`None`: the originals alone).
+    pub(crate) archive_dir: Option<PathBuf>,
 }
 
 /// A viewer bound to its port, not yet serving.
@@ -138,7 +144,14 @@ pub async fn bind(options: &ServeOptions) -> Result<Bound, ServeError> {
     } else {
         options.paths.clone()
     };
-    let catalog = Catalog::new(roots.clone(), options.index_dir.clone());
+    let archive_dir = (!options.no_archive)
+        .then(|| crate::archive::default_archive_dir().ok())
+        .flatten();
+    let catalog = Catalog::new(
+        roots.clone(),
+        options.index_dir.clone(),
+        archive_dir.clone(),
+    );
     let first = catalog.clone();
     tokio::task::spawn_blocking(move || first.refresh())
         .await
@@ -149,6 +162,7 @@ pub async fn bind(options: &ServeOptions) -> Result<Bound, ServeError> {
         search: Mutex::new(search),
         roots,
         index_dir: options.index_dir.clone(),
+        archive_dir,
     });
     let guard = Arc::new(Guard::new(options.host, port, token.clone()));
     let router = pages::routes()
