@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use agentlog::transcript::{
     OpenOptions, PriceTable, StatusOptions, UsageOptions, parse_cost_mode, parse_day,
-    parse_group_by, parse_status_input, parse_timezone, statusline as status_line, usage as report,
+    parse_group_by, parse_status_input, parse_timezone, statusline as status_line,
 };
 
 use crate::convert::to_py;
@@ -46,7 +46,8 @@ fn prices(py: Python<'_>, pricing: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<Pr
 /// The usage report, as `agentlog usage --json` prints it (a dict).
 #[pyfunction]
 #[pyo3(signature = (paths = None, *, by = "day", since = None, until = None, timezone = None,
-    cost = "auto", pricing = None, index_dir = None, snapshot = true, agent = None))]
+    cost = "auto", pricing = None, index_dir = None, snapshot = true, agent = None,
+    archive = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn _usage(
     py: Python<'_>,
@@ -60,6 +61,7 @@ pub fn _usage(
     index_dir: Option<&Bound<'_, PyAny>>,
     snapshot: bool,
     agent: Option<Vec<String>>,
+    archive: bool,
 ) -> PyResult<Py<PyAny>> {
     let day = |name: &str, text: Option<&str>| {
         text.map(|t| parse_day(t).map_err(|e| invalid_argument(py, name, &e)))
@@ -88,7 +90,12 @@ pub fn _usage(
         ..UsageOptions::default()
     };
     let paths = paths_arg(paths)?;
-    let answer = py.detach(|| report(&paths, &options, &|_, _| {}));
+    // As the CLI: the archive in the data directory too, unless `archive=False`.
+    let archive_dir = archive
+        .then(|| agentlog::archive::default_archive_dir().ok())
+        .flatten();
+    let answer = py
+        .detach(|| agentlog::archive::usage(&paths, &options, archive_dir.as_deref(), &|_, _| {}));
     to_py(py, &answer)
 }
 

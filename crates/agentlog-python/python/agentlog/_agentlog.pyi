@@ -310,7 +310,9 @@ class Store:
 def transcript(
     path: PathArg,
     *,
-    format: Literal["auto", "claude-code", "codex", "pi", "copilot"] = "auto",
+    format: Literal[
+        "auto", "claude-code", "codex", "pi", "gemini", "qwen", "copilot", "kimi"
+    ] = "auto",
     subagents: bool = False,
     index_dir: Optional[PathArg] = None,
     archive: bool = True,
@@ -339,6 +341,7 @@ def _usage(
     index_dir: Optional[PathArg] = None,
     snapshot: bool = True,
     agent: Optional[List[str]] = None,
+    archive: bool = True,
 ) -> Dict[str, Any]:
     """`agentlog usage --json`; `agentlog.usage` wraps it in a `UsageReport`."""
 

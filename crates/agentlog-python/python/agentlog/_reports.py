@@ -360,11 +360,13 @@ def usage(
     index_dir: Optional[PathArg] = None,
     snapshot: bool = True,
     agent: Union[None, str, Sequence[str]] = None,
+    archive: bool = True,
 ) -> UsageReport:
     """Token usage and its cost over every transcript under ``paths`` (default: where the
     supported agents keep theirs), each message counted once across files, as ``agentlog
     usage --json`` reports it. ``by``: ``day``, ``week``, ``month``, ``session``, ``project``,
-    ``model``, ``block`` or ``agent``; ``agent``: only these agents (``--agent``); ``since``/``until``: days (``YYYY-MM-DD`` or ``YYYYMMDD``) in
+    ``model``, ``block`` or ``agent``; ``agent``: only these agents (``--agent``); ``archive=False``: the files alone, as
+    ``--no-archive`` (by default sessions whose files are gone are read from the archive); ``since``/``until``: days (``YYYY-MM-DD`` or ``YYYYMMDD``) in
     ``timezone`` (IANA; default the system's); ``cost``: ``auto``, ``calculate`` or
     ``recorded``; ``pricing``: a LiteLLM price file instead of the embedded table. Raises
     ``InvalidArgument`` for a value that does not parse and ``PricingError`` for a bad price
@@ -380,6 +382,7 @@ def usage(
         index_dir=index_dir,
         snapshot=snapshot,
         agent=[agent] if isinstance(agent, str) else (list(agent) if agent is not None else None),
+        archive=archive,
     )
     return UsageReport._from(doc)  # type: ignore[no-any-return]
 
@@ -411,12 +414,15 @@ def transcript(
     format: str = "auto",
     subagents: bool = False,
     index_dir: Optional[PathArg] = None,
+    archive: bool = True,
 ) -> TranscriptReport:
-    """A Claude Code, Codex or pi transcript's compaction boundaries and token tallies, read in
-    place through its index; ``to_dict()`` is the document ``agentlog transcript --json``
-    prints. ``format``: ``auto``, ``claude-code``, ``codex`` or ``pi``; ``subagents=True``
-    (Claude Code only) adds its subagents. Raises ``NoTranscript``, ``EmptyTranscript``,
-    ``UnknownFormat`` or ``TranscriptError``."""
-    doc = _agentlog.transcript(path, format=format, subagents=subagents, index_dir=index_dir)
+    """A transcript's compaction boundaries and token tallies, read in place through its
+    index; ``to_dict()`` is the document ``agentlog transcript --json`` prints. ``format``:
+    ``auto`` or an agent's name as ``--format`` takes it; ``subagents=True`` (Claude Code only)
+    adds its subagents; a file that is gone is read from the archive unless ``archive=False``.
+    Raises ``NoTranscript``, ``EmptyTranscript``, ``UnknownFormat`` or ``TranscriptError``."""
+    doc = _agentlog.transcript(
+        path, format=format, subagents=subagents, index_dir=index_dir, archive=archive
+    )
     return TranscriptReport._from(doc)  # type: ignore[no-any-return]
 
