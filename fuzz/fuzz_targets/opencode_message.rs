@@ -18,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(parsed) = parse_opencode_message(data) else {
         return;
     };
-    let v: Value = serde_json::from_slice(data).expect("an accepted message is JSON");
+    // The tolerant reader skips unread fields unchecked (a lone surrogate escape, a number out
+    // of f64's range); serde_json's Value refuses those, so such messages are beyond this oracle.
+    let Ok(v) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
     assert!(v.is_object());
     let Some(m) = parsed else {
         return;

@@ -28,8 +28,12 @@ fuzz_target!(|data: &[u8]| {
     match Transcript::open(&path, &options) {
         Ok(t) => {
             assert!(t.index.is_none(), "a document has no index");
-            let doc: serde_json::Value =
-                serde_json::from_slice(data).expect("read by the library, so JSON");
+            // The library's tolerant reader skips over fields it does not read without checking
+            // them (a lone surrogate escape, a number out of f64's range): such a document has no
+            // `serde_json::Value` for this oracle to read, so it is left out here.
+            let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
+                return;
+            };
             let mut lines = Vec::new();
             if let Some(messages) = doc.get("messages").and_then(|m| m.as_array()) {
                 for m in messages {

@@ -61,12 +61,17 @@ fn index_of(format: Format, transcript: &PathBuf, bytes: &[u8]) -> Vec<u8> {
     std::fs::read(&index).unwrap()
 }
 
+/// The formats whose transcripts are lines (`OpenCode` keeps a database, not lines).
+fn line_formats() -> Vec<Format> {
+    Format::ALL.into_iter().filter(|f| f.is_lines()).collect()
+}
+
 fn fixture(format: Format) -> &'static Fixture {
     static FIXTURES: OnceLock<Vec<Fixture>> = OnceLock::new();
     let all = FIXTURES.get_or_init(|| {
-        Format::ALL
-            .iter()
-            .map(|&format| {
+        line_formats()
+            .into_iter()
+            .map(|format| {
                 let dir = common::workdir().join(format.name());
                 std::fs::create_dir_all(&dir).unwrap();
                 let transcript = dir.join("session.jsonl");
@@ -87,7 +92,10 @@ fn fixture(format: Format) -> &'static Fixture {
             })
             .collect()
     });
-    let i = Format::ALL.iter().position(|&f| f == format).unwrap_or(0);
+    let i = line_formats()
+        .iter()
+        .position(|&f| f == format)
+        .unwrap_or(0);
     &all[i]
 }
 
@@ -96,7 +104,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    let format = Format::ALL[usize::from(selector % 3)];
+    let formats = line_formats();
+    let format = formats[usize::from(selector) % formats.len()];
     let mode = (selector / 3) % 4;
     let fixture = fixture(format);
     let file = match mode {
