@@ -13,8 +13,8 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use agentlog::transcript::{
-    CostMode, Format, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions,
-    UsageReport, UsageRow, parse_day, parse_timezone,
+    CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions, UsageReport,
+    UsageRow, parse_agent, parse_day, parse_timezone,
 };
 
 use super::table::{money, render, thousands};
@@ -138,10 +138,7 @@ pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
         agents: args
             .agents
             .iter()
-            .map(|name| {
-                name.parse::<Format>()
-                    .map_err(|e| Failure::new("bad_input", EXIT_BAD_INPUT, format!("--agent: {e}")))
-            })
+            .map(|name| parse_agent(name).map_err(|e| bad("--agent:", &e)))
             .collect::<Result<_, _>>()?,
         since: day("--since", args.since.as_deref())?,
         until: day("--until", args.until.as_deref())?,

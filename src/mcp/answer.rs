@@ -26,6 +26,7 @@ use crate::search::{
 use crate::transcript::sessions::{offset_cursor, parse_cursor, request_print};
 use crate::transcript::{
     GroupBy, OpenOptions, ReportOptions, SessionListOptions, UsageOptions, list_sessions,
+    parse_agent,
 };
 
 /// The most entries of a list beside the answer (files left out, skipped) a tool returns; the
@@ -277,7 +278,7 @@ impl Tools {
         let agents = match &args.agent {
             None => Vec::new(),
             Some(name) => vec![
-                name.parse::<crate::transcript::Format>()
+                parse_agent(name)
                     .map_err(|e| ToolError::bad("invalid_arguments", e.to_string()))?,
             ],
         };

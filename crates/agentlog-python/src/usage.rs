@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use agentlog::transcript::{
-    OpenOptions, PriceTable, StatusOptions, UsageOptions, parse_cost_mode, parse_day,
+    OpenOptions, PriceTable, StatusOptions, UsageOptions, parse_agent, parse_cost_mode, parse_day,
     parse_group_by, parse_status_input, parse_timezone, statusline as status_line,
 };
 
@@ -82,10 +82,7 @@ pub fn _usage(
         agents: agent
             .unwrap_or_default()
             .iter()
-            .map(|name| {
-                name.parse::<agentlog::transcript::Format>()
-                    .map_err(|e| invalid_argument(py, "agent", &e))
-            })
+            .map(|name| parse_agent(name).map_err(|e| invalid_argument(py, "agent", &e)))
             .collect::<PyResult<_>>()?,
         ..UsageOptions::default()
     };

@@ -1,10 +1,12 @@
-//! A usage report's arguments spelled as text (a day, a time zone, a cost mode, a grouping),
+//! A usage report's arguments spelled as text (a day, a time zone, a cost mode, a grouping, an
+//! agent),
 //! parsed once here for every front end: the CLI, the MCP server and the Python package.
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use super::{GroupBy, UnknownGroupBy};
+use crate::transcript::format::{Format, UnknownFormat};
 use crate::transcript::price::CostMode;
 
 /// An argument of a usage report that does not parse.
@@ -32,6 +34,9 @@ pub enum UsageArgError {
     /// A grouping other than [`GroupBy::ALL`].
     #[error(transparent)]
     GroupBy(#[from] UnknownGroupBy),
+    /// An agent name other than [`Format::ALL`]'s.
+    #[error(transparent)]
+    Agent(#[from] UnknownFormat),
 }
 
 /// A day: `YYYY-MM-DD` or `YYYYMMDD`.
@@ -85,6 +90,14 @@ pub fn parse_cost_mode(name: &str) -> Result<CostMode, UsageArgError> {
 /// [`UsageArgError::GroupBy`] for any other name.
 pub fn parse_group_by(name: &str) -> Result<GroupBy, UsageArgError> {
     Ok(name.parse::<GroupBy>()?)
+}
+
+/// An agent by its name ([`Format::name`]), as `--agent` takes it.
+///
+/// # Errors
+/// [`UsageArgError::Agent`] for any other name.
+pub fn parse_agent(name: &str) -> Result<Format, UsageArgError> {
+    Ok(name.parse::<Format>()?)
 }
 
 #[cfg(test)]

@@ -99,14 +99,14 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let jsonl = path.extension().is_some_and(|e| e == "jsonl")
-            && !readers().iter().any(|r| r.not_a_transcript(&path))
+        let wanted = (path.extension().is_some_and(|e| e == "jsonl")
+            && !readers().iter().any(|r| r.not_a_transcript(&path)))
             || is_session_document(&path)
             || crate::transcript::opencode::wanted(&path);
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, files, skipped),
-            Ok(t) if t.is_file() && jsonl => files.push(path),
-            Ok(t) if t.is_symlink() && jsonl && path.is_file() => {
+            Ok(t) if t.is_file() && wanted => files.push(path),
+            Ok(t) if t.is_symlink() && wanted && path.is_file() => {
                 files.push(std::fs::canonicalize(&path).unwrap_or(path));
             }
             _ => {}

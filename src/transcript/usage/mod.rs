@@ -20,7 +20,9 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-pub use args::{UsageArgError, parse_cost_mode, parse_day, parse_group_by, parse_timezone};
+pub use args::{
+    UsageArgError, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
+};
 pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
 pub use files::{default_roots, discover, discover_lines, session_of};
 pub(crate) use group::Grouper;
