@@ -64,11 +64,11 @@ const AL = {
     return d.toISOString().slice(0, 16).replace('T', ' ');
   },
 
-  // A row's cost in dollars, when the library gives one.
+  // A row's cost in dollars as `usage` prices it (`cost_usd`: recorded or calculated), 0 when
+  // it has none. `cost_total` is only what the transcript itself recorded.
   cost(row) {
     if (!row) return 0;
-    if (typeof row.cost_total === 'number') return row.cost_total;
-    if (typeof row.cost === 'number') return row.cost;
+    if (typeof row.cost_usd === 'number') return row.cost_usd;
     return 0;
   },
 
@@ -83,7 +83,8 @@ const AL = {
   },
 
   main(...children) {
-    document.getElementById('main').replaceChildren(...children);
+    // Parts a page leaves out are null: skipped, never shown as the text "null".
+    document.getElementById('main').replaceChildren(...children.filter((c) => c !== null && c !== undefined));
   },
 
   failure(error) {
