@@ -19,7 +19,8 @@ use super::scan::{Batch, Resume, ScanOptions, Scanned};
 use super::source::Source;
 use crate::event::{FoldState, Timestamp};
 use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
-use crate::transcript::reader::{Slot, SlotValues, native_slots, reader};
+use crate::transcript::reader::{Slot, SlotValues};
+use crate::transcript::readers::{native_slots, reader};
 use crate::transcript::{Format, OpenOptions, Tally, Transcript, TranscriptError, session_of};
 
 /// Progress is reported about every this many bytes.

@@ -44,6 +44,9 @@ mod read;
 // The export reads each line's own figures through the readers.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
 pub(crate) mod reader;
+// The export reads each line's own figures through the readers' table.
+#[cfg_attr(not(feature = "export"), allow(dead_code))]
+pub(crate) mod readers;
 mod report;
 // The MCP server pages its usage rows with the listing's offset cursors.
 pub(crate) mod sessions;
@@ -62,7 +65,7 @@ pub use fold::{
     BoundaryKind, BucketKey, CompactionBoundary, Fold, Summary, TranscriptDiagnostics,
     UNKNOWN_MODEL, UNKNOWN_QUARTER,
 };
-pub use format::{Format, UnknownFormat, detect_format};
+pub use format::{Format, UnknownFormat};
 pub use opencode::{
     NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeReport, OpenCodeSession,
     parse_message as parse_opencode_message, read_opencode,
@@ -74,7 +77,8 @@ pub use price::{
     RowCost, SNAPSHOT_DATE, SNAPSHOT_VERSION, pricing, records_cost,
 };
 pub use read::fold_bytes;
-pub use reader::{NativeValue, native};
+pub use reader::NativeValue;
+pub use readers::{detect_format, native};
 pub use report::{
     GenerationReport, ReportError, ReportOptions, SubagentReport, TranscriptReport, UsageFigures,
     read_report,

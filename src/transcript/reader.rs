@@ -12,7 +12,6 @@ use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
 use super::tally::Tally;
-use super::{claude, codex, copilot, gemini, kimi, opencode, pi, qwen};
 
 /// What a figure in a format's own terms is, in terms of a [`Tally`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,76 +276,5 @@ impl<R: Rules> Reader for R {
 
     fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
         parse_line::<R::Line<'a>>(bytes).map_or_else(LineFacts::default, R::facts)
-    }
-}
-
-/// Every reader, in the order detection tries them (Qwen Code's records look like Claude
-/// Code's but for their message's `parts`: it goes first).
-const READERS: [&dyn Reader; 8] = [
-    &codex::Codex,
-    &qwen::Qwen,
-    &claude::ClaudeCode,
-    &pi::Pi,
-    &gemini::Gemini,
-    &copilot::Copilot,
-    &kimi::Kimi,
-    &opencode::OpenCode,
-];
-
-/// Every reader.
-pub(crate) fn readers() -> &'static [&'static dyn Reader] {
-    &READERS
-}
-
-/// The reader of a format.
-pub(crate) fn reader(format: Format) -> &'static dyn Reader {
-    match format {
-        Format::ClaudeCode => &claude::ClaudeCode,
-        Format::Codex => &codex::Codex,
-        Format::Pi => &pi::Pi,
-        Format::Copilot => &copilot::Copilot,
-        Format::Gemini => &gemini::Gemini,
-        Format::Qwen => &qwen::Qwen,
-        Format::OpenCode => &opencode::OpenCode,
-        Format::Kimi => &kimi::Kimi,
-    }
-}
-
-/// A tally in a format's own names, in its order.
-pub fn native(format: Format, tally: &Tally) -> Vec<(&'static str, NativeValue)> {
-    reader(format)
-        .native_fields()
-        .iter()
-        .map(|(name, slot)| (*name, slot.of(tally)))
-        .collect()
-}
-
-/// A tally's figures by slot, as its format names them (`None` where it names none).
-pub(crate) fn native_slots(format: Format, tally: &Tally) -> SlotValues {
-    let mut out = SlotValues::default();
-    for (_, slot) in reader(format).native_fields() {
-        if let (Some(v), NativeValue::Count(n)) = (out.get_mut(*slot as usize), slot.of(tally)) {
-            *v = Some(n);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_table_holds_each_format_once_and_each_boundary_kind_once() {
-        let mut kinds = Vec::new();
-        for f in Format::ALL {
-            assert_eq!(reader(f).format(), f);
-            assert_eq!(readers().iter().filter(|r| r.format() == f).count(), 1);
-            kinds.extend_from_slice(reader(f).boundary_kinds());
-        }
-        let n = kinds.len();
-        kinds.sort_by_key(|k| k.name());
-        kinds.dedup();
-        assert_eq!(kinds.len(), n, "a boundary kind claimed by two readers");
     }
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::log::{LogError, open_for_read, read_exact_at};
 use crate::transcript::error::TranscriptError;
-use crate::transcript::format::{Format, detect_format};
+use crate::transcript::format::Format;
+use crate::transcript::readers::detect_format;
 
 /// How much of a transcript's start format detection reads first, and at most.
 const DETECT_FIRST: u64 = 64 << 10;
