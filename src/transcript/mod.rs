@@ -90,7 +90,6 @@ pub use sessions::{
     DEFAULT_SESSIONS_LIMIT, MAX_SESSIONS_LIMIT, SessionInfo, SessionList, SessionListError,
     SessionListOptions, list_sessions,
 };
-pub use snapshot::SnapshotOutcome;
 pub use statusline::{
     MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,
     context_window, parse_status_input, statusline,
@@ -102,8 +101,8 @@ pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
-    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
-    UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover,
-    discover_lines, live, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
-    session_of, usage, usage_of_files,
+    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, SnapshotOutcome,
+    UnknownGroupBy, UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of,
+    default_roots, discover, discover_lines, live, parse_agent, parse_cost_mode, parse_day,
+    parse_group_by, parse_timezone, session_of, usage, usage_of_files,
 };
