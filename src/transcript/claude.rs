@@ -11,7 +11,8 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, Fold, Message, Recall, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Flag, Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -107,14 +108,6 @@ impl Rules for ClaudeCode {
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[
         BoundaryKind::CompactBoundary,
         BoundaryKind::CompactSummaryWithoutBoundary,
-    ];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input_tokens", Slot::Input),
-        ("output_tokens", Slot::Output),
-        ("cache_creation_input_tokens", Slot::CacheCreation),
-        ("cache_read_input_tokens", Slot::CacheRead),
-        ("total_tokens", Slot::Total),
-        ("messages", Slot::Messages),
     ];
     type Line<'a> = Line<'a>;
 

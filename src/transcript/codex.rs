@@ -11,7 +11,8 @@ use serde::Deserialize;
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError, UNKNOWN_MODEL};
 use super::format::{Format, Probe};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -86,14 +87,6 @@ impl Rules for Codex {
     const FORMAT: Format = Format::Codex;
     const BOUNDARY_KINDS: &'static [BoundaryKind] =
         &[BoundaryKind::Compacted, BoundaryKind::ContextCompacted];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input_tokens", Slot::InputWithCacheRead),
-        ("cached_input_tokens", Slot::CacheRead),
-        ("output_tokens", Slot::Output),
-        ("reasoning_output_tokens", Slot::Reasoning),
-        ("total_tokens", Slot::Total),
-        ("usage_events", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {

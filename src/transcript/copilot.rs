@@ -16,7 +16,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use super::fold::{BoundaryKind, Fold, Pending, RecallError, UNKNOWN_MODEL};
 use super::format::{Format, Probe};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -163,14 +164,6 @@ pub(crate) struct Copilot;
 impl Rules for Copilot {
     const FORMAT: Format = Format::Copilot;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::CompactionComplete];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("inputTokens", Slot::InputWithCacheRead),
-        ("outputTokens", Slot::Output),
-        ("cacheReadTokens", Slot::CacheRead),
-        ("cacheWriteTokens", Slot::CacheCreation),
-        ("reasoningTokens", Slot::Reasoning),
-        ("requests", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {

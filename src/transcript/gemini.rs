@@ -15,7 +15,8 @@ use serde::de::IgnoredAny;
 use super::fold::{BoundaryKind, Fold, Message, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -70,14 +71,6 @@ pub(crate) struct Gemini;
 impl Rules for Gemini {
     const FORMAT: Format = Format::Gemini;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::HistoryRewrite];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input_and_tool", Slot::InputWithCacheRead),
-        ("cached", Slot::CacheRead),
-        ("output_and_thoughts", Slot::Output),
-        ("thoughts", Slot::Reasoning),
-        ("total", Slot::Total),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     /// The metadata line (`sessionId` and `projectHash`, no `type`), or a record of a Gemini

@@ -12,7 +12,8 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step, session_in_project};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step, session_in_project};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -58,13 +59,6 @@ pub(crate) struct Kimi;
 impl Rules for Kimi {
     const FORMAT: Format = Format::Kimi;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::SessionUsageRecord];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("inputOther", Slot::Input),
-        ("output", Slot::Output),
-        ("inputCacheRead", Slot::CacheRead),
-        ("inputCacheCreation", Slot::CacheCreation),
-        ("usage_records", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     /// Line 1 of a wire log: `{"type": "metadata", "protocol_version": ...}`.

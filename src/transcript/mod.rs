@@ -30,6 +30,9 @@ mod fold;
 mod format;
 mod gemini;
 mod kimi;
+// The per-line native slots are read by the export only.
+#[cfg_attr(not(feature = "export"), allow(dead_code))]
+pub(crate) mod native;
 // The tolerant field types also read the lines the Parquet export writes out one by one.
 // The per-line facts and native token slots the readers give are read by the export only.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
@@ -66,6 +69,7 @@ pub use fold::{
     UNKNOWN_MODEL, UNKNOWN_QUARTER,
 };
 pub use format::{Format, UnknownFormat};
+pub use native::{NativeValue, native};
 pub use opencode::{
     NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeReport, OpenCodeSession,
     parse_message as parse_opencode_message, read_opencode,
@@ -77,8 +81,7 @@ pub use price::{
     RowCost, SNAPSHOT_DATE, SNAPSHOT_VERSION, pricing, records_cost,
 };
 pub use read::fold_bytes;
-pub use reader::NativeValue;
-pub use readers::{detect_format, native};
+pub use readers::detect_format;
 pub use report::{
     GenerationReport, ReportError, ReportOptions, SubagentReport, TranscriptReport, UsageFigures,
     read_report,

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, Entry, Fold, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Amount, Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -86,15 +87,6 @@ pub(crate) struct Pi;
 impl Rules for Pi {
     const FORMAT: Format = Format::Pi;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::Compaction];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input", Slot::Input),
-        ("output", Slot::Output),
-        ("cacheRead", Slot::CacheRead),
-        ("cacheWrite", Slot::CacheCreation),
-        ("totalTokens", Slot::Total),
-        ("cost_total", Slot::Cost),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, Entry, Fold, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -85,14 +86,6 @@ pub(crate) struct Qwen;
 impl Rules for Qwen {
     const FORMAT: Format = Format::Qwen;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::ChatCompression];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("promptTokenCount", Slot::InputWithCacheRead),
-        ("candidatesTokenCount", Slot::Output),
-        ("thoughtsTokenCount", Slot::Reasoning),
-        ("cachedContentTokenCount", Slot::CacheRead),
-        ("totalTokenCount", Slot::Total),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     /// A record with a `uuid` and a `sessionId` whose message has Gemini API `parts` (Claude

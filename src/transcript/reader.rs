@@ -11,75 +11,7 @@ use serde::Deserialize;
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
 use super::json::parse_line;
-use super::tally::Tally;
-
-/// What a figure in a format's own terms is, in terms of a [`Tally`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot {
-    /// Input not read from the cache.
-    Input,
-    /// Input including what was read from the cache (Codex's `input_tokens`).
-    InputWithCacheRead,
-    /// Output, reasoning included.
-    Output,
-    /// Output without its reasoning part (`OpenCode`'s `tokens.output`).
-    OutputWithoutReasoning,
-    /// The reasoning part of output.
-    Reasoning,
-    /// Input written to the cache.
-    CacheCreation,
-    /// Input read from the cache.
-    CacheRead,
-    /// The format's own total.
-    Total,
-    /// The recorded cost, in dollars.
-    Cost,
-    /// Messages or usage events.
-    Messages,
-}
-
-/// How many [`Slot`]s there are.
-pub(crate) const SLOTS: usize = 10;
-
-/// A figure of a tally in a format's own terms.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum NativeValue {
-    /// A count.
-    Count(u64),
-    /// An amount in dollars.
-    Dollars(f64),
-}
-
-impl serde::Serialize for NativeValue {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            NativeValue::Count(n) => serializer.serialize_u64(*n),
-            NativeValue::Dollars(x) => serializer.serialize_f64(*x),
-        }
-    }
-}
-
-impl Slot {
-    /// This figure of a tally.
-    pub(crate) fn of(self, t: &Tally) -> NativeValue {
-        let u = &t.usage;
-        NativeValue::Count(match self {
-            Slot::Input => u.input,
-            Slot::InputWithCacheRead => u.input.saturating_add(u.cache_read),
-            Slot::Output => u.output,
-            Slot::OutputWithoutReasoning => u.output.saturating_sub(u.reasoning),
-            Slot::Reasoning => u.reasoning,
-            Slot::CacheCreation => u.cache_creation,
-            Slot::CacheRead => u.cache_read,
-            Slot::Total => u.total(),
-            Slot::Messages => t.messages,
-            Slot::Cost => return NativeValue::Dollars(t.cost.dollars()),
-        })
-    }
-}
-
-/// A line's own figures by [`Slot`] (not deduplicated, not normalised: what the line says).
-pub(crate) type SlotValues = [Option<u64>; SLOTS];
+use super::native::{Slot, SlotValues};
 
 /// What one line says of itself, for the export (one event row per line).
 #[derive(Default)]
@@ -159,8 +91,6 @@ pub(crate) trait Rules: Sync + 'static {
     const FORMAT: Format;
     /// The boundary kinds its lines mark.
     const BOUNDARY_KINDS: &'static [BoundaryKind];
-    /// The format's own names for a tally's figures, in its order.
-    const NATIVE: &'static [(&'static str, Slot)];
 
     /// The fields of a line the rules read (every one tolerant: see `json`).
     type Line<'a>: Deserialize<'a>;
@@ -224,8 +154,6 @@ pub(crate) trait Reader: Sync {
     fn detect(&self, probe: &Probe<'_>) -> bool;
     /// [`Rules::BOUNDARY_KINDS`].
     fn boundary_kinds(&self) -> &'static [BoundaryKind];
-    /// [`Rules::NATIVE`].
-    fn native_fields(&self) -> &'static [(&'static str, Slot)];
     /// [`Rules::roots`].
     fn roots(&self, env: &Env) -> Vec<PathBuf>;
     /// [`Rules::session`].
@@ -249,10 +177,6 @@ impl<R: Rules> Reader for R {
 
     fn boundary_kinds(&self) -> &'static [BoundaryKind] {
         R::BOUNDARY_KINDS
-    }
-
-    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
-        R::NATIVE
     }
 
     fn roots(&self, env: &Env) -> Vec<PathBuf> {

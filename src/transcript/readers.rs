@@ -1,14 +1,13 @@
 //! The table of readers, above them: a format's reader, every reader in the order detection
-//! tries them, and what goes through the table (format detection, a format's boundary kinds,
-//! a tally in a format's own names). The readers themselves import only what is below them
+//! tries them, and what goes through the table (format detection, a format's boundary
+//! kinds). The readers themselves import only what is below them
 //! ([`reader`](super::reader), the fold, the formats), never this table.
 
 use super::fold::BoundaryKind;
 use super::format::{Format, Probe, has};
 use super::json::parse_line;
 use super::opencode::rules::OpenCode;
-use super::reader::{NativeValue, Reader, SlotValues};
-use super::tally::Tally;
+use super::reader::Reader;
 use super::{claude, codex, copilot, gemini, kimi, pi, qwen};
 
 /// Every reader, in the order detection tries them (Qwen Code's records look like Claude
@@ -48,26 +47,6 @@ impl Format {
     pub fn boundary_kinds(self) -> &'static [BoundaryKind] {
         reader(self).boundary_kinds()
     }
-}
-
-/// A tally in a format's own names, in its order.
-pub fn native(format: Format, tally: &Tally) -> Vec<(&'static str, NativeValue)> {
-    reader(format)
-        .native_fields()
-        .iter()
-        .map(|(name, slot)| (*name, slot.of(tally)))
-        .collect()
-}
-
-/// A tally's figures by slot, as its format names them (`None` where it names none).
-pub(crate) fn native_slots(format: Format, tally: &Tally) -> SlotValues {
-    let mut out = SlotValues::default();
-    for (_, slot) in reader(format).native_fields() {
-        if let (Some(v), NativeValue::Count(n)) = (out.get_mut(*slot as usize), slot.of(tally)) {
-            *v = Some(n);
-        }
-    }
-    out
 }
 
 /// The format one line shows, if it shows one.

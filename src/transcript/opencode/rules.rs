@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::transcript::fold::{BoundaryKind, RecallError};
 use crate::transcript::format::{Format, Probe};
 use crate::transcript::json::Text;
-use crate::transcript::reader::{Env, LineFacts, Rules, Slot, Step};
+use crate::transcript::reader::{Env, LineFacts, Rules, Step};
 
 /// The `OpenCode` entry of the reader table.
 pub(crate) struct OpenCode;
@@ -15,16 +15,6 @@ pub(crate) struct OpenCode;
 impl Rules for OpenCode {
     const FORMAT: Format = Format::OpenCode;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input", Slot::Input),
-        ("output", Slot::OutputWithoutReasoning),
-        ("reasoning", Slot::Reasoning),
-        ("cache_read", Slot::CacheRead),
-        ("cache_write", Slot::CacheCreation),
-        ("total", Slot::Total),
-        ("cost", Slot::Cost),
-        ("messages", Slot::Messages),
-    ];
     // No line is ever parsed (`may_matter` is false): any tolerant type does.
     type Line<'a> = Text<'a>;
 
