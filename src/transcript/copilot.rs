@@ -378,7 +378,7 @@ fn shutdown(
     for p in std::mem::take(&mut fold.summary.carry.pending) {
         let d = &mut fold.summary.diagnostics;
         d.input_unknown = d.input_unknown.saturating_sub(p.tally.messages);
-        fold.uncount(p.generation, p.bucket, &p.tally, step.recall)?;
+        fold.change(p.generation, p.bucket, step.recall, |t| t.sub(&p.tally))?;
     }
     let Some(data) = data else {
         fold.missing_usage();

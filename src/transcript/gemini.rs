@@ -141,9 +141,8 @@ impl Rules for Gemini {
         if !line.kind.is("gemini") {
             return Ok(());
         }
-        let Some(tokens) = line.tokens.get() else {
-            // An aborted or rewritten record: nothing spent that it can say.
-            step.fold.missing_usage();
+        // An aborted or rewritten record (no tokens): nothing spent that it can say.
+        let Some(tokens) = step.fold.usage_object(line.tokens.get()) else {
             return Ok(());
         };
         record(step, line, tokens)
@@ -205,20 +204,10 @@ fn record(step: &mut Step<'_>, line: &Line<'_>, tokens: &Tokens) -> Result<(), R
     let bucket = fold.bucket(line.timestamp.as_str(), line.model.as_str());
     let tally = Tally::message(usage, Money::default());
     let Some(id) = line.id.non_empty() else {
-        fold.summary.diagnostics.messages_without_id += 1;
-        fold.summary.unkeyed.add(&tally);
+        fold.unkeyed(&tally);
         return fold.count(generation, bucket, &tally, step.recall);
     };
-    if !fold.dedup.messages.contains_key(id) {
-        let known = step.recall.messages(id)?;
-        if known.is_none() {
-            fold.summary.keys += 1;
-        }
-        fold.dedup
-            .messages
-            .insert(id.to_owned(), known.unwrap_or_default());
-    }
-    let entries = fold.dedup.messages.entry(id.to_owned()).or_default();
+    let entries = fold.messages_of(id, step.recall)?;
     let Some(old) = entries.first_mut() else {
         entries.push(Message {
             requests: vec![None],

@@ -15,7 +15,6 @@ use super::json::{Obj, Text, TokenValue};
 use super::native::Slot;
 use super::reader::{Env, LineFacts, Rules, Step, session_in_project};
 use super::tally::{Money, Tally};
-use super::tokens::Usage;
 
 static USAGE_RECORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"usage.record"));
 
@@ -127,18 +126,16 @@ impl Rules for Kimi {
         if !line.kind.is("usage.record") {
             return Ok(());
         }
-        let Some(u) = line.usage.get() else {
-            step.fold.missing_usage();
+        let Some(u) = step.fold.usage_object(line.usage.get()) else {
             return Ok(());
         };
         let fold = &mut *step.fold;
-        let usage = Usage {
-            input: fold.value(u.input_other),
-            output: fold.value(u.output),
-            cache_read: fold.value(u.input_cache_read),
-            cache_creation: fold.value(u.input_cache_creation),
-            ..Usage::default()
-        };
+        let usage = fold.usage([
+            u.input_other,
+            u.output,
+            u.input_cache_creation,
+            u.input_cache_read,
+        ]);
         let quarter = fold.quarter_of_millis(line.time);
         let bucket = (quarter, fold.model(line.model.as_str()));
         let generation = fold.summary.generation();

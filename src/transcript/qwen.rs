@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{BoundaryKind, Entry, Fold, RecallError};
+use super::fold::{BoundaryKind, Fold, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
 use super::native::Slot;
@@ -152,19 +152,17 @@ impl Rules for Qwen {
 }
 
 fn compression(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
-    let id = line.uuid.non_empty();
-    if step.fold.entry_seen(id, true, step.recall)? {
-        return Ok(());
-    }
-    step.fold.remember_entry(id, Entry::Compaction);
     let pre_tokens = line
         .payload
         .get()
         .and_then(|p| p.info.get())
         .and_then(|i| i.original_token_count.known());
-    let kind = BoundaryKind::ChatCompression;
-    step.fold.boundary(step.at, kind, None, pre_tokens);
-    Ok(())
+    step.fold.entry_boundary(
+        (step.at, line.uuid.non_empty()),
+        BoundaryKind::ChatCompression,
+        pre_tokens,
+        step.recall,
+    )
 }
 
 /// The normalised fields: input without the cached part, output as recorded (thoughts inside
@@ -200,9 +198,9 @@ fn normalised(fold: &mut Fold, u: &UsageMetadata) -> Usage {
     usage
 }
 
+/// A record's usage, counted once by its `uuid`.
 fn assistant(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
-    let Some(u) = line.usage.get() else {
-        step.fold.missing_usage();
+    let Some(u) = step.fold.usage_object(line.usage.get()) else {
         return Ok(());
     };
     let id = line.uuid.non_empty();
@@ -211,12 +209,13 @@ fn assistant(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
     }
     let fold = &mut *step.fold;
     let usage = normalised(fold, u);
-    fold.context(usage.prompt());
     let bucket = fold.bucket(line.timestamp.as_str(), line.model.as_str());
-    let generation = fold.summary.generation();
-    let tally = Tally::message(usage, Money::default());
-    fold.remember_entry(id, Entry::Message { tally, bucket });
-    fold.count(generation, bucket, &tally, step.recall)
+    fold.count_entry(
+        id,
+        bucket,
+        Tally::message(usage, Money::default()),
+        step.recall,
+    )
 }
 
 #[cfg(test)]
