@@ -11,7 +11,6 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, Fold, Message, Recall, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Flag, Obj, Text, TokenValue};
-use super::native::Slot;
 use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
@@ -150,19 +149,12 @@ impl Rules for ClaudeCode {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            request_id: line.request_id.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.request_id = line.request_id.into_cow();
+        facts.cwd = line.cwd.into_cow();
         if let Obj::Is(message) = line.message {
             if let Some(u) = message.usage.get() {
-                facts.set(Slot::Input, u.input_tokens.known());
-                facts.set(Slot::Output, u.output_tokens.known());
-                facts.set(Slot::CacheCreation, u.cache_creation_input_tokens.known());
-                facts.set(Slot::CacheRead, u.cache_read_input_tokens.known());
+                facts.usage(fields(u));
             }
             facts.message_id = message.id.into_cow();
         }
@@ -234,15 +226,20 @@ fn wins(new: (&Usage, bool), old: (&Usage, bool)) -> bool {
     }
 }
 
-/// The usage of a line's usage object: the format's fields as they are, the 1-hour part of
-/// the cache writes (newer versions) cut to them.
-fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
-    let mut usage = fold.usage([
+/// The usage object's fields, in the order [`Fold::usage`] takes them.
+fn fields(u: &UsageField) -> [TokenValue; 4] {
+    [
         u.input_tokens,
         u.output_tokens,
         u.cache_creation_input_tokens,
         u.cache_read_input_tokens,
-    ]);
+    ]
+}
+
+/// The usage of a line's usage object: the format's fields as they are, the 1-hour part of
+/// the cache writes (newer versions) cut to them.
+fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
+    let mut usage = fold.usage(fields(u));
     // An optional breakdown: absent is not a missing field.
     let one_hour = match u.cache_creation.get().map(|c| c.ephemeral_1h_input_tokens) {
         Some(TokenValue::Missing) | None => 0,

@@ -244,12 +244,8 @@ impl Rules for Copilot {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.id.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.id.into_cow();
         let Obj::Is(data) = line.data else {
             return facts;
         };

@@ -15,7 +15,6 @@ use serde::de::IgnoredAny;
 use super::fold::{BoundaryKind, Fold, Message, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::native::Slot;
 use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
@@ -149,12 +148,8 @@ impl Rules for Gemini {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.id.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.id.into_cow();
         if let Some(t) = line.tokens.get() {
             let (input, tool) = (t.input.known(), t.tool.known());
             let output = t.output.known();
@@ -163,11 +158,13 @@ impl Rules for Gemini {
                 (None, None) => None,
                 (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
             };
-            facts.set(Slot::InputWithCacheRead, plus(input, tool));
-            facts.set(Slot::CacheRead, t.cached.known());
-            facts.set(Slot::Output, plus(output, thoughts));
-            facts.set(Slot::Reasoning, thoughts);
-            facts.set(Slot::Total, t.total.known());
+            facts.usage_with_cached_input([
+                plus(input, tool),
+                t.cached.known(),
+                plus(output, thoughts),
+                thoughts,
+                t.total.known(),
+            ]);
         }
         facts
     }

@@ -12,7 +12,6 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::native::Slot;
 use super::reader::{Env, LineFacts, Rules, Step, session_in_project};
 use super::tally::{Money, Tally};
 
@@ -50,6 +49,18 @@ struct UsageField {
     input_cache_read: TokenValue,
     #[serde(rename = "inputCacheCreation")]
     input_cache_creation: TokenValue,
+}
+
+impl UsageField {
+    /// Its figures, in the order [`Fold::usage`](super::fold::Fold::usage) takes them.
+    fn figures(&self) -> [TokenValue; 4] {
+        [
+            self.input_other,
+            self.output,
+            self.input_cache_creation,
+            self.input_cache_read,
+        ]
+    }
 }
 
 /// The Kimi Code CLI reader.
@@ -130,12 +141,7 @@ impl Rules for Kimi {
             return Ok(());
         };
         let fold = &mut *step.fold;
-        let usage = fold.usage([
-            u.input_other,
-            u.output,
-            u.input_cache_creation,
-            u.input_cache_read,
-        ]);
+        let usage = fold.usage(u.figures());
         let quarter = fold.quarter_of_millis(line.time);
         let bucket = (quarter, fold.model(line.model.as_str()));
         let generation = fold.summary.generation();
@@ -164,10 +170,7 @@ impl Rules for Kimi {
             ..LineFacts::default()
         };
         if let Some(u) = line.usage.get() {
-            facts.set(Slot::Input, u.input_other.known());
-            facts.set(Slot::Output, u.output.known());
-            facts.set(Slot::CacheRead, u.input_cache_read.known());
-            facts.set(Slot::CacheCreation, u.input_cache_creation.known());
+            facts.usage(u.figures());
         }
         facts
     }

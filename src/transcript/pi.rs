@@ -124,18 +124,11 @@ impl Rules for Pi {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.id.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.id.into_cow();
+        facts.cwd = line.cwd.into_cow();
         if let Some(u) = line.message.get().and_then(|m| m.usage.get()) {
-            facts.set(Slot::Input, u.input.known());
-            facts.set(Slot::Output, u.output.known());
-            facts.set(Slot::CacheRead, u.cache_read.known());
-            facts.set(Slot::CacheCreation, u.cache_write.known());
+            facts.usage([u.input, u.output, u.cache_write, u.cache_read]);
             facts.set(Slot::Total, u.total_tokens.known());
             facts.cost = u.cost.get().and_then(|c| c.total.known());
         }

@@ -11,7 +11,6 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, Fold, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::native::Slot;
 use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
@@ -133,19 +132,18 @@ impl Rules for Qwen {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.uuid.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.uuid.into_cow();
+        facts.cwd = line.cwd.into_cow();
         if let Some(u) = line.usage.get() {
-            facts.set(Slot::InputWithCacheRead, u.prompt_token_count.known());
-            facts.set(Slot::Output, u.candidates_token_count.known());
-            facts.set(Slot::Reasoning, u.thoughts_token_count.known());
-            facts.set(Slot::CacheRead, u.cached_content_token_count.known());
-            facts.set(Slot::Total, u.total_token_count.known());
+            let figures = [
+                u.prompt_token_count,
+                u.cached_content_token_count,
+                u.candidates_token_count,
+                u.thoughts_token_count,
+                u.total_token_count,
+            ];
+            facts.usage_with_cached_input(figures.map(TokenValue::known));
         }
         facts
     }

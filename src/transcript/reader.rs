@@ -1,7 +1,8 @@
 //! What a format's reader is: the one place that knows a format's lines. The fold, format
-//! detection, the default places to look, the answers' native field names and the export's
-//! per-line columns all go through [`Reader`], so a new format is a reader file (and a
-//! [`Format`] variant and its [`BoundaryKind`]s) plus its tests.
+//! detection, the default places to look and the export's per-line columns all go through
+//! [`Reader`], so a new format is a reader file (and a [`Format`] variant, its
+//! [`BoundaryKind`]s, its row in the reader table `readers` and its native names in `native`)
+//! plus its tests. This file knows no reader: the table above the readers does.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use serde::Deserialize;
 
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
-use super::json::parse_line;
+use super::json::{Text, TokenValue, parse_line};
 use super::native::{Slot, SlotValues};
 
 /// What one line says of itself, for the export (one event row per line).
@@ -32,12 +33,43 @@ pub(crate) struct LineFacts<'a> {
     pub(crate) cost: Option<f64>,
 }
 
-impl LineFacts<'_> {
+impl<'a> LineFacts<'a> {
+    /// What a line of `kind` written at `timestamp` says, before its other fields.
+    pub(crate) fn new(kind: Text<'a>, timestamp: Text<'a>) -> LineFacts<'a> {
+        LineFacts {
+            kind: kind.into_cow(),
+            timestamp: timestamp.into_cow(),
+            ..LineFacts::default()
+        }
+    }
+
     /// Puts a figure under its slot.
     pub(crate) fn set(&mut self, slot: Slot, value: Option<u64>) {
         if let Some(v) = self.figures.get_mut(slot as usize) {
             *v = value;
         }
+    }
+
+    /// The figures of a format whose fields are already the normalised ones, as
+    /// [`Fold::usage`] reads them.
+    pub(crate) fn usage(&mut self, [input, output, cache_creation, cache_read]: [TokenValue; 4]) {
+        self.set(Slot::Input, input.known());
+        self.set(Slot::Output, output.known());
+        self.set(Slot::CacheCreation, cache_creation.known());
+        self.set(Slot::CacheRead, cache_read.known());
+    }
+
+    /// The figures of a format whose input includes what was read from the cache and whose
+    /// output includes its reasoning (Codex, Qwen Code, Gemini CLI), with its own total.
+    pub(crate) fn usage_with_cached_input(
+        &mut self,
+        [input, cache_read, output, reasoning, total]: [Option<u64>; 5],
+    ) {
+        self.set(Slot::InputWithCacheRead, input);
+        self.set(Slot::CacheRead, cache_read);
+        self.set(Slot::Output, output);
+        self.set(Slot::Reasoning, reasoning);
+        self.set(Slot::Total, total);
     }
 }
 
