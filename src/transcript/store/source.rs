@@ -79,12 +79,8 @@ impl Source {
 
 /// The canonical path, the file opened read-only, and its length.
 fn open_read_only(path: &Path) -> Result<(PathBuf, File, u64), TranscriptError> {
-    let canonical = std::fs::canonicalize(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => TranscriptError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => TranscriptError::io("resolve", path, e),
-    })?;
+    let canonical =
+        std::fs::canonicalize(path).map_err(|e| TranscriptError::at("resolve", path, e))?;
     let file = open_for_read(&canonical).map_err(|e| match e {
         LogError::NotFound { path } => TranscriptError::NotFound { path },
         LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },
