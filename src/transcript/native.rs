@@ -163,3 +163,22 @@ pub(crate) fn native_slots(format: Format, tally: &Tally) -> SlotValues {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_names_each_of_its_slots_once_and_counts_its_messages() {
+        for f in Format::ALL {
+            let mut slots: Vec<usize> = fields(f).iter().map(|(_, s)| *s as usize).collect();
+            assert!(fields(f).iter().any(|(_, s)| *s == Slot::Messages), "{f}");
+            let n = slots.len();
+            slots.sort_unstable();
+            slots.dedup();
+            assert_eq!(slots.len(), n, "{f} names a slot twice");
+            let names = native(f, &Tally::default());
+            assert_eq!(names.len(), n, "{f}");
+        }
+    }
+}
