@@ -111,12 +111,11 @@ impl Rules for ClaudeCode {
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {
-        probe.kind.as_str().is_some_and(|kind| {
-            TYPES.contains(&kind)
-                && (has(&probe.session_id)
-                    || has(&probe.parent_uuid)
-                    || has(&probe.uuid)
-                    || matches!(kind, "summary" | "file-history-snapshot"))
+        probe.kind_in(&TYPES).is_some_and(|kind| {
+            has(&probe.session_id)
+                || has(&probe.parent_uuid)
+                || has(&probe.uuid)
+                || matches!(kind, "summary" | "file-history-snapshot")
         })
     }
 

@@ -103,8 +103,7 @@ impl Rules for Codex {
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {
-        matches!(probe.payload, Obj::Is(_))
-            && probe.kind.as_str().is_some_and(|k| TYPES.contains(&k))
+        matches!(probe.payload, Obj::Is(_)) && probe.kind_in(&TYPES).is_some()
     }
 
     fn may_matter(bytes: &[u8]) -> bool {

@@ -124,6 +124,13 @@ pub(crate) struct ProbeMessage {
     pub(crate) parts: Obj<IgnoredAny>,
 }
 
+impl Probe<'_> {
+    /// The line's `type`, if it is one of `types` (the types only one format writes).
+    pub(crate) fn kind_in(&self, types: &[&str]) -> Option<&str> {
+        self.kind.as_str().filter(|kind| types.contains(kind))
+    }
+}
+
 /// Whether a probed field is there at all, null included (a root entry's parent is null).
 pub(crate) fn has(field: &Obj<IgnoredAny>) -> bool {
     !matches!(field, Obj::Missing)

@@ -89,11 +89,11 @@ impl Rules for Pi {
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::Compaction];
     type Line<'a> = Line<'a>;
 
+    /// An entry of a pi type with a `parentId`, or the `session` header with its `version`.
     fn shows(probe: &Probe<'_>) -> bool {
-        probe.kind.as_str().is_some_and(|kind| {
-            (TYPES.contains(&kind) && has(&probe.parent_id))
-                || (kind == "session" && has(&probe.version))
-        })
+        probe
+            .kind_in(&TYPES)
+            .is_some_and(|kind| has(&probe.parent_id) || (kind == "session" && has(&probe.version)))
     }
 
     fn may_matter(bytes: &[u8]) -> bool {

@@ -92,12 +92,10 @@ impl Rules for Qwen {
     /// `systemPayload` or `usageMetadata`: the probe does not read those, so the first lines,
     /// a user prompt's, decide).
     fn shows(probe: &Probe<'_>) -> bool {
-        probe.kind.as_str().is_some_and(|kind| {
-            TYPES.contains(&kind)
-                && has(&probe.uuid)
-                && has(&probe.session_id)
-                && probe.message.get().is_some_and(|m| has(&m.parts))
-        })
+        probe.kind_in(&TYPES).is_some()
+            && has(&probe.uuid)
+            && has(&probe.session_id)
+            && probe.message.get().is_some_and(|m| has(&m.parts))
     }
 
     fn may_matter(bytes: &[u8]) -> bool {
