@@ -19,7 +19,8 @@ use super::scan::{Batch, Resume, ScanOptions, Scanned};
 use super::source::Source;
 use crate::event::{FoldState, Timestamp};
 use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged};
-use crate::transcript::reader::{Slot, SlotValues, native_slots, reader};
+use crate::transcript::native::{self, Slot, SlotValues, native_slots};
+use crate::transcript::readers::reader;
 use crate::transcript::{Format, OpenOptions, Tally, Transcript, TranscriptError, session_of};
 
 /// Progress is reported about every this many bytes.
@@ -240,8 +241,7 @@ pub fn scan(
             return Err(changed());
         }
         // Only a format that records costs has a cost column.
-        let records_cost = reader(t.format)
-            .native_fields()
+        let records_cost = native::fields(t.format)
             .iter()
             .any(|(_, slot)| *slot == Slot::Cost);
         for (row, tally) in generations.iter_mut().zip(&t.summary.generations) {

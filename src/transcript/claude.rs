@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, Fold, Message, Recall, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Flag, Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -108,23 +108,14 @@ impl Rules for ClaudeCode {
         BoundaryKind::CompactBoundary,
         BoundaryKind::CompactSummaryWithoutBoundary,
     ];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input_tokens", Slot::Input),
-        ("output_tokens", Slot::Output),
-        ("cache_creation_input_tokens", Slot::CacheCreation),
-        ("cache_read_input_tokens", Slot::CacheRead),
-        ("total_tokens", Slot::Total),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {
-        probe.kind.as_str().is_some_and(|kind| {
-            TYPES.contains(&kind)
-                && (has(&probe.session_id)
-                    || has(&probe.parent_uuid)
-                    || has(&probe.uuid)
-                    || matches!(kind, "summary" | "file-history-snapshot"))
+        probe.kind_in(&TYPES).is_some_and(|kind| {
+            has(&probe.session_id)
+                || has(&probe.parent_uuid)
+                || has(&probe.uuid)
+                || matches!(kind, "summary" | "file-history-snapshot")
         })
     }
 
@@ -157,19 +148,12 @@ impl Rules for ClaudeCode {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            request_id: line.request_id.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.request_id = line.request_id.into_cow();
+        facts.cwd = line.cwd.into_cow();
         if let Obj::Is(message) = line.message {
             if let Some(u) = message.usage.get() {
-                facts.set(Slot::Input, u.input_tokens.known());
-                facts.set(Slot::Output, u.output_tokens.known());
-                facts.set(Slot::CacheCreation, u.cache_creation_input_tokens.known());
-                facts.set(Slot::CacheRead, u.cache_read_input_tokens.known());
+                facts.usage(fields(u));
             }
             facts.message_id = message.id.into_cow();
         }
@@ -241,28 +225,33 @@ fn wins(new: (&Usage, bool), old: (&Usage, bool)) -> bool {
     }
 }
 
+/// The usage object's fields, in the order [`Fold::usage`] takes them.
+fn fields(u: &UsageField) -> [TokenValue; 4] {
+    [
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_creation_input_tokens,
+        u.cache_read_input_tokens,
+    ]
+}
+
 /// The usage of a line's usage object: the format's fields as they are, the 1-hour part of
 /// the cache writes (newer versions) cut to them.
 fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
-    let cache_creation = fold.value(u.cache_creation_input_tokens);
+    let mut usage = fold.usage(fields(u));
     // An optional breakdown: absent is not a missing field.
     let one_hour = match u.cache_creation.get().map(|c| c.ephemeral_1h_input_tokens) {
         Some(TokenValue::Missing) | None => 0,
         Some(v) => fold.value(v),
     };
-    Usage {
-        input: fold.value(u.input_tokens),
-        output: fold.value(u.output_tokens),
-        cache_read: fold.value(u.cache_read_input_tokens),
-        cache_creation_1h: fold.part_of(one_hour, cache_creation),
-        cache_creation,
-        reasoning: 0,
-    }
+    usage.cache_creation_1h = fold.part_of(one_hour, usage.cache_creation);
+    usage
 }
 
 fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Result<(), RecallError> {
-    let Some((message, u)) = line.message.get().and_then(|m| Some((m, m.usage.get()?))) else {
-        fold.missing_usage();
+    let message = line.message.get();
+    let Some((message, u)) = fold.usage_object(message.and_then(|m| Some((m, m.usage.get()?))))
+    else {
         return Ok(());
     };
     let usage = normalised(fold, u);
@@ -275,24 +264,14 @@ fn assistant(fold: &mut Fold, line: &Line<'_>, recall: &mut dyn Recall) -> Resul
     }
     let generation = fold.summary.generation();
     let Some(id) = message.id.non_empty() else {
-        fold.summary.diagnostics.messages_without_id += 1;
         let bucket = fold.bucket(line.timestamp.as_str(), message.model.as_str());
-        let tally = Tally::message(usage, Money::default());
-        fold.summary.unkeyed.add(&tally);
+        let tally = tally_of(&usage);
+        fold.unkeyed(&tally);
         fold.summary.carry.pairable = false;
         return fold.count(generation, bucket, &tally, recall);
     };
     let request = line.request_id.non_empty().map(str::to_owned);
-    if !fold.dedup.messages.contains_key(id) {
-        let known = recall.messages(id)?;
-        if known.is_none() {
-            fold.summary.keys += 1;
-        }
-        fold.dedup
-            .messages
-            .insert(id.to_owned(), known.unwrap_or_default());
-    }
-    let entries = fold.dedup.messages.entry(id.to_owned()).or_default();
+    let entries = fold.messages_of(id, recall)?;
     let found = entries
         .iter()
         .position(|m| m.requests.contains(&request))

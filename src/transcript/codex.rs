@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError, UNKNOWN_MODEL};
 use super::format::{Format, Probe};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -79,6 +79,20 @@ struct UsageField {
     total_tokens: TokenValue,
 }
 
+impl UsageField {
+    /// Its figures: input (cached input included), cached input, output (reasoning
+    /// included), reasoning, total.
+    fn figures(&self) -> [TokenValue; 5] {
+        [
+            self.input_tokens,
+            self.cached_input_tokens,
+            self.output_tokens,
+            self.reasoning_output_tokens,
+            self.total_tokens,
+        ]
+    }
+}
+
 /// The Codex reader.
 pub(crate) struct Codex;
 
@@ -86,19 +100,10 @@ impl Rules for Codex {
     const FORMAT: Format = Format::Codex;
     const BOUNDARY_KINDS: &'static [BoundaryKind] =
         &[BoundaryKind::Compacted, BoundaryKind::ContextCompacted];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input_tokens", Slot::InputWithCacheRead),
-        ("cached_input_tokens", Slot::CacheRead),
-        ("output_tokens", Slot::Output),
-        ("reasoning_output_tokens", Slot::Reasoning),
-        ("total_tokens", Slot::Total),
-        ("usage_events", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {
-        matches!(probe.payload, Obj::Is(_))
-            && probe.kind.as_str().is_some_and(|k| TYPES.contains(&k))
+        matches!(probe.payload, Obj::Is(_)) && probe.kind_in(&TYPES).is_some()
     }
 
     fn may_matter(bytes: &[u8]) -> bool {
@@ -146,19 +151,11 @@ impl Rules for Codex {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.cwd = line.cwd.into_cow();
         if let Obj::Is(payload) = line.payload {
             if let Some(u) = payload.info.get().and_then(|i| i.last_token_usage.get()) {
-                facts.set(Slot::InputWithCacheRead, u.input_tokens.known());
-                facts.set(Slot::CacheRead, u.cached_input_tokens.known());
-                facts.set(Slot::Output, u.output_tokens.known());
-                facts.set(Slot::Reasoning, u.reasoning_output_tokens.known());
-                facts.set(Slot::Total, u.total_tokens.known());
+                facts.usage_with_cached_input(u.figures().map(TokenValue::known));
             }
             if facts.cwd.is_none() {
                 facts.cwd = payload.cwd.into_cow();
@@ -221,13 +218,7 @@ fn token_count(
         fold.missing_usage();
         return Ok(());
     };
-    let totals = [
-        fold.value(usage.input_tokens),
-        fold.value(usage.cached_input_tokens),
-        fold.value(usage.output_tokens),
-        fold.value(usage.reasoning_output_tokens),
-        fold.value(usage.total_tokens),
-    ];
+    let totals = usage.figures().map(|v| fold.value(v));
     let delta = match fold.summary.carry.totals {
         None => totals,
         Some(before) if totals[4] < before[4] => {

@@ -16,7 +16,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use super::fold::{BoundaryKind, Fold, Pending, RecallError, UNKNOWN_MODEL};
 use super::format::{Format, Probe};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -163,14 +164,6 @@ pub(crate) struct Copilot;
 impl Rules for Copilot {
     const FORMAT: Format = Format::Copilot;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::CompactionComplete];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("inputTokens", Slot::InputWithCacheRead),
-        ("outputTokens", Slot::Output),
-        ("cacheReadTokens", Slot::CacheRead),
-        ("cacheWriteTokens", Slot::CacheCreation),
-        ("reasoningTokens", Slot::Reasoning),
-        ("requests", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     fn shows(probe: &Probe<'_>) -> bool {
@@ -251,12 +244,8 @@ impl Rules for Copilot {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.id.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.id.into_cow();
         let Obj::Is(data) = line.data else {
             return facts;
         };
@@ -385,7 +374,7 @@ fn shutdown(
     for p in std::mem::take(&mut fold.summary.carry.pending) {
         let d = &mut fold.summary.diagnostics;
         d.input_unknown = d.input_unknown.saturating_sub(p.tally.messages);
-        fold.uncount(p.generation, p.bucket, &p.tally, step.recall)?;
+        fold.change(p.generation, p.bucket, step.recall, |t| t.sub(&p.tally))?;
     }
     let Some(data) = data else {
         fold.missing_usage();

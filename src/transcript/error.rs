@@ -1,7 +1,7 @@
 //! Why a transcript could not be read: the typed errors of every transcript call.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a transcript could not be read. Problems with its index are never errors: a damaged,
 /// busy or unwritable index is rebuilt or stepped around, and the outcome says so.
@@ -76,6 +76,16 @@ impl TranscriptError {
             op,
             path: path.into(),
             source,
+        }
+    }
+
+    /// An error of `op` on `path`: [`TranscriptError::NotFound`] when nothing is there.
+    pub(crate) fn at(op: &'static str, path: &Path, source: io::Error) -> TranscriptError {
+        match source.kind() {
+            io::ErrorKind::NotFound => TranscriptError::NotFound {
+                path: path.to_path_buf(),
+            },
+            _ => TranscriptError::io(op, path, source),
         }
     }
 }

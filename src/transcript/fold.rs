@@ -428,6 +428,56 @@ impl Fold {
         self.summary.diagnostics.missing_usage += 1;
     }
 
+    /// A line's usage object, counting a usage line that has none.
+    pub(crate) fn usage_object<T>(&mut self, usage: Option<T>) -> Option<T> {
+        if usage.is_none() {
+            self.missing_usage();
+        }
+        usage
+    }
+
+    /// The usage of a format whose fields are already the normalised ones (input without
+    /// what was read from the cache, no reasoning figure), each read by the coercion rule.
+    pub(crate) fn usage(
+        &mut self,
+        [input, output, cache_creation, cache_read]: [TokenValue; 4],
+    ) -> Usage {
+        Usage {
+            input: self.value(input),
+            output: self.value(output),
+            cache_creation: self.value(cache_creation),
+            cache_read: self.value(cache_read),
+            ..Usage::default()
+        }
+    }
+
+    /// Notes a message that has no id to merge it by (never merged, so never looked up when
+    /// files are merged): counted apart as well.
+    pub(crate) fn unkeyed(&mut self, tally: &Tally) {
+        self.summary.diagnostics.messages_without_id += 1;
+        self.summary.unkeyed.add(tally);
+    }
+
+    /// The messages filed under a message id (Claude Code's `message.id`, Gemini CLI's record
+    /// `id`), fetched from what the index remembers the first time the id is met.
+    pub(crate) fn messages_of(
+        &mut self,
+        id: &str,
+        recall: &mut dyn Recall,
+    ) -> Result<&mut Vec<Message>, RecallError> {
+        if !self.dedup.messages.contains_key(id) {
+            let known = recall.messages(id)?;
+            if known.is_none() {
+                self.summary.keys += 1;
+            }
+            self.dedup
+                .messages
+                .insert(id.to_owned(), known.unwrap_or_default());
+        }
+        // Inserted just above if it was missing.
+        Ok(self.dedup.messages.entry(id.to_owned()).or_default())
+    }
+
     /// Counts `tally` in generation `generation`, the lifetime and `bucket`.
     pub(crate) fn count(
         &mut self,
@@ -436,29 +486,7 @@ impl Fold {
         tally: &Tally,
         recall: &mut dyn Recall,
     ) -> Result<(), RecallError> {
-        if let Some(g) = self.summary.generations.get_mut(generation as usize) {
-            g.add(tally);
-        }
-        self.summary.lifetime.add(tally);
-        self.bucket_mut(bucket, recall)?.add(tally);
-        Ok(())
-    }
-
-    /// Takes back `tally`, counted earlier in generation `generation`, the lifetime and
-    /// `bucket`.
-    pub(crate) fn uncount(
-        &mut self,
-        generation: u32,
-        bucket: BucketKey,
-        tally: &Tally,
-        recall: &mut dyn Recall,
-    ) -> Result<(), RecallError> {
-        if let Some(g) = self.summary.generations.get_mut(generation as usize) {
-            g.sub(tally);
-        }
-        self.summary.lifetime.sub(tally);
-        self.bucket_mut(bucket, recall)?.sub(tally);
-        Ok(())
+        self.change(generation, bucket, recall, |t| t.add(tally))
     }
 
     /// Replaces the tokens `old` counted by `new` (a message's new winning line).
@@ -479,15 +507,26 @@ impl Fold {
                 ..*new
             },
         );
-        let swap = |t: &mut Tally| {
+        self.change(generation, bucket, recall, |t| {
             t.sub(&old);
             t.add(&new);
-        };
+        })
+    }
+
+    /// Applies `change` to the tally of generation `generation`, the lifetime and `bucket`
+    /// (adds a tally, takes back one counted earlier, swaps one for another).
+    pub(crate) fn change(
+        &mut self,
+        generation: u32,
+        bucket: BucketKey,
+        recall: &mut dyn Recall,
+        change: impl Fn(&mut Tally),
+    ) -> Result<(), RecallError> {
         if let Some(g) = self.summary.generations.get_mut(generation as usize) {
-            swap(g);
+            change(g);
         }
-        swap(&mut self.summary.lifetime);
-        swap(self.bucket_mut(bucket, recall)?);
+        change(&mut self.summary.lifetime);
+        change(self.bucket_mut(bucket, recall)?);
         Ok(())
     }
 
@@ -614,6 +653,38 @@ impl Fold {
             self.dedup.entries.insert(id.to_owned(), entry);
             self.summary.keys += 1;
         }
+    }
+
+    /// Counts the usage of an entry not seen before (pi's assistant message, Qwen Code's
+    /// record), in the current generation, and remembers it under its id.
+    pub(crate) fn count_entry(
+        &mut self,
+        id: Option<&str>,
+        bucket: BucketKey,
+        tally: Tally,
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        self.context(tally.usage.prompt());
+        let generation = self.summary.generation();
+        self.remember_entry(id, Entry::Message { tally, bucket });
+        self.count(generation, bucket, &tally, recall)
+    }
+
+    /// Marks a boundary at an entry (pi's `compaction`, Qwen Code's `chat_compression`) at
+    /// `at`, unless its id was seen before (a copy), and remembers it.
+    pub(crate) fn entry_boundary(
+        &mut self,
+        (at, id): (At, Option<&str>),
+        kind: BoundaryKind,
+        pre_tokens: Option<u64>,
+        recall: &mut dyn Recall,
+    ) -> Result<(), RecallError> {
+        if self.entry_seen(id, true, recall)? {
+            return Ok(());
+        }
+        self.remember_entry(id, Entry::Compaction);
+        self.boundary(at, kind, None, pre_tokens);
+        Ok(())
     }
 
     /// Sets the context: the prompt of the latest request.

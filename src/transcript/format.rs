@@ -6,9 +6,7 @@ use std::str::FromStr;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-use super::fold::BoundaryKind;
-use super::json::{Obj, Text, parse_line};
-use super::reader::{reader, readers};
+use super::json::{Obj, Text};
 
 /// A transcript format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -68,11 +66,6 @@ impl Format {
     pub fn is_lines(self) -> bool {
         self != Format::OpenCode
     }
-
-    /// The kinds of compaction boundary this format's transcripts mark.
-    pub fn boundary_kinds(self) -> &'static [BoundaryKind] {
-        reader(self).boundary_kinds()
-    }
 }
 
 impl fmt::Display for Format {
@@ -131,28 +124,16 @@ pub(crate) struct ProbeMessage {
     pub(crate) parts: Obj<IgnoredAny>,
 }
 
+impl Probe<'_> {
+    /// The line's `type`, if it is one of `types` (the types only one format writes).
+    pub(crate) fn kind_in(&self, types: &[&str]) -> Option<&str> {
+        self.kind.as_str().filter(|kind| types.contains(kind))
+    }
+}
+
 /// Whether a probed field is there at all, null included (a root entry's parent is null).
 pub(crate) fn has(field: &Obj<IgnoredAny>) -> bool {
     !matches!(field, Obj::Missing)
-}
-
-/// The format one line shows, if it shows one.
-pub(crate) fn line_format(line: &[u8]) -> Option<Format> {
-    let probe: Probe = parse_line(line)?;
-    // Every line that shows a format has a `type`, but Gemini CLI's first (metadata) line.
-    if probe.kind.as_str().is_none() && !has(&probe.project_hash) {
-        return None;
-    }
-    readers()
-        .iter()
-        .find(|r| r.detect(&probe))
-        .map(|r| r.format())
-}
-
-/// The format of a transcript from its first complete lines: the first line that shows one
-/// decides. `None` if none of them does.
-pub fn detect_format<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> Option<Format> {
-    lines.into_iter().find_map(line_format)
 }
 
 #[cfg(test)]
@@ -165,39 +146,5 @@ mod tests {
             assert_eq!(f.name().parse::<Format>(), Ok(f));
         }
         assert!("claude".parse::<Format>().is_err());
-    }
-
-    #[test]
-    fn first_lines_tell_the_formats_apart() {
-        let claude = br#"{"type":"file-history-snapshot","messageId":"x","snapshot":{}}"#;
-        let claude_user = br#"{"parentUuid":null,"type":"user","sessionId":"s","uuid":"u"}"#;
-        let codex = br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#;
-        let pi = br#"{"type":"session","version":3,"id":"x","cwd":"/"}"#;
-        let pi_entry = br#"{"type":"model_change","id":"a","parentId":null}"#;
-        assert_eq!(detect_format([&claude[..]]), Some(Format::ClaudeCode));
-        assert_eq!(detect_format([&claude_user[..]]), Some(Format::ClaudeCode));
-        assert_eq!(detect_format([&codex[..]]), Some(Format::Codex));
-        assert_eq!(detect_format([&pi[..]]), Some(Format::Pi));
-        assert_eq!(detect_format([&pi_entry[..]]), Some(Format::Pi));
-        let copilot =
-            br#"{"type":"session.start","data":{"sessionId":"s"},"id":"a","parentId":null}"#;
-        assert_eq!(detect_format([&copilot[..]]), Some(Format::Copilot));
-        let gemini = br#"{"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}"#;
-        let gemini_record = br#"{"id":"a","timestamp":"t","type":"user","content":[]}"#;
-        let qwen = br#"{"uuid":"u","parentUuid":null,"sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"hi"}]}}"#;
-        assert_eq!(detect_format([&gemini[..]]), Some(Format::Gemini));
-        assert_eq!(detect_format([&gemini_record[..]]), Some(Format::Gemini));
-        assert_eq!(detect_format([&qwen[..]]), Some(Format::Qwen));
-        let untyped = br#"{"sessionId":"s","startTime":"t"}"#;
-        assert_eq!(detect_format([&untyped[..]]), None);
-        let kimi = br#"{"type":"metadata","protocol_version":"1.4","created_at":1}"#;
-        assert_eq!(detect_format([&kimi[..]]), Some(Format::Kimi));
-        assert_eq!(detect_format([&br#"{"type":"metadata"}"#[..]]), None);
-        let noise: [&[u8]; 4] = [b"", b"not json", br#"{"type":"user"}"#, b"[1,2]"];
-        assert_eq!(detect_format(noise), None);
-        assert_eq!(
-            detect_format([&b"garbage"[..], &codex[..]]),
-            Some(Format::Codex)
-        );
     }
 }

@@ -15,7 +15,7 @@ use serde::de::IgnoredAny;
 use super::fold::{BoundaryKind, Fold, Message, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -70,14 +70,6 @@ pub(crate) struct Gemini;
 impl Rules for Gemini {
     const FORMAT: Format = Format::Gemini;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::HistoryRewrite];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input_and_tool", Slot::InputWithCacheRead),
-        ("cached", Slot::CacheRead),
-        ("output_and_thoughts", Slot::Output),
-        ("thoughts", Slot::Reasoning),
-        ("total", Slot::Total),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     /// The metadata line (`sessionId` and `projectHash`, no `type`), or a record of a Gemini
@@ -148,21 +140,16 @@ impl Rules for Gemini {
         if !line.kind.is("gemini") {
             return Ok(());
         }
-        let Some(tokens) = line.tokens.get() else {
-            // An aborted or rewritten record: nothing spent that it can say.
-            step.fold.missing_usage();
+        // An aborted or rewritten record (no tokens): nothing spent that it can say.
+        let Some(tokens) = step.fold.usage_object(line.tokens.get()) else {
             return Ok(());
         };
         record(step, line, tokens)
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.id.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.id.into_cow();
         if let Some(t) = line.tokens.get() {
             let (input, tool) = (t.input.known(), t.tool.known());
             let output = t.output.known();
@@ -171,11 +158,13 @@ impl Rules for Gemini {
                 (None, None) => None,
                 (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
             };
-            facts.set(Slot::InputWithCacheRead, plus(input, tool));
-            facts.set(Slot::CacheRead, t.cached.known());
-            facts.set(Slot::Output, plus(output, thoughts));
-            facts.set(Slot::Reasoning, thoughts);
-            facts.set(Slot::Total, t.total.known());
+            facts.usage_with_cached_input([
+                plus(input, tool),
+                t.cached.known(),
+                plus(output, thoughts),
+                thoughts,
+                t.total.known(),
+            ]);
         }
         facts
     }
@@ -212,20 +201,10 @@ fn record(step: &mut Step<'_>, line: &Line<'_>, tokens: &Tokens) -> Result<(), R
     let bucket = fold.bucket(line.timestamp.as_str(), line.model.as_str());
     let tally = Tally::message(usage, Money::default());
     let Some(id) = line.id.non_empty() else {
-        fold.summary.diagnostics.messages_without_id += 1;
-        fold.summary.unkeyed.add(&tally);
+        fold.unkeyed(&tally);
         return fold.count(generation, bucket, &tally, step.recall);
     };
-    if !fold.dedup.messages.contains_key(id) {
-        let known = step.recall.messages(id)?;
-        if known.is_none() {
-            fold.summary.keys += 1;
-        }
-        fold.dedup
-            .messages
-            .insert(id.to_owned(), known.unwrap_or_default());
-    }
-    let entries = fold.dedup.messages.entry(id.to_owned()).or_default();
+    let entries = fold.messages_of(id, step.recall)?;
     let Some(old) = entries.first_mut() else {
         entries.push(Message {
             requests: vec![None],

@@ -12,9 +12,8 @@ use serde::Deserialize;
 use super::fold::{BoundaryKind, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step, session_in_project};
+use super::reader::{Env, LineFacts, Rules, Step, session_in_project};
 use super::tally::{Money, Tally};
-use super::tokens::Usage;
 
 static USAGE_RECORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"usage.record"));
 
@@ -52,19 +51,24 @@ struct UsageField {
     input_cache_creation: TokenValue,
 }
 
+impl UsageField {
+    /// Its figures, in the order [`Fold::usage`](super::fold::Fold::usage) takes them.
+    fn figures(&self) -> [TokenValue; 4] {
+        [
+            self.input_other,
+            self.output,
+            self.input_cache_creation,
+            self.input_cache_read,
+        ]
+    }
+}
+
 /// The Kimi Code CLI reader.
 pub(crate) struct Kimi;
 
 impl Rules for Kimi {
     const FORMAT: Format = Format::Kimi;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::SessionUsageRecord];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("inputOther", Slot::Input),
-        ("output", Slot::Output),
-        ("inputCacheRead", Slot::CacheRead),
-        ("inputCacheCreation", Slot::CacheCreation),
-        ("usage_records", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     /// Line 1 of a wire log: `{"type": "metadata", "protocol_version": ...}`.
@@ -133,18 +137,11 @@ impl Rules for Kimi {
         if !line.kind.is("usage.record") {
             return Ok(());
         }
-        let Some(u) = line.usage.get() else {
-            step.fold.missing_usage();
+        let Some(u) = step.fold.usage_object(line.usage.get()) else {
             return Ok(());
         };
         let fold = &mut *step.fold;
-        let usage = Usage {
-            input: fold.value(u.input_other),
-            output: fold.value(u.output),
-            cache_read: fold.value(u.input_cache_read),
-            cache_creation: fold.value(u.input_cache_creation),
-            ..Usage::default()
-        };
+        let usage = fold.usage(u.figures());
         let quarter = fold.quarter_of_millis(line.time);
         let bucket = (quarter, fold.model(line.model.as_str()));
         let generation = fold.summary.generation();
@@ -173,10 +170,7 @@ impl Rules for Kimi {
             ..LineFacts::default()
         };
         if let Some(u) = line.usage.get() {
-            facts.set(Slot::Input, u.input_other.known());
-            facts.set(Slot::Output, u.output.known());
-            facts.set(Slot::CacheRead, u.input_cache_read.known());
-            facts.set(Slot::CacheCreation, u.input_cache_creation.known());
+            facts.usage(u.figures());
         }
         facts
     }

@@ -30,6 +30,9 @@ mod fold;
 mod format;
 mod gemini;
 mod kimi;
+// The per-line native slots are read by the export only.
+#[cfg_attr(not(feature = "export"), allow(dead_code))]
+pub(crate) mod native;
 // The tolerant field types also read the lines the Parquet export writes out one by one.
 // The per-line facts and native token slots the readers give are read by the export only.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
@@ -44,6 +47,9 @@ mod read;
 // The export reads each line's own figures through the readers.
 #[cfg_attr(not(feature = "export"), allow(dead_code))]
 pub(crate) mod reader;
+// The export reads each line's own figures through the readers' table.
+#[cfg_attr(not(feature = "export"), allow(dead_code))]
+pub(crate) mod readers;
 mod report;
 // The MCP server pages its usage rows with the listing's offset cursors.
 pub(crate) mod sessions;
@@ -62,7 +68,8 @@ pub use fold::{
     BoundaryKind, BucketKey, CompactionBoundary, Fold, Summary, TranscriptDiagnostics,
     UNKNOWN_MODEL, UNKNOWN_QUARTER,
 };
-pub use format::{Format, UnknownFormat, detect_format};
+pub use format::{Format, UnknownFormat};
+pub use native::{NativeValue, native};
 pub use opencode::{
     NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeReport, OpenCodeSession,
     parse_message as parse_opencode_message, read_opencode,
@@ -74,7 +81,7 @@ pub use price::{
     RowCost, SNAPSHOT_DATE, SNAPSHOT_VERSION, pricing, records_cost,
 };
 pub use read::fold_bytes;
-pub use reader::{NativeValue, native};
+pub use readers::detect_format;
 pub use report::{
     GenerationReport, ReportError, ReportOptions, SubagentReport, TranscriptReport, UsageFigures,
     read_report,
@@ -86,7 +93,6 @@ pub use sessions::{
     DEFAULT_SESSIONS_LIMIT, MAX_SESSIONS_LIMIT, SessionInfo, SessionList, SessionListError,
     SessionListOptions, list_sessions,
 };
-pub use snapshot::SnapshotOutcome;
 pub use statusline::{
     MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,
     context_window, parse_status_input, statusline,
@@ -98,8 +104,8 @@ pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
-    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
-    UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover,
-    discover_lines, live, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
-    session_of, usage, usage_of_files,
+    BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, SnapshotOutcome,
+    UnknownGroupBy, UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of,
+    default_roots, discover, discover_lines, live, parse_agent, parse_cost_mode, parse_day,
+    parse_group_by, parse_timezone, session_of, usage, usage_of_files,
 };

@@ -8,10 +8,11 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{BoundaryKind, Entry, Fold, RecallError};
+use super::fold::{BoundaryKind, Fold, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Amount, Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::native::Slot;
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -86,22 +87,13 @@ pub(crate) struct Pi;
 impl Rules for Pi {
     const FORMAT: Format = Format::Pi;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::Compaction];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input", Slot::Input),
-        ("output", Slot::Output),
-        ("cacheRead", Slot::CacheRead),
-        ("cacheWrite", Slot::CacheCreation),
-        ("totalTokens", Slot::Total),
-        ("cost_total", Slot::Cost),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
+    /// An entry of a pi type with a `parentId`, or the `session` header with its `version`.
     fn shows(probe: &Probe<'_>) -> bool {
-        probe.kind.as_str().is_some_and(|kind| {
-            (TYPES.contains(&kind) && has(&probe.parent_id))
-                || (kind == "session" && has(&probe.version))
-        })
+        probe
+            .kind_in(&TYPES)
+            .is_some_and(|kind| has(&probe.parent_id) || (kind == "session" && has(&probe.version)))
     }
 
     fn may_matter(bytes: &[u8]) -> bool {
@@ -117,16 +109,12 @@ impl Rules for Pi {
 
     fn fold(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
         match line.kind.as_str() {
-            Some("compaction") => {
-                if seen_before(step, line)? {
-                    return Ok(());
-                }
-                remember(step.fold, line, Entry::Compaction);
-                let pre_tokens = line.tokens_before.known();
-                let kind = BoundaryKind::Compaction;
-                step.fold.boundary(step.at, kind, None, pre_tokens);
-                Ok(())
-            }
+            Some("compaction") => step.fold.entry_boundary(
+                (step.at, line.id.non_empty()),
+                BoundaryKind::Compaction,
+                line.tokens_before.known(),
+                step.recall,
+            ),
             Some("message") => match line.message.get() {
                 Some(m) if m.role.is("assistant") => assistant(step, line, m),
                 _ => Ok(()),
@@ -136,35 +124,16 @@ impl Rules for Pi {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.id.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.id.into_cow();
+        facts.cwd = line.cwd.into_cow();
         if let Some(u) = line.message.get().and_then(|m| m.usage.get()) {
-            facts.set(Slot::Input, u.input.known());
-            facts.set(Slot::Output, u.output.known());
-            facts.set(Slot::CacheRead, u.cache_read.known());
-            facts.set(Slot::CacheCreation, u.cache_write.known());
+            facts.usage([u.input, u.output, u.cache_write, u.cache_read]);
             facts.set(Slot::Total, u.total_tokens.known());
             facts.cost = u.cost.get().and_then(|c| c.total.known());
         }
         facts
     }
-}
-
-/// Whether the entry's id was seen before (a cloned entry): it counts once.
-fn seen_before(step: &mut Step<'_>, line: &Line<'_>) -> Result<bool, RecallError> {
-    let boundary = line.kind.is("compaction");
-    step.fold
-        .entry_seen(line.id.non_empty(), boundary, step.recall)
-}
-
-/// Remembers a new entry under its id (an entry without one is not remembered).
-fn remember(fold: &mut Fold, line: &Line<'_>, entry: Entry) {
-    fold.remember_entry(line.id.non_empty(), entry);
 }
 
 /// The recorded cost, counting what was odd about it.
@@ -193,37 +162,28 @@ fn cost(fold: &mut Fold, amount: Option<Amount>) -> Money {
 
 /// pi's fields are the normalised ones: its input excludes what was read from the cache.
 fn normalised(fold: &mut Fold, u: &UsageField) -> Usage {
-    let usage = Usage {
-        input: fold.value(u.input),
-        output: fold.value(u.output),
-        cache_read: fold.value(u.cache_read),
-        cache_creation: fold.value(u.cache_write),
-        ..Usage::default()
-    };
+    let usage = fold.usage([u.input, u.output, u.cache_write, u.cache_read]);
     fold.value(u.total_tokens);
     fold.check_total(u.total_tokens.known(), &usage);
     usage
 }
 
+/// An assistant message's usage, counted once by its entry id (a cloned entry is a copy).
 fn assistant(
     step: &mut Step<'_>,
     line: &Line<'_>,
     message: &MessageField<'_>,
 ) -> Result<(), RecallError> {
-    let Some(u) = message.usage.get() else {
-        step.fold.missing_usage();
+    let Some(u) = step.fold.usage_object(message.usage.get()) else {
         return Ok(());
     };
-    if seen_before(step, line)? {
+    let id = line.id.non_empty();
+    if step.fold.entry_seen(id, false, step.recall)? {
         return Ok(());
     }
     let fold = &mut *step.fold;
     let usage = normalised(fold, u);
     let cost = cost(fold, u.cost.get().map(|c| c.total));
-    fold.context(usage.prompt());
     let bucket = fold.bucket(line.timestamp.as_str(), message.model.as_str());
-    let generation = fold.summary.generation();
-    let tally = Tally::message(usage, cost);
-    remember(fold, line, Entry::Message { tally, bucket });
-    fold.count(generation, bucket, &tally, step.recall)
+    fold.count_entry(id, bucket, Tally::message(usage, cost), step.recall)
 }

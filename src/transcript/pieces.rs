@@ -18,14 +18,19 @@ struct Rows {
     marks: HashMap<String, Vec<u8>>,
 }
 
+/// A row's value decoded, if there is a row (a `what` row that does not decode is an error).
+fn row<T: serde::de::DeserializeOwned>(
+    value: Option<&Vec<u8>>,
+    what: &str,
+) -> Result<Option<T>, RecallError> {
+    value
+        .map(|v| decode(v).ok_or_else(|| RecallError(format!("a damaged {what} row"))))
+        .transpose()
+}
+
 impl Recall for Rows {
     fn messages(&mut self, id: &str) -> Result<Option<Vec<Message>>, RecallError> {
-        match self.keys.get(id) {
-            None => Ok(None),
-            Some(v) => decode(v)
-                .map(Some)
-                .ok_or_else(|| RecallError("a damaged message row".to_owned())),
-        }
+        row(self.keys.get(id), "message")
     }
 
     fn seen(&mut self, id: &str) -> Result<bool, RecallError> {
@@ -33,12 +38,7 @@ impl Recall for Rows {
     }
 
     fn bucket(&mut self, key: BucketKey) -> Result<Option<Tally>, RecallError> {
-        match self.buckets.get(&key) {
-            None => Ok(None),
-            Some(v) => decode(v)
-                .map(Some)
-                .ok_or_else(|| RecallError("a damaged bucket row".to_owned())),
-        }
+        row(self.buckets.get(&key), "bucket")
     }
 
     fn marked(&mut self, uuid: &str) -> Result<bool, RecallError> {

@@ -8,10 +8,10 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 
-use super::fold::{BoundaryKind, Entry, Fold, RecallError};
+use super::fold::{BoundaryKind, Fold, RecallError};
 use super::format::{Format, Probe, has};
 use super::json::{Obj, Text, TokenValue};
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::reader::{Env, LineFacts, Rules, Step};
 use super::tally::{Money, Tally};
 use super::tokens::Usage;
 
@@ -85,14 +85,6 @@ pub(crate) struct Qwen;
 impl Rules for Qwen {
     const FORMAT: Format = Format::Qwen;
     const BOUNDARY_KINDS: &'static [BoundaryKind] = &[BoundaryKind::ChatCompression];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("promptTokenCount", Slot::InputWithCacheRead),
-        ("candidatesTokenCount", Slot::Output),
-        ("thoughtsTokenCount", Slot::Reasoning),
-        ("cachedContentTokenCount", Slot::CacheRead),
-        ("totalTokenCount", Slot::Total),
-        ("messages", Slot::Messages),
-    ];
     type Line<'a> = Line<'a>;
 
     /// A record with a `uuid` and a `sessionId` whose message has Gemini API `parts` (Claude
@@ -100,12 +92,10 @@ impl Rules for Qwen {
     /// `systemPayload` or `usageMetadata`: the probe does not read those, so the first lines,
     /// a user prompt's, decide).
     fn shows(probe: &Probe<'_>) -> bool {
-        probe.kind.as_str().is_some_and(|kind| {
-            TYPES.contains(&kind)
-                && has(&probe.uuid)
-                && has(&probe.session_id)
-                && probe.message.get().is_some_and(|m| has(&m.parts))
-        })
+        probe.kind_in(&TYPES).is_some()
+            && has(&probe.uuid)
+            && has(&probe.session_id)
+            && probe.message.get().is_some_and(|m| has(&m.parts))
     }
 
     fn may_matter(bytes: &[u8]) -> bool {
@@ -140,38 +130,35 @@ impl Rules for Qwen {
     }
 
     fn facts(line: Self::Line<'_>) -> LineFacts<'_> {
-        let mut facts = LineFacts {
-            kind: line.kind.into_cow(),
-            timestamp: line.timestamp.into_cow(),
-            message_id: line.uuid.into_cow(),
-            cwd: line.cwd.into_cow(),
-            ..LineFacts::default()
-        };
+        let mut facts = LineFacts::new(line.kind, line.timestamp);
+        facts.message_id = line.uuid.into_cow();
+        facts.cwd = line.cwd.into_cow();
         if let Some(u) = line.usage.get() {
-            facts.set(Slot::InputWithCacheRead, u.prompt_token_count.known());
-            facts.set(Slot::Output, u.candidates_token_count.known());
-            facts.set(Slot::Reasoning, u.thoughts_token_count.known());
-            facts.set(Slot::CacheRead, u.cached_content_token_count.known());
-            facts.set(Slot::Total, u.total_token_count.known());
+            let figures = [
+                u.prompt_token_count,
+                u.cached_content_token_count,
+                u.candidates_token_count,
+                u.thoughts_token_count,
+                u.total_token_count,
+            ];
+            facts.usage_with_cached_input(figures.map(TokenValue::known));
         }
         facts
     }
 }
 
 fn compression(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
-    let id = line.uuid.non_empty();
-    if step.fold.entry_seen(id, true, step.recall)? {
-        return Ok(());
-    }
-    step.fold.remember_entry(id, Entry::Compaction);
     let pre_tokens = line
         .payload
         .get()
         .and_then(|p| p.info.get())
         .and_then(|i| i.original_token_count.known());
-    let kind = BoundaryKind::ChatCompression;
-    step.fold.boundary(step.at, kind, None, pre_tokens);
-    Ok(())
+    step.fold.entry_boundary(
+        (step.at, line.uuid.non_empty()),
+        BoundaryKind::ChatCompression,
+        pre_tokens,
+        step.recall,
+    )
 }
 
 /// The normalised fields: input without the cached part, output as recorded (thoughts inside
@@ -207,9 +194,9 @@ fn normalised(fold: &mut Fold, u: &UsageMetadata) -> Usage {
     usage
 }
 
+/// A record's usage, counted once by its `uuid`.
 fn assistant(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
-    let Some(u) = line.usage.get() else {
-        step.fold.missing_usage();
+    let Some(u) = step.fold.usage_object(line.usage.get()) else {
         return Ok(());
     };
     let id = line.uuid.non_empty();
@@ -218,12 +205,13 @@ fn assistant(step: &mut Step<'_>, line: &Line<'_>) -> Result<(), RecallError> {
     }
     let fold = &mut *step.fold;
     let usage = normalised(fold, u);
-    fold.context(usage.prompt());
     let bucket = fold.bucket(line.timestamp.as_str(), line.model.as_str());
-    let generation = fold.summary.generation();
-    let tally = Tally::message(usage, Money::default());
-    fold.remember_entry(id, Entry::Message { tally, bucket });
-    fold.count(generation, bucket, &tally, step.recall)
+    fold.count_entry(
+        id,
+        bucket,
+        Tally::message(usage, Money::default()),
+        step.recall,
+    )
 }
 
 #[cfg(test)]

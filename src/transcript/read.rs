@@ -4,7 +4,8 @@
 
 use super::fold::{At, Fold, Nothing, Recall, RecallError};
 use super::format::Format;
-use super::reader::{Step, reader};
+use super::reader::Step;
+use super::readers::reader;
 
 impl Fold {
     /// Folds one complete line (without its `\n`) that starts at `offset`.

@@ -1,7 +1,8 @@
 //! What a format's reader is: the one place that knows a format's lines. The fold, format
-//! detection, the default places to look, the answers' native field names and the export's
-//! per-line columns all go through [`Reader`], so a new format is a reader file (and a
-//! [`Format`] variant and its [`BoundaryKind`]s) plus its tests.
+//! detection, the default places to look and the export's per-line columns all go through
+//! [`Reader`], so a new format is a reader file (and a [`Format`] variant, its
+//! [`BoundaryKind`]s, its row in the reader table `readers` and its native names in `native`)
+//! plus its tests. This file knows no reader: the table above the readers does.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -10,77 +11,8 @@ use serde::Deserialize;
 
 use super::fold::{At, BoundaryKind, Fold, Recall, RecallError};
 use super::format::{Format, Probe};
-use super::json::parse_line;
-use super::tally::Tally;
-use super::{claude, codex, copilot, gemini, kimi, opencode, pi, qwen};
-
-/// What a figure in a format's own terms is, in terms of a [`Tally`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot {
-    /// Input not read from the cache.
-    Input,
-    /// Input including what was read from the cache (Codex's `input_tokens`).
-    InputWithCacheRead,
-    /// Output, reasoning included.
-    Output,
-    /// Output without its reasoning part (`OpenCode`'s `tokens.output`).
-    OutputWithoutReasoning,
-    /// The reasoning part of output.
-    Reasoning,
-    /// Input written to the cache.
-    CacheCreation,
-    /// Input read from the cache.
-    CacheRead,
-    /// The format's own total.
-    Total,
-    /// The recorded cost, in dollars.
-    Cost,
-    /// Messages or usage events.
-    Messages,
-}
-
-/// How many [`Slot`]s there are.
-pub(crate) const SLOTS: usize = 10;
-
-/// A figure of a tally in a format's own terms.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum NativeValue {
-    /// A count.
-    Count(u64),
-    /// An amount in dollars.
-    Dollars(f64),
-}
-
-impl serde::Serialize for NativeValue {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            NativeValue::Count(n) => serializer.serialize_u64(*n),
-            NativeValue::Dollars(x) => serializer.serialize_f64(*x),
-        }
-    }
-}
-
-impl Slot {
-    /// This figure of a tally.
-    pub(crate) fn of(self, t: &Tally) -> NativeValue {
-        let u = &t.usage;
-        NativeValue::Count(match self {
-            Slot::Input => u.input,
-            Slot::InputWithCacheRead => u.input.saturating_add(u.cache_read),
-            Slot::Output => u.output,
-            Slot::OutputWithoutReasoning => u.output.saturating_sub(u.reasoning),
-            Slot::Reasoning => u.reasoning,
-            Slot::CacheCreation => u.cache_creation,
-            Slot::CacheRead => u.cache_read,
-            Slot::Total => u.total(),
-            Slot::Messages => t.messages,
-            Slot::Cost => return NativeValue::Dollars(t.cost.dollars()),
-        })
-    }
-}
-
-/// A line's own figures by [`Slot`] (not deduplicated, not normalised: what the line says).
-pub(crate) type SlotValues = [Option<u64>; SLOTS];
+use super::json::{Text, TokenValue, parse_line};
+use super::native::{Slot, SlotValues};
 
 /// What one line says of itself, for the export (one event row per line).
 #[derive(Default)]
@@ -101,12 +33,43 @@ pub(crate) struct LineFacts<'a> {
     pub(crate) cost: Option<f64>,
 }
 
-impl LineFacts<'_> {
+impl<'a> LineFacts<'a> {
+    /// What a line of `kind` written at `timestamp` says, before its other fields.
+    pub(crate) fn new(kind: Text<'a>, timestamp: Text<'a>) -> LineFacts<'a> {
+        LineFacts {
+            kind: kind.into_cow(),
+            timestamp: timestamp.into_cow(),
+            ..LineFacts::default()
+        }
+    }
+
     /// Puts a figure under its slot.
     pub(crate) fn set(&mut self, slot: Slot, value: Option<u64>) {
         if let Some(v) = self.figures.get_mut(slot as usize) {
             *v = value;
         }
+    }
+
+    /// The figures of a format whose fields are already the normalised ones, as
+    /// [`Fold::usage`] reads them.
+    pub(crate) fn usage(&mut self, [input, output, cache_creation, cache_read]: [TokenValue; 4]) {
+        self.set(Slot::Input, input.known());
+        self.set(Slot::Output, output.known());
+        self.set(Slot::CacheCreation, cache_creation.known());
+        self.set(Slot::CacheRead, cache_read.known());
+    }
+
+    /// The figures of a format whose input includes what was read from the cache and whose
+    /// output includes its reasoning (Codex, Qwen Code, Gemini CLI), with its own total.
+    pub(crate) fn usage_with_cached_input(
+        &mut self,
+        [input, cache_read, output, reasoning, total]: [Option<u64>; 5],
+    ) {
+        self.set(Slot::InputWithCacheRead, input);
+        self.set(Slot::CacheRead, cache_read);
+        self.set(Slot::Output, output);
+        self.set(Slot::Reasoning, reasoning);
+        self.set(Slot::Total, total);
     }
 }
 
@@ -160,8 +123,6 @@ pub(crate) trait Rules: Sync + 'static {
     const FORMAT: Format;
     /// The boundary kinds its lines mark.
     const BOUNDARY_KINDS: &'static [BoundaryKind];
-    /// The format's own names for a tally's figures, in its order.
-    const NATIVE: &'static [(&'static str, Slot)];
 
     /// The fields of a line the rules read (every one tolerant: see `json`).
     type Line<'a>: Deserialize<'a>;
@@ -225,8 +186,6 @@ pub(crate) trait Reader: Sync {
     fn detect(&self, probe: &Probe<'_>) -> bool;
     /// [`Rules::BOUNDARY_KINDS`].
     fn boundary_kinds(&self) -> &'static [BoundaryKind];
-    /// [`Rules::NATIVE`].
-    fn native_fields(&self) -> &'static [(&'static str, Slot)];
     /// [`Rules::roots`].
     fn roots(&self, env: &Env) -> Vec<PathBuf>;
     /// [`Rules::session`].
@@ -252,10 +211,6 @@ impl<R: Rules> Reader for R {
         R::BOUNDARY_KINDS
     }
 
-    fn native_fields(&self) -> &'static [(&'static str, Slot)] {
-        R::NATIVE
-    }
-
     fn roots(&self, env: &Env) -> Vec<PathBuf> {
         R::roots(env)
     }
@@ -277,76 +232,5 @@ impl<R: Rules> Reader for R {
 
     fn facts<'a>(&self, bytes: &'a [u8]) -> LineFacts<'a> {
         parse_line::<R::Line<'a>>(bytes).map_or_else(LineFacts::default, R::facts)
-    }
-}
-
-/// Every reader, in the order detection tries them (Qwen Code's records look like Claude
-/// Code's but for their message's `parts`: it goes first).
-const READERS: [&dyn Reader; 8] = [
-    &codex::Codex,
-    &qwen::Qwen,
-    &claude::ClaudeCode,
-    &pi::Pi,
-    &gemini::Gemini,
-    &copilot::Copilot,
-    &kimi::Kimi,
-    &opencode::OpenCode,
-];
-
-/// Every reader.
-pub(crate) fn readers() -> &'static [&'static dyn Reader] {
-    &READERS
-}
-
-/// The reader of a format.
-pub(crate) fn reader(format: Format) -> &'static dyn Reader {
-    match format {
-        Format::ClaudeCode => &claude::ClaudeCode,
-        Format::Codex => &codex::Codex,
-        Format::Pi => &pi::Pi,
-        Format::Copilot => &copilot::Copilot,
-        Format::Gemini => &gemini::Gemini,
-        Format::Qwen => &qwen::Qwen,
-        Format::OpenCode => &opencode::OpenCode,
-        Format::Kimi => &kimi::Kimi,
-    }
-}
-
-/// A tally in a format's own names, in its order.
-pub fn native(format: Format, tally: &Tally) -> Vec<(&'static str, NativeValue)> {
-    reader(format)
-        .native_fields()
-        .iter()
-        .map(|(name, slot)| (*name, slot.of(tally)))
-        .collect()
-}
-
-/// A tally's figures by slot, as its format names them (`None` where it names none).
-pub(crate) fn native_slots(format: Format, tally: &Tally) -> SlotValues {
-    let mut out = SlotValues::default();
-    for (_, slot) in reader(format).native_fields() {
-        if let (Some(v), NativeValue::Count(n)) = (out.get_mut(*slot as usize), slot.of(tally)) {
-            *v = Some(n);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_table_holds_each_format_once_and_each_boundary_kind_once() {
-        let mut kinds = Vec::new();
-        for f in Format::ALL {
-            assert_eq!(reader(f).format(), f);
-            assert_eq!(readers().iter().filter(|r| r.format() == f).count(), 1);
-            kinds.extend_from_slice(reader(f).boundary_kinds());
-        }
-        let n = kinds.len();
-        kinds.sort_by_key(|k| k.name());
-        kinds.dedup();
-        assert_eq!(kinds.len(), n, "a boundary kind claimed by two readers");
     }
 }

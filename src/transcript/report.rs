@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 
 use super::error::TranscriptError;
 use super::fold::{CompactionBoundary, TranscriptDiagnostics};
 use super::format::Format;
-use super::reader::{NativeValue, native};
+use super::native::{NativeValue, native};
 use super::store::{OpenOptions, Transcript, open};
 use super::subagents::{WithSubagents, with_subagents};
 use super::tally::Tally;
@@ -47,11 +47,7 @@ fn as_map<S: Serializer>(
     fields: &Vec<(&'static str, NativeValue)>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(Some(fields.len()))?;
-    for (name, value) in fields {
-        map.serialize_entry(name, value)?;
-    }
-    map.end()
+    serializer.collect_map(fields.iter().map(|(name, value)| (name, value)))
 }
 
 fn display<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {

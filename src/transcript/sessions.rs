@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use jiff::civil::Date;
 use serde::Serialize;
 
-use super::format::{Format, detect_format};
+use super::format::Format;
+use super::readers::detect_format;
 use super::store::OpenOptions;
 use super::tally::Tally;
 use super::usage::{GroupBy, Skipped, UsageOptions, day_of, discover, session_of, usage};

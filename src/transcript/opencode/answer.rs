@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 
 use super::{SessionInfo, Source, count, read_source, work_dir};
 use crate::transcript::error::TranscriptError;
@@ -47,7 +47,6 @@ pub struct OpenCodeSession {
     /// Its usage.
     pub usage: UsageFigures,
     /// Its usage by model.
-    #[serde(serialize_with = "by_model")]
     pub models: BTreeMap<String, UsageFigures>,
 }
 
@@ -67,7 +66,6 @@ pub struct OpenCodeReport {
     /// Every session's usage added up.
     pub total: UsageFigures,
     /// The total by model.
-    #[serde(serialize_with = "by_model")]
     pub models: BTreeMap<String, UsageFigures>,
     /// What was odd about the rows.
     pub diagnostics: OpenCodeDiagnostics,
@@ -79,26 +77,10 @@ fn display<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error>
     serializer.collect_str(&path.display())
 }
 
-fn by_model<S: Serializer>(
-    models: &BTreeMap<String, UsageFigures>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(Some(models.len()))?;
-    for (k, v) in models {
-        map.serialize_entry(k, v)?;
-    }
-    map.end()
-}
-
 /// The source `path` names: a database file, a `storage` directory (holding `message/`), or a
 /// data directory holding `storage/`.
 fn source_of(path: &Path) -> Result<Source, TranscriptError> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TranscriptError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => TranscriptError::io("read", path, e),
-    })?;
+    let meta = std::fs::metadata(path).map_err(|e| TranscriptError::at("read", path, e))?;
     if !meta.is_dir() {
         return Ok(Source::Database(path.to_path_buf()));
     }

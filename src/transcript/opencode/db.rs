@@ -37,12 +37,7 @@ fn stamp(m: &Metadata) -> (u64, Option<SystemTime>) {
 
 /// The database's identity now.
 pub(crate) fn identity(db: &Path) -> Result<Identity, TranscriptError> {
-    let meta = std::fs::metadata(db).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TranscriptError::NotFound {
-            path: db.to_path_buf(),
-        },
-        _ => TranscriptError::io("read", db, e),
-    })?;
+    let meta = std::fs::metadata(db).map_err(|e| TranscriptError::at("read", db, e))?;
     if !meta.is_file() {
         return Err(TranscriptError::NotAFile {
             path: db.to_path_buf(),

@@ -1,6 +1,6 @@
 //! `OpenCode`: sessions in an SQLite database (`opencode.db`, `opencode-*.db`, read with its
 //! WAL through a private copy: [`db`]) or, in older versions, JSON files ([`storage`]). Not a
-//! JSONL file, so not a line [`Rules`] reader: its [`Rules`] entry only names the format, its
+//! JSONL file, so not a line reader: its entry in the reader table ([`rules`]) only names the format, its
 //! native fields and where the agent keeps its data; the rows are read here and handed to the
 //! same answers ([`answer`]: `transcript FILE`; the usage rows) as typed tallies. The rules:
 //! `docs/TRANSCRIPTS.md, "OpenCode"`.
@@ -9,6 +9,7 @@ mod answer;
 #[cfg(feature = "opencode")]
 mod db;
 mod message;
+pub(crate) mod rules;
 mod storage;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -18,66 +19,8 @@ pub use answer::{OpenCodeDiagnostics, OpenCodeReport, OpenCodeSession, read_open
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
 
 use super::error::TranscriptError;
-use super::fold::{BoundaryKind, RecallError, UNKNOWN_QUARTER};
-use super::format::{Format, Probe};
-use super::json::Text;
-use super::reader::{Env, LineFacts, Rules, Slot, Step};
+use super::fold::UNKNOWN_QUARTER;
 use super::tally::{Money, Tally};
-
-/// The `OpenCode` entry of the reader table.
-pub(crate) struct OpenCode;
-
-impl Rules for OpenCode {
-    const FORMAT: Format = Format::OpenCode;
-    const BOUNDARY_KINDS: &'static [BoundaryKind] = &[];
-    const NATIVE: &'static [(&'static str, Slot)] = &[
-        ("input", Slot::Input),
-        ("output", Slot::OutputWithoutReasoning),
-        ("reasoning", Slot::Reasoning),
-        ("cache_read", Slot::CacheRead),
-        ("cache_write", Slot::CacheCreation),
-        ("total", Slot::Total),
-        ("cost", Slot::Cost),
-        ("messages", Slot::Messages),
-    ];
-    // No line is ever parsed (`may_matter` is false): any tolerant type does.
-    type Line<'a> = Text<'a>;
-
-    fn shows(_: &Probe<'_>) -> bool {
-        false
-    }
-
-    fn may_matter(_: &[u8]) -> bool {
-        false
-    }
-
-    /// `$OPENCODE_DATA_DIR` (a comma-separated list) if set, else `$XDG_DATA_HOME/opencode`
-    /// (when absolute), else `~/.local/share/opencode`.
-    fn roots(env: &Env) -> Vec<PathBuf> {
-        let dirs = env.dirs("OPENCODE_DATA_DIR");
-        if !dirs.is_empty() {
-            return dirs;
-        }
-        if let Some(xdg) = (env.var)("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-        {
-            return vec![xdg.join("opencode")];
-        }
-        env.home
-            .iter()
-            .map(|h| h.join(".local").join("share").join("opencode"))
-            .collect()
-    }
-
-    fn fold(_: &mut Step<'_>, _: &Text<'_>) -> Result<(), RecallError> {
-        Ok(())
-    }
-
-    fn facts(_: Self::Line<'_>) -> LineFacts<'_> {
-        LineFacts::default()
-    }
-}
 
 /// A message row as stored: its id, session and `data`, and the file it came from (older
 /// storage only).
@@ -363,31 +306,5 @@ mod tests {
                 Source::Storage(PathBuf::from("/d/storage"))
             ]
         );
-    }
-
-    #[test]
-    fn the_data_directory_follows_the_overrides() {
-        fn none(_: &str) -> Option<std::ffi::OsString> {
-            None
-        }
-        fn xdg(n: &str) -> Option<std::ffi::OsString> {
-            (n == "XDG_DATA_HOME").then(|| "/xdg".into())
-        }
-        fn own(n: &str) -> Option<std::ffi::OsString> {
-            match n {
-                "OPENCODE_DATA_DIR" => Some("/a, /b".into()),
-                _ => xdg(n),
-            }
-        }
-        let home = Some(PathBuf::from("/h"));
-        let at = |var| {
-            OpenCode::roots(&Env {
-                home: home.clone(),
-                var,
-            })
-        };
-        assert_eq!(at(none), [PathBuf::from("/h/.local/share/opencode")]);
-        assert_eq!(at(xdg), [PathBuf::from("/xdg/opencode")]);
-        assert_eq!(at(own), [PathBuf::from("/a"), PathBuf::from("/b")]);
     }
 }

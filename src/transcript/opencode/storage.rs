@@ -26,12 +26,8 @@ fn is_json(path: &Path) -> bool {
 /// Reads the storage directory `storage` (the one holding `message/` and `session/`).
 pub(crate) fn read_storage(storage: &Path) -> Result<Store, TranscriptError> {
     let messages = storage.join("message");
-    let listing = std::fs::read_dir(&messages).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TranscriptError::NotFound {
-            path: messages.clone(),
-        },
-        _ => TranscriptError::io("list", &messages, e),
-    });
+    let listing =
+        std::fs::read_dir(&messages).map_err(|e| TranscriptError::at("list", &messages, e));
     drop(listing?);
     let mut rows = Vec::new();
     for session in entries(&messages) {

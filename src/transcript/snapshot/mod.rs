@@ -25,7 +25,9 @@ use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
 use super::usage::merge::read_and_merge;
-use super::usage::{Extra, Grouper, Skipped, UsageOptions, UsageReport, read_files, session_of};
+use super::usage::{
+    Extra, Grouper, Skipped, SnapshotOutcome, UsageOptions, UsageReport, read_files, session_of,
+};
 use crate::log::{Coverage, CoverageCheck};
 
 mod file;
@@ -34,65 +36,6 @@ use file::{read_snapshot, write_snapshot};
 
 /// The holder of a key several files hold.
 const SEVERAL: u32 = u32::MAX;
-
-/// What a usage run did with its snapshot. In JSON, `{outcome, reason}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum SnapshotOutcome {
-    /// No snapshot was asked for ([`UsageOptions::snapshot`] unset): every index was opened.
-    #[default]
-    Off,
-    /// Every file was as the snapshot saw it: the answer came from it alone.
-    Current,
-    /// Some files grew with keys no other file holds: only their new bytes were read.
-    CaughtUp {
-        /// How many files grew.
-        files: usize,
-    },
-    /// There was no usable snapshot, or it could not answer: every file was read and merged,
-    /// and the snapshot written again.
-    Rebuilt {
-        /// Why the snapshot could not answer.
-        reason: String,
-    },
-    /// No snapshot could be kept (no cache directory, or it could not be written).
-    Unavailable {
-        /// Why.
-        reason: String,
-    },
-}
-
-impl SnapshotOutcome {
-    /// The `snake_case` name used in JSON.
-    pub fn name(&self) -> &'static str {
-        match self {
-            SnapshotOutcome::Off => "off",
-            SnapshotOutcome::Current => "current",
-            SnapshotOutcome::CaughtUp { .. } => "caught_up",
-            SnapshotOutcome::Rebuilt { .. } => "rebuilt",
-            SnapshotOutcome::Unavailable { .. } => "unavailable",
-        }
-    }
-
-    /// Why the snapshot was rebuilt or not kept.
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            SnapshotOutcome::Rebuilt { reason } | SnapshotOutcome::Unavailable { reason } => {
-                Some(reason)
-            }
-            _ => None,
-        }
-    }
-}
-
-impl Serialize for SnapshotOutcome {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("outcome", self.name())?;
-        map.serialize_entry("reason", &self.reason())?;
-        map.end()
-    }
-}
 
 /// A tally that may go below zero, count by count ([`Tally::counts`]): what the merge took
 /// out of (or put into) a file's bucket.

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::log::{LogError, open_for_read, read_exact_at};
 use crate::transcript::error::TranscriptError;
-use crate::transcript::format::{Format, detect_format};
+use crate::transcript::format::Format;
+use crate::transcript::readers::detect_format;
 
 /// How much of a transcript's start format detection reads first, and at most.
 const DETECT_FIRST: u64 = 64 << 10;
@@ -78,12 +79,8 @@ impl Source {
 
 /// The canonical path, the file opened read-only, and its length.
 fn open_read_only(path: &Path) -> Result<(PathBuf, File, u64), TranscriptError> {
-    let canonical = std::fs::canonicalize(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => TranscriptError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => TranscriptError::io("resolve", path, e),
-    })?;
+    let canonical =
+        std::fs::canonicalize(path).map_err(|e| TranscriptError::at("resolve", path, e))?;
     let file = open_for_read(&canonical).map_err(|e| match e {
         LogError::NotFound { path } => TranscriptError::NotFound { path },
         LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },

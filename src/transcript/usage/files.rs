@@ -7,7 +7,8 @@ use super::Skipped;
 use crate::transcript::error::TranscriptError;
 use crate::transcript::format::Format;
 use crate::transcript::gemini::is_session_document;
-use crate::transcript::reader::{Env, reader, readers};
+use crate::transcript::reader::Env;
+use crate::transcript::readers::{reader, readers};
 
 /// An environment variable, if set and not empty.
 fn var(name: &str) -> Option<std::ffi::OsString> {

@@ -9,6 +9,7 @@ mod files;
 mod group;
 mod live;
 pub(crate) mod merge;
+mod run;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,12 +30,12 @@ pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
 pub use live::{LiveView, live};
 use merge::read_and_merge;
+pub use run::{usage, usage_of_files};
 
 use super::error::TranscriptError;
 use super::format::Format;
 use super::opencode;
 use super::price::{CostMode, PriceSource, PriceTable, RowCost};
-use super::snapshot::{SnapshotOutcome, usage_with_snapshot};
 use super::store::OpenOptions;
 use super::tally::Tally;
 
@@ -302,6 +303,64 @@ pub struct UsageReport {
     pub until: Option<Date>,
 }
 
+/// What a usage run did with its snapshot. In JSON, `{outcome, reason}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SnapshotOutcome {
+    /// No snapshot was asked for ([`UsageOptions::snapshot`] unset): every index was opened.
+    #[default]
+    Off,
+    /// Every file was as the snapshot saw it: the answer came from it alone.
+    Current,
+    /// Some files grew with keys no other file holds: only their new bytes were read.
+    CaughtUp {
+        /// How many files grew.
+        files: usize,
+    },
+    /// There was no usable snapshot, or it could not answer: every file was read and merged,
+    /// and the snapshot written again.
+    Rebuilt {
+        /// Why the snapshot could not answer.
+        reason: String,
+    },
+    /// No snapshot could be kept (no cache directory, or it could not be written).
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl SnapshotOutcome {
+    /// The `snake_case` name used in JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SnapshotOutcome::Off => "off",
+            SnapshotOutcome::Current => "current",
+            SnapshotOutcome::CaughtUp { .. } => "caught_up",
+            SnapshotOutcome::Rebuilt { .. } => "rebuilt",
+            SnapshotOutcome::Unavailable { .. } => "unavailable",
+        }
+    }
+
+    /// Why the snapshot was rebuilt or not kept.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            SnapshotOutcome::Rebuilt { reason } | SnapshotOutcome::Unavailable { reason } => {
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for SnapshotOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("outcome", self.name())?;
+        map.serialize_entry("reason", &self.reason())?;
+        map.end()
+    }
+}
+
 // The signature serde's `serialize_with` asks for.
 #[allow(clippy::ref_option, clippy::trivially_copy_pass_by_ref)]
 fn day<S: Serializer>(day: &Option<Date>, serializer: S) -> Result<S::Ok, S::Error> {
@@ -309,66 +368,6 @@ fn day<S: Serializer>(day: &Option<Date>, serializer: S) -> Result<S::Ok, S::Err
         Some(d) => serializer.collect_str(d),
         None => serializer.serialize_none(),
     }
-}
-
-/// The usage report of the transcripts under `paths` (the places the agents keep theirs when
-/// `paths` is empty: [`default_roots`]): every `*.jsonl` file found ([`discover`]) read
-/// through its index, each message counted once across files, grouped and limited as
-/// `options` say, answered from the run-level snapshot when `options.snapshot` is set.
-/// `progress(done, total)` is called as files are read (not when the snapshot answers). A file
-/// or directory that cannot be read is listed in [`UsageReport::skipped`] and left out.
-pub fn usage(
-    paths: &[PathBuf],
-    options: &UsageOptions,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> UsageReport {
-    let roots = if paths.is_empty() {
-        default_roots()
-    } else {
-        paths.to_vec()
-    };
-    let (files, skipped) = discover(&roots);
-    usage_of_files(&roots, &files, skipped, options, progress)
-}
-
-/// The usage report of `files` (canonical, sorted as [`discover`] sorts them), found under
-/// `request` (what names the run-level snapshot: the roots, and anything else that changes
-/// which files a run reads); `skipped` are what the discovery could not read. The archive's
-/// readers call it with the originals and the cache copies of archived sources.
-pub fn usage_of_files(
-    request: &[PathBuf],
-    files: &[PathBuf],
-    mut skipped: Vec<Skipped>,
-    options: &UsageOptions,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> UsageReport {
-    // OpenCode keeps databases, not lines: read beside the line transcripts, every time (the
-    // snapshot covers line files).
-    let (files, opencode) = opencode::split(files);
-    let extra = opencode::for_usage(&opencode, options.open.index_dir.as_deref());
-    let mut report = if options.snapshot {
-        usage_with_snapshot(request, &files, &extra.sessions, options, progress)
-    } else {
-        read_files(&files, &extra.sessions, options, progress)
-    };
-    if extra.read > 0 {
-        *report.files.entry(Format::OpenCode.name()).or_default() += extra.read;
-    }
-    skipped.extend(
-        extra
-            .skipped
-            .into_iter()
-            .map(|(path, error)| Skipped { path, error }),
-    );
-    skipped.append(&mut report.skipped);
-    report.skipped = skipped;
-    report.by = options.by;
-    report.since = options.since;
-    report.until = options.until;
-    report.timezone = zone_name(&options.timezone);
-    report.cost_mode = options.cost;
-    report.pricing = Some(options.prices.source.clone());
-    report
 }
 
 /// Adds an agent to a name-ordered list of agents, if it is not in it.
