@@ -222,11 +222,7 @@ fn key_cells(row: &UsageRow, zone: &TimeZone) -> Vec<String> {
 /// (Claude Code deletes them at 30); silent when the archive cannot be read.
 fn warn_unarchived(paths: &[PathBuf]) {
     use agentlog::archive::{WARN_AGE, default_archive_dir, unarchived_older_than};
-    let roots = if paths.is_empty() {
-        agentlog::transcript::default_roots()
-    } else {
-        paths.to_vec()
-    };
+    let roots = agentlog::transcript::roots_or_default(paths);
     let (files, _) = agentlog::transcript::discover(&roots);
     let Ok(dir) = default_archive_dir() else {
         return;

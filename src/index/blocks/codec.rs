@@ -289,8 +289,8 @@ impl Postcard<'_> {
         None
     }
 
-    /// [`Postcard::varint`] for a type of `bits` bits, 8 to 64, in `u64` arithmetic: readers
-    /// decode up to a whole block per event they read, and most fields are one byte.
+    /// [`Postcard::varint`] for a type of `bits` bits, 8 to 64, with a way round for one byte:
+    /// readers decode up to a whole block per event they read, and most fields are one byte.
     fn varint64(&mut self, bits: u32) -> Option<u64> {
         let (&first, rest) = self.0.split_first()?;
         if first & 0x80 == 0 {
@@ -298,17 +298,8 @@ impl Postcard<'_> {
             self.0 = rest;
             return Some(u64::from(first));
         }
-        let max_bytes = bits.div_ceil(7);
-        let max_last = (1u8 << (bits % 7)) - 1;
-        let mut out = 0u64;
-        for i in 0..max_bytes {
-            let byte = self.byte()?;
-            out |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return (i < max_bytes - 1 || byte <= max_last).then_some(out);
-            }
-        }
-        None
+        // In range of `bits` (checked by `varint`), so of u64.
+        u64::try_from(self.varint(bits)?).ok()
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -382,7 +373,7 @@ pub(super) fn encode_into(
         totals.cached_tokens,
         totals.thinking_tokens,
     ] {
-        varint_u128(out, sum);
+        varint(out, sum);
     }
     varint(out, totals.api_calls);
     varint(out, entries.len() as u64);
@@ -440,20 +431,8 @@ pub(super) fn encode_into(
     clippy::cast_possible_truncation,
     reason = "each byte takes the value's low 7 bits"
 )]
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-/// [`varint`] for a `u128`.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "each byte takes the value's low 7 bits"
-)]
-fn varint_u128(out: &mut Vec<u8>, mut value: u128) {
+fn varint(out: &mut Vec<u8>, value: impl Into<u128>) {
+    let mut value = value.into();
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
