@@ -388,7 +388,11 @@ mod tests {
 
     #[test]
     fn seq_gap_before_a_later_turn_end_is_corruption() {
-        let err = corruption(&events(&[(0, "turn/start"), (2, "step/start"), (3, "turn/end")]));
+        let err = corruption(&events(&[
+            (0, "turn/start"),
+            (2, "step/start"),
+            (3, "turn/end"),
+        ]));
         assert!(err.contains("seq gap in committed region"), "{err}");
     }
 
