@@ -450,19 +450,12 @@ impl<'de> de::Deserialize<'de> for StrValue<'de> {
 /// `ts`: epoch seconds as a number or numeric string, or an ISO-8601 string.
 struct SecondsValue(Field<Timestamp>);
 
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "an integer past 2^53 is out of the timestamp range however it rounds"
-)]
 impl<'de> de::Deserialize<'de> for SecondsValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
             SecondsValue(match v {
-                Scalar::U64(n) => readable(Timestamp::from_seconds(n as f64)),
-                Scalar::I64(n) => readable(Timestamp::from_seconds(n as f64)),
-                Scalar::F64(n) => readable(Timestamp::from_seconds(n)),
                 Scalar::Str(s) => readable(Timestamp::parse(&s)),
-                Scalar::Other => Field::Invalid,
+                number => readable(number.number().and_then(Timestamp::from_seconds)),
             })
         }))
     }
@@ -471,19 +464,10 @@ impl<'de> de::Deserialize<'de> for SecondsValue {
 /// `time`: epoch milliseconds as a number.
 struct MillisValue(Field<Timestamp>);
 
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "an integer past 2^53 is out of the timestamp range however it rounds"
-)]
 impl<'de> de::Deserialize<'de> for MillisValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
-            MillisValue(match v {
-                Scalar::U64(n) => readable(Timestamp::from_millis(n as f64)),
-                Scalar::I64(n) => readable(Timestamp::from_millis(n as f64)),
-                Scalar::F64(n) => readable(Timestamp::from_millis(n)),
-                Scalar::Str(_) | Scalar::Other => Field::Invalid,
-            })
+            MillisValue(readable(v.number().and_then(Timestamp::from_millis)))
         }))
     }
 }
@@ -525,6 +509,22 @@ enum Scalar<'a> {
     F64(f64),
     Str(Cow<'a, str>),
     Other,
+}
+
+impl Scalar<'_> {
+    /// A number's value (none for a string or anything else).
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "an integer past 2^53 is out of the timestamp range however it rounds"
+    )]
+    fn number(&self) -> Option<f64> {
+        match *self {
+            Scalar::U64(n) => Some(n as f64),
+            Scalar::I64(n) => Some(n as f64),
+            Scalar::F64(n) => Some(n),
+            Scalar::Str(_) | Scalar::Other => None,
+        }
+    }
 }
 
 /// Accepts any JSON value, skipping arrays and objects, and maps it through `F`.

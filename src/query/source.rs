@@ -134,6 +134,19 @@ impl JsonlSource {
         stored_log_path(&self.root, id)
     }
 
+    /// The header and the events `keep` keeps of the session `id`.
+    fn slice(
+        &self,
+        id: &str,
+        keep: impl Fn(&SessionEvent) -> bool,
+    ) -> Result<StoredSlice, SourceError> {
+        let scanned = self.scan(id)?;
+        Ok(StoredSlice {
+            header: scanned.header,
+            events: scanned.events.into_iter().filter(keep).collect(),
+        })
+    }
+
     fn scan(&self, id: &str) -> Result<ScannedLog, SourceError> {
         let path = self.path(id)?;
         let bytes = std::fs::read(&path)
@@ -261,27 +274,11 @@ impl PersistedSource for JsonlSource {
     }
 
     fn read_range(&self, session_id: &str, from: u64, to: u64) -> Result<StoredSlice, SourceError> {
-        let scanned = self.scan(session_id)?;
-        Ok(StoredSlice {
-            header: scanned.header,
-            events: scanned
-                .events
-                .into_iter()
-                .filter(|e| e.seq >= from && e.seq <= to)
-                .collect(),
-        })
+        self.slice(session_id, |e| e.seq >= from && e.seq <= to)
     }
 
     fn read_types(&self, session_id: &str, types: &[&str]) -> Result<StoredSlice, SourceError> {
-        let scanned = self.scan(session_id)?;
-        Ok(StoredSlice {
-            header: scanned.header,
-            events: scanned
-                .events
-                .into_iter()
-                .filter(|e| types.contains(&e.event_type.as_str()))
-                .collect(),
-        })
+        self.slice(session_id, |e| types.contains(&e.event_type.as_str()))
     }
 }
 

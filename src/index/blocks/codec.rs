@@ -2,9 +2,10 @@
 //! field, with every field checked against the others.
 
 use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
-use crate::index::schema::{self, BLOCK_EVENTS, EventRow, flags};
 #[cfg(test)]
-use crate::index::schema::{Block, BlockEntry};
+use crate::index::schema::Block;
+use crate::index::schema::BlockEntry;
+use crate::index::schema::{self, BLOCK_EVENTS, EventRow, flags};
 
 /// One event, as queued for a commit and as decoded from a block.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,39 +115,11 @@ pub(super) fn encode(
     boundaries_before: u64,
 ) -> Option<Block> {
     let first = entries.first()?;
-    let mut previous_end = first.offset;
-    let mut previous_seq = u64::MAX;
-    let mut previous_time = 0i64;
-    let mut generation = boundaries_before;
-    let mut stored = Vec::with_capacity(entries.len());
-    for entry in entries {
-        generation += u64::from(entry.is_boundary());
-        if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
-            return None;
-        }
-        let gap = entry.offset.checked_sub(previous_end)?;
-        previous_end = entry.end();
-        let seq_delta = entry
-            .row
-            .seq
-            .wrapping_sub(previous_seq.wrapping_add(1))
-            .cast_signed();
-        previous_seq = entry.row.seq;
-        let time_delta = entry.row.time.map(|t| {
-            let delta = t.micros().wrapping_sub(previous_time);
-            previous_time = t.micros();
-            delta
-        });
-        stored.push(BlockEntry {
-            gap,
-            len: entry.row.len,
-            seq_delta,
-            time_delta,
-            type_id: entry.row.type_id,
-            flags: entry.row.flags,
-            tokens: entry.is_token().then_some(entry.tokens),
-        });
-    }
+    let mut deltas = Deltas::new(first.offset, boundaries_before);
+    let stored = entries
+        .iter()
+        .map(|entry| deltas.next(entry))
+        .collect::<Option<Vec<_>>>()?;
     Some(Block {
         first_offset: first.offset,
         boundaries_before,
@@ -341,6 +314,66 @@ fn checked_plus(totals: &Totals, counts: &[u64; 4]) -> Option<Totals> {
     })
 }
 
+/// A block's events as it stores them, one after another: each as deltas from the one
+/// before it.
+struct Deltas {
+    /// Where the previous event's line ended (after its `\n`).
+    previous_end: u64,
+    /// The previous event's seq (`u64::MAX` before the first, so that its delta is its seq).
+    previous_seq: u64,
+    /// The previous readable timestamp, microseconds (0 before the first).
+    previous_time: i64,
+    /// The generation of the previous event.
+    generation: u64,
+}
+
+impl Deltas {
+    /// Before the first event of a block, at `first_offset`, after `boundaries_before`
+    /// boundaries.
+    fn new(first_offset: u64, boundaries_before: u64) -> Deltas {
+        Deltas {
+            previous_end: first_offset,
+            previous_seq: u64::MAX,
+            previous_time: 0,
+            generation: boundaries_before,
+        }
+    }
+
+    /// `entry` as stored; `None` if it is not after the previous one in the file, if its
+    /// generation does not follow the boundaries, or if it has unknown flags (a bug upstream:
+    /// never stored).
+    fn next(&mut self, entry: &Entry) -> Option<BlockEntry> {
+        self.generation = self
+            .generation
+            .checked_add(u64::from(entry.is_boundary()))?;
+        if entry.row.generation != self.generation || entry.row.flags & !flags::ALL != 0 {
+            return None;
+        }
+        let gap = entry.offset.checked_sub(self.previous_end)?;
+        self.previous_end = entry.end();
+        let seq_delta = entry
+            .row
+            .seq
+            .wrapping_sub(self.previous_seq.wrapping_add(1))
+            .cast_signed();
+        self.previous_seq = entry.row.seq;
+        let time_delta = entry.row.time.map(|t| {
+            let delta = t.micros().wrapping_sub(self.previous_time);
+            self.previous_time = t.micros();
+            delta
+        });
+        Some(BlockEntry {
+            gap,
+            len: entry.row.len,
+            seq_delta,
+            time_delta,
+            type_id: entry.row.type_id,
+            flags: entry.row.flags,
+            tokens: entry.is_token().then_some(entry.tokens),
+        })
+    }
+}
+
 pub(super) fn damaged(detail: impl Into<String>) -> redb::Error {
     redb::Error::Corrupted(detail.into())
 }
@@ -377,48 +410,31 @@ pub(super) fn encode_into(
     }
     varint(out, totals.api_calls);
     varint(out, entries.len() as u64);
-    let mut previous_end = first.offset;
-    let mut previous_seq = u64::MAX;
-    let mut previous_time = 0i64;
-    let mut generation = boundaries_before;
+    let mut deltas = Deltas::new(first.offset, boundaries_before);
     for entry in entries {
-        let next = generation.checked_add(u64::from(entry.is_boundary()));
-        let gap = entry.offset.checked_sub(previous_end);
-        let (Some(gap), Some(next)) = (gap, next) else {
+        let Some(stored) = deltas.next(entry) else {
             return Err(damaged("events queued out of file order"));
         };
-        generation = next;
-        if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
-            return Err(damaged("events queued out of file order"));
-        }
-        previous_end = entry.end();
-        varint(out, gap);
-        varint(out, entry.row.len);
-        let seq_delta = entry
-            .row
-            .seq
-            .wrapping_sub(previous_seq.wrapping_add(1))
-            .cast_signed();
-        previous_seq = entry.row.seq;
-        varint(out, zigzag(seq_delta));
-        match entry.row.time {
-            Some(time) => {
-                let delta = time.micros().wrapping_sub(previous_time);
-                previous_time = time.micros();
+        varint(out, stored.gap);
+        varint(out, stored.len);
+        varint(out, zigzag(stored.seq_delta));
+        match stored.time_delta {
+            Some(delta) => {
                 out.push(1);
                 varint(out, zigzag(delta));
             }
             None => out.push(0),
         }
-        varint(out, u64::from(entry.row.type_id));
-        out.push(entry.row.flags);
-        if entry.is_token() {
-            out.push(1);
-            for count in entry.tokens {
-                varint(out, count);
+        varint(out, stored.type_id);
+        out.push(stored.flags);
+        match stored.tokens {
+            Some(tokens) => {
+                out.push(1);
+                for count in tokens {
+                    varint(out, count);
+                }
             }
-        } else {
-            out.push(0);
+            None => out.push(0),
         }
     }
     schema::seal(out);
