@@ -11,8 +11,6 @@ use super::progress::FilesBar;
 use super::table::{render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, display, print_json};
 
-/// Files at or above which a run shows a progress bar (on a terminal).
-
 /// The arguments of `agentlog archive`: its modes are flags, as the issue spells them.
 #[derive(clap::Args)]
 #[expect(clippy::struct_excessive_bools, reason = "each is a command-line flag")]

@@ -20,8 +20,6 @@ use super::progress::FilesBar;
 use super::table::{money, render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure, display, print_json};
 
-/// Files at or above which a first run shows a progress bar (on a terminal).
-
 /// The arguments of `agentlog usage`.
 #[derive(clap::Args)]
 pub struct Args {

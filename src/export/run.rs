@@ -12,7 +12,7 @@ use super::error::ExportError;
 use super::layout::{Found, Table, source_key, utc_date};
 use super::part::write_all;
 use super::rows::{SessionRow, Sourced};
-use super::scan::{Resume, ScanOptions, scan};
+use super::scan::{Batch, Resume, ScanOptions, scan};
 use super::source::{Source, SourceKind};
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
 use super::transcript;
@@ -240,29 +240,11 @@ pub fn run(
         host: ctx.host,
         json_text: ctx.json_text,
     };
+    let batch = Batch::new(&place, &mut next_serial, steps, progress, from);
     let scanned = if source.kind == SourceKind::Transcript {
-        transcript::scan(
-            &source,
-            &log,
-            resume,
-            answer.as_ref(),
-            &place,
-            &options,
-            &mut next_serial,
-            progress,
-            steps,
-        )?
+        transcript::scan(&source, &log, resume, answer.as_ref(), &options, batch)?
     } else {
-        scan(
-            &source,
-            &log,
-            resume,
-            &place,
-            &options,
-            &mut next_serial,
-            progress,
-            steps,
-        )?
+        scan(&source, &log, resume, &options, batch)?
     };
     let mut report = SourceReport {
         kind: source.kind.as_str(),

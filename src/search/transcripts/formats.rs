@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::query::push_value;
+use crate::query::{blocks_text, push_call, push_value};
 
 /// A line's type and role.
 type Kind = (String, Option<String>);
@@ -58,14 +58,8 @@ pub(crate) fn codex(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option
             }
             blocks(payload.get("content"), parts);
         }
-        "function_call" => {
-            push_value(payload.get("name"), parts);
-            push_value(payload.get("arguments"), parts);
-        }
-        "custom_tool_call" => {
-            push_value(payload.get("name"), parts);
-            push_value(payload.get("input"), parts);
-        }
+        "function_call" => push_call(payload, "arguments", parts),
+        "custom_tool_call" => push_call(payload, "input", parts),
         "local_shell_call" => push_value(payload.pointer("/action/command"), parts),
         "function_call_output" | "custom_tool_call_output" => {
             push_value(payload.get("output"), parts);
@@ -112,15 +106,7 @@ pub(crate) fn copilot(kind: &str, line: &Value, parts: &mut Vec<String>) -> Opti
         "user.message" => "user",
         "assistant.message" => {
             push_value(data.get("content"), parts);
-            for request in data
-                .get("toolRequests")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                push_value(request.get("name"), parts);
-                push_value(request.get("arguments"), parts);
-            }
+            push_calls(data.get("toolRequests"), "arguments", parts);
             return Some((kind.to_owned(), Some("assistant".to_owned())));
         }
         "tool.execution_complete" => {
@@ -148,15 +134,7 @@ pub(crate) fn gemini(kind: &str, line: &Value, parts: &mut Vec<String>) -> Optio
         Some(Value::String(s)) => parts.push(s.clone()),
         other => api_parts(other, parts),
     }
-    for call in line
-        .get("toolCalls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        push_value(call.get("name"), parts);
-        push_value(call.get("args"), parts);
-    }
+    push_calls(line.get("toolCalls"), "args", parts);
     Some((kind.to_owned(), None))
 }
 
@@ -170,6 +148,13 @@ pub(crate) fn qwen(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<
     Some((kind.to_owned(), role_of(message.get("role"))))
 }
 
+/// [`push_call`] for each call of an array.
+fn push_calls(calls: Option<&Value>, arguments: &str, parts: &mut Vec<String>) {
+    for call in calls.and_then(Value::as_array).into_iter().flatten() {
+        push_call(call, arguments, parts);
+    }
+}
+
 /// The text of a Gemini API parts array: text parts (not thoughts), function calls (name,
 /// then arguments) and function responses (name, then response).
 fn api_parts(content: Option<&Value>, parts: &mut Vec<String>) {
@@ -179,12 +164,10 @@ fn api_parts(content: Option<&Value>, parts: &mut Vec<String>) {
         }
         push_value(part.get("text"), parts);
         if let Some(call) = part.get("functionCall") {
-            push_value(call.get("name"), parts);
-            push_value(call.get("args"), parts);
+            push_call(call, "args", parts);
         }
         if let Some(response) = part.get("functionResponse") {
-            push_value(response.get("name"), parts);
-            push_value(response.get("response"), parts);
+            push_call(response, "response", parts);
         }
     }
 }
@@ -220,8 +203,7 @@ pub(crate) fn kimi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<
                     "assistant"
                 }
                 "tool.call" => {
-                    push_value(event.get("name"), parts);
-                    push_value(event.get("args"), parts);
+                    push_call(event, "args", parts);
                     "assistant"
                 }
                 "tool.result" => {
@@ -238,32 +220,23 @@ pub(crate) fn kimi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<
 
 /// The text of a content-block array in block order: text blocks, tool calls (name, then
 /// input), tool results (their content, recursively); reasoning, images and unknown blocks
-/// give nothing. An explicit stack, so nesting cannot overflow.
+/// give nothing.
 fn blocks(content: Option<&Value>, parts: &mut Vec<String>) {
-    let mut stack: Vec<&Value> = match content.and_then(Value::as_array) {
-        Some(blocks) => blocks.iter().rev().collect(),
-        None => return,
-    };
-    while let Some(block) = stack.pop() {
+    blocks_text(content, parts, |block, parts| {
         match block.get("type").and_then(Value::as_str) {
             Some("text" | "input_text" | "output_text") => push_value(block.get("text"), parts),
             // Claude Code's `tool_use`, pi's `toolCall`.
-            Some("tool_use") => {
-                push_value(block.get("name"), parts);
-                push_value(block.get("input"), parts);
-            }
-            Some("toolCall") => {
-                push_value(block.get("name"), parts);
-                push_value(block.get("arguments"), parts);
-            }
+            Some("tool_use") => push_call(block, "input", parts),
+            Some("toolCall") => push_call(block, "arguments", parts),
             Some("tool_result") => match block.get("content") {
                 Some(Value::String(s)) => parts.push(s.clone()),
-                Some(Value::Array(inner)) => stack.extend(inner.iter().rev()),
+                Some(Value::Array(inner)) => return Some(inner),
                 _ => {}
             },
             _ => {}
         }
-    }
+        None
+    });
 }
 
 #[cfg(test)]
