@@ -248,16 +248,25 @@ mod tests {
         transcript_line_text(format, line.as_bytes()).map(|t| t.text)
     }
 
+    /// The kind, role and text of the document `line` gives, and its time.
+    type Read<'a> = ((&'a str, Option<&'a str>, &'a str), Option<i64>);
+
+    /// Asserts the document `line` gives.
+    fn assert_read(format: Format, line: &str, want: Read<'_>) {
+        let got = transcript_line_text(format, line.as_bytes()).unwrap();
+        let read = (got.kind.as_str(), got.role.as_deref(), got.text.as_str());
+        assert_eq!((read, got.time), want, "{line}");
+    }
+
     #[test]
     fn claude_code_messages_tool_calls_and_results_but_not_thinking() {
         let line = r#"{"type":"assistant","timestamp":"1970-01-01T00:00:01.5Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"secret"},{"type":"text","text":" hi "},{"type":"tool_use","name":"Bash","input":{"command":"ls"}}]}}"#;
-        let got = transcript_line_text(Format::ClaudeCode, line.as_bytes()).unwrap();
-        assert_eq!(got.text, "hi\nBash\n{\"command\":\"ls\"}");
-        assert_eq!(got.time, Some(1500));
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref()),
-            ("assistant", Some("assistant"))
+        let want = (
+            "assistant",
+            Some("assistant"),
+            "hi\nBash\n{\"command\":\"ls\"}",
         );
+        assert_read(Format::ClaudeCode, line, (want, Some(1500)));
         let result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"text","text":"out"},{"type":"image"}]},{"type":"tool_result","content":"plain"}]}}"#;
         assert_eq!(text(Format::ClaudeCode, result).unwrap(), "out\nplain");
         let string = r#"{"type":"user","message":{"role":"user","content":"hello"}}"#;
@@ -276,11 +285,8 @@ mod tests {
     #[test]
     fn codex_user_and_assistant_messages_and_tools() {
         let msg = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}}"#;
-        let got = transcript_line_text(Format::Codex, msg.as_bytes()).unwrap();
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
-            ("message", Some("user"), "fix it")
-        );
+        let want = ("message", Some("user"), "fix it");
+        assert_read(Format::Codex, msg, (want, Some(1_767_225_600_000)));
         let dev = msg.replace("\"user\"", "\"developer\"");
         assert_eq!(text(Format::Codex, &dev), None);
         let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{\"cmd\":\"ls\"}"}}"#;
@@ -297,12 +303,8 @@ mod tests {
     #[test]
     fn kimi_messages_parts_tools_and_summaries() {
         let user = r#"{"type":"context.append_message","message":{"role":"user","content":[{"type":"text","text":"run ls"}]},"time":1785613805458}"#;
-        let got = transcript_line_text(Format::Kimi, user.as_bytes()).unwrap();
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
-            ("context.append_message", Some("user"), "run ls")
-        );
-        assert_eq!(got.time, Some(1_785_613_805_458));
+        let want = ("context.append_message", Some("user"), "run ls");
+        assert_read(Format::Kimi, user, (want, Some(1_785_613_805_458)));
         let event = |e: &str| format!(r#"{{"type":"context.append_loop_event","event":{e}}}"#);
         let part = event(r#"{"type":"content.part","part":{"type":"text","text":"Hi"}}"#);
         assert_eq!(text(Format::Kimi, &part).unwrap(), "Hi");
@@ -326,9 +328,8 @@ mod tests {
     #[test]
     fn pi_messages_and_summaries() {
         let msg = r#"{"type":"message","timestamp":"2026-01-01T00:00:00.001Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"no"},{"type":"toolCall","name":"write","arguments":{"path":"a"}},{"type":"text","text":"ok"}]}}"#;
-        let got = transcript_line_text(Format::Pi, msg.as_bytes()).unwrap();
-        assert_eq!(got.text, "write\n{\"path\":\"a\"}\nok");
-        assert_eq!(got.time, Some(1_767_225_600_001));
+        let want = ("message", Some("assistant"), "write\n{\"path\":\"a\"}\nok");
+        assert_read(Format::Pi, msg, (want, Some(1_767_225_600_001)));
         let bash = r#"{"type":"message","message":{"role":"bashExecution","command":"rm x","output":"gone"}}"#;
         assert_eq!(text(Format::Pi, bash).unwrap(), "rm x\ngone");
         let compaction = r#"{"type":"compaction","summary":"the story so far"}"#;
@@ -339,11 +340,8 @@ mod tests {
     #[test]
     fn copilot_messages_tools_and_summaries() {
         let user = r#"{"type":"user.message","data":{"content":"fix it","transformedContent":"<x>fix it"},"timestamp":"2026-01-01T00:00:00Z"}"#;
-        let got = transcript_line_text(Format::Copilot, user.as_bytes()).unwrap();
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
-            ("user.message", Some("user"), "fix it")
-        );
+        let want = ("user.message", Some("user"), "fix it");
+        assert_read(Format::Copilot, user, (want, Some(1_767_225_600_000)));
         let reply = r#"{"type":"assistant.message","data":{"content":"ok","toolRequests":[{"name":"view","arguments":{"path":"a"}}],"outputTokens":3}}"#;
         assert_eq!(
             text(Format::Copilot, reply).unwrap(),
