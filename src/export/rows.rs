@@ -159,13 +159,30 @@ pub struct Sourced<'a, T> {
     pub row: &'a T,
 }
 
-impl Row for Sourced<'_, ExportedGeneration> {
+/// A small table's row: its own columns, after the `source_id` and `host` that [`Sourced`]
+/// gives it.
+pub trait SourcedRow {
+    /// The table's columns, `source_id` and `host` first.
+    const COLUMNS: &'static [ColumnSpec];
+    /// Pushes its own values, in the order of [`SourcedRow::COLUMNS`] after the first two.
+    fn push(&self, sink: &mut RowSink<'_>);
+}
+
+impl<T: SourcedRow> Row for Sourced<'_, T> {
+    const COLUMNS: &'static [ColumnSpec] = T::COLUMNS;
+
+    fn push(&self, sink: &mut RowSink<'_>) {
+        sink.text(Some(self.source_id.as_bytes()));
+        sink.text(Some(self.host.as_bytes()));
+        self.row.push(sink);
+    }
+}
+
+impl SourcedRow for ExportedGeneration {
     const COLUMNS: &'static [ColumnSpec] = GENERATION_COLUMNS;
 
     fn push(&self, sink: &mut RowSink<'_>) {
-        let g = self.row;
-        sink.text(Some(self.source_id.as_bytes()));
-        sink.text(Some(self.host.as_bytes()));
+        let g = self;
         sink.int(Some(int(g.generation)));
         sink.int(g.molt_count.map(int));
         sink.int(g.boundary_offset.map(int));
@@ -207,13 +224,11 @@ fn text(value: Option<&str>) -> Option<&[u8]> {
     value.map(str::as_bytes)
 }
 
-impl Row for Sourced<'_, SessionRow> {
+impl SourcedRow for SessionRow {
     const COLUMNS: &'static [ColumnSpec] = SESSION_COLUMNS;
 
     fn push(&self, sink: &mut RowSink<'_>) {
-        let s = self.row;
-        sink.text(Some(self.source_id.as_bytes()));
-        sink.text(Some(self.host.as_bytes()));
+        let s = self;
         sink.int(s.version.map(int));
         sink.int(s.created_at);
         sink.text(text(s.cwd.as_deref()));

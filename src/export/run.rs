@@ -11,7 +11,7 @@ use super::commit::{Applied, Place, Steps, apply, create_dir, sweep, write_state
 use super::error::ExportError;
 use super::layout::{Found, Table, source_key, utc_date};
 use super::part::write_all;
-use super::rows::{SessionRow, Sourced};
+use super::rows::{SessionRow, Sourced, SourcedRow};
 use super::scan::{Batch, Resume, ScanOptions, scan};
 use super::source::{Source, SourceKind};
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
@@ -385,7 +385,7 @@ impl Parts {
     /// Rewrites the dates (by `time`) of a small table whose rows differ between `old` and
     /// `new` (in that pair): their parts are retired and the new rows of each, if any,
     /// written as one part, each row with `sourced`'s source id and host.
-    fn rewrite_changed<T: Clone + PartialEq>(
+    fn rewrite_changed<T: Clone + PartialEq + SourcedRow>(
         &mut self,
         place: &Place<'_>,
         (source_id, host): (&str, &str),
@@ -393,10 +393,7 @@ impl Parts {
         (old, new): (&[T], &[T]),
         time: impl Fn(&T) -> Option<i64>,
         steps: &mut Steps,
-    ) -> Result<(), ExportError>
-    where
-        for<'r> Sourced<'r, T>: super::part::Row,
-    {
+    ) -> Result<(), ExportError> {
         for (date, rows) in changed(by_date(old, &time), by_date(new, &time)) {
             self.retire(table, date.as_ref());
             if !rows.is_empty() {
