@@ -72,6 +72,23 @@ impl Setup {
         (to, restore(&self.open(), what, &options))
     }
 
+    /// [`Setup::restore_under`], asserting the files written there: each relative path and
+    /// the lines it holds. That directory.
+    fn assert_restored(
+        &self,
+        what: &str,
+        name: &str,
+        want: &[(&str, std::ops::Range<usize>)],
+    ) -> PathBuf {
+        let (to, done) = self.restore_under(what, name);
+        assert_eq!(done.unwrap().files.len(), want.len());
+        for (file, range) in want {
+            let bytes = std::fs::read(to.join(file)).unwrap();
+            assert_eq!(bytes, lines(range.clone()).as_bytes(), "{file}");
+        }
+        to
+    }
+
     fn read(&self, path: &Path, version: Option<u32>) -> Vec<u8> {
         let read = self.open().read(path, version).unwrap();
         assert!(read.damage.is_empty(), "{:?}", read.damage);
@@ -111,13 +128,7 @@ fn archive_appends_only_new_complete_lines_and_restores_them() {
     // Restoring never overwrites; under --to it writes the bytes back.
     let err = restore(&s.open(), "a", &RestoreOptions::default()).unwrap_err();
     assert!(matches!(err, ArchiveError::Exists { .. }), "{err}");
-    let (to, done) = s.restore_under("a", "restored");
-    let done = done.unwrap();
-    assert_eq!(done.files.len(), 1);
-    assert_eq!(
-        std::fs::read(to.join("a.jsonl")).unwrap(),
-        lines(0..9).as_bytes()
-    );
+    s.assert_restored("a", "restored", &[("a.jsonl", 0..9)]);
     // Deleted, it comes back at its original path.
     std::fs::remove_file(&a).unwrap();
     restore(&s.open(), a.to_str().unwrap(), &RestoreOptions::default()).unwrap();
@@ -390,16 +401,10 @@ fn a_session_is_restored_with_its_subagents_under_to() {
     std::fs::write(&main, lines(0..3)).unwrap();
     std::fs::write(&sub, lines(3..5)).unwrap();
     s.run();
-    let (to, done) = s.restore_under("sess", "back");
-    let done = done.unwrap();
-    assert_eq!(done.files.len(), 2);
-    assert_eq!(
-        std::fs::read(to.join("sess.jsonl")).unwrap(),
-        lines(0..3).as_bytes()
-    );
-    assert_eq!(
-        std::fs::read(to.join("sess/subagents/agent-1.jsonl")).unwrap(),
-        lines(3..5).as_bytes()
+    let to = s.assert_restored(
+        "sess",
+        "back",
+        &[("sess.jsonl", 0..3), ("sess/subagents/agent-1.jsonl", 3..5)],
     );
     // Asked again, nothing is overwritten and the files are untouched.
     std::fs::write(to.join("sess.jsonl"), b"mine\n").unwrap();

@@ -336,14 +336,20 @@ impl<'a> RawFields<'a> {
             Key::Event => self.event_field = Some(value.read()?),
             Key::Ts => self.ts = value.read::<SecondsValue>()?.0,
             Key::Time => self.time_ms = value.read::<MillisValue>()?.0,
-            Key::Seq => self.fields.seq = value.read::<SeqValue>()?.0,
+            Key::Seq => {
+                let count = value.read::<CountValue>()?.0;
+                self.fields.seq = count.map_or(Field::Invalid, Field::Valid);
+            }
             Key::Token(i) => {
                 let token = value.read()?;
                 if let Some(slot) = self.fields.tokens.get_mut(i) {
                     *slot = token;
                 }
             }
-            Key::MoltCount => self.fields.molt_count = value.read::<MoltValue>()?.0,
+            Key::MoltCount => {
+                let count = value.read::<CountValue>()?.0;
+                self.fields.molt_count = count.map_or(MoltCount::Invalid, MoltCount::Valid);
+            }
             Key::Initiator => {
                 self.fields.initiator = match value.read()? {
                     StrValue::Str(s) => Some(s),
@@ -472,27 +478,15 @@ impl<'de> de::Deserialize<'de> for MillisValue {
     }
 }
 
-struct SeqValue(Field<u64>);
+/// `seq`, `molt_count`: a JSON integer >= 0, or not.
+struct CountValue(Option<u64>);
 
-impl<'de> de::Deserialize<'de> for SeqValue {
+impl<'de> de::Deserialize<'de> for CountValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
-            SeqValue(match v {
-                Scalar::U64(n) => Field::Valid(n),
-                _ => Field::Invalid,
-            })
-        }))
-    }
-}
-
-struct MoltValue(MoltCount);
-
-impl<'de> de::Deserialize<'de> for MoltValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
-            MoltValue(match v {
-                Scalar::U64(n) => MoltCount::Valid(n),
-                _ => MoltCount::Invalid,
+            CountValue(match v {
+                Scalar::U64(n) => Some(n),
+                _ => None,
             })
         }))
     }
