@@ -1,6 +1,8 @@
 //! A block's bytes: encoding events into one block value and decoding them back, field by
 //! field, with every field checked against the others.
 
+use std::ops::{BitAnd, BitOrAssign, Shl, ShrAssign};
+
 use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
 #[cfg(test)]
 use crate::index::schema::Block;
@@ -247,14 +249,18 @@ impl Postcard<'_> {
         Some(first)
     }
 
-    /// A varint of a type of `bits` bits.
-    fn varint(&mut self, bits: u32) -> Option<u128> {
+    /// A varint of a type of `bits` bits, accumulated in `T` (at least that wide): one body
+    /// for the `u128` sums and, monomorphized, `u64` arithmetic for the fields read per event.
+    fn varint<T>(&mut self, bits: u32) -> Option<T>
+    where
+        T: Default + From<u8> + Shl<u32, Output = T> + BitOrAssign,
+    {
         let max_bytes = bits.div_ceil(7);
         let max_last = (1u8 << (bits % 7)) - 1;
-        let mut out = 0u128;
+        let mut out = T::default();
         for i in 0..max_bytes {
             let byte = self.byte()?;
-            out |= u128::from(byte & 0x7f) << (7 * i);
+            out |= T::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
                 return (i < max_bytes - 1 || byte <= max_last).then_some(out);
             }
@@ -271,8 +277,7 @@ impl Postcard<'_> {
             self.0 = rest;
             return Some(u64::from(first));
         }
-        // In range of `bits` (checked by `varint`), so of u64.
-        u64::try_from(self.varint(bits)?).ok()
+        self.varint(bits)
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -284,7 +289,7 @@ impl Postcard<'_> {
     }
 
     fn u128(&mut self) -> Option<u128> {
-        self.varint(128)
+        self.varint::<u128>(128)
     }
 
     fn i64(&mut self) -> Option<i64> {
@@ -442,18 +447,18 @@ pub(super) fn encode_into(
 }
 
 /// Appends `value` as postcard does: 7 bits a byte, low bits first, the top bit set on all
-/// but the last byte.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "each byte takes the value's low 7 bits"
-)]
-fn varint(out: &mut Vec<u8>, value: impl Into<u128>) {
-    let mut value = value.into();
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
+/// but the last byte. Generic, so that a `u64` is written in `u64` arithmetic.
+fn varint<T>(out: &mut Vec<u8>, mut value: T)
+where
+    T: Copy + PartialOrd + From<u8> + BitAnd<Output = T> + ShrAssign<u32> + TryInto<u8>,
+{
+    // The low 7 bits always fit a byte.
+    let low = |v: T| (v & T::from(0x7f)).try_into().unwrap_or(0);
+    while value >= T::from(0x80) {
+        out.push(low(value) | 0x80);
         value >>= 7;
     }
-    out.push(value as u8);
+    out.push(low(value));
 }
 
 /// A signed value as postcard stores it before its varint: 0, -1, 1, -2, ... as 0, 1, 2, 3.
