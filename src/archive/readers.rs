@@ -8,7 +8,7 @@ use super::copies::{COPIES_DIR, archived_sources, copy_path};
 use super::reader::Archive;
 use crate::transcript::{
     ReportError, ReportOptions, Skipped, TranscriptError, TranscriptReport, UsageOptions,
-    UsageReport, default_index_dir, default_roots, discover, read_report, usage_of_files,
+    UsageReport, default_index_dir, discover, read_report, roots_or_default, usage_of_files,
 };
 
 /// Where the cache copies of archived versions go: `<index dir>/archived`, the index
@@ -55,11 +55,7 @@ pub fn usage(
     archive_dir: Option<&Path>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> UsageReport {
-    let roots = if paths.is_empty() {
-        default_roots()
-    } else {
-        paths.to_vec()
-    };
+    let roots = roots_or_default(paths);
     let (mut files, mut skipped_files) = discover(&roots);
     let Some(archive_dir) = archive_dir else {
         return usage_of_files(&roots, &files, skipped_files, options, progress);

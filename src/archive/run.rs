@@ -16,7 +16,7 @@ use super::frame::{self, MAX_FRAME_RAW};
 use super::record::{Record, Seen, Window};
 use super::writer::Writer;
 use crate::log::{Faults, read_exact_at};
-use crate::transcript::{default_roots, detect_format, discover, session_of};
+use crate::transcript::{detect_format, discover, roots_or_default, session_of};
 
 /// Raw bytes per frame (a longer line gets a frame of its own).
 pub(crate) const FRAME_BYTES: usize = 4 << 20;
@@ -99,11 +99,7 @@ pub fn archive(
     progress: &dyn Fn(usize, usize),
 ) -> Result<ArchiveReport, ArchiveError> {
     let dir = options.archive_dir()?;
-    let roots = if paths.is_empty() {
-        default_roots()
-    } else {
-        paths.to_vec()
-    };
+    let roots = roots_or_default(paths);
     let (files, skipped) = discover(&roots);
     let mut writer = Writer::open(&dir, options.faults())?;
     let mut report = ArchiveReport {

@@ -61,6 +61,34 @@ impl Setup {
         Archive::open(&self.archive).unwrap()
     }
 
+    /// Restores the latest version of `what` under the directory `name` beside the archive;
+    /// that directory, and what the restore answered.
+    fn restore_under(&self, what: &str, name: &str) -> (PathBuf, Result<Restored, ArchiveError>) {
+        let to = self.archive.parent().unwrap().join(name);
+        let options = RestoreOptions {
+            to: Some(to.clone()),
+            version: None,
+        };
+        (to, restore(&self.open(), what, &options))
+    }
+
+    /// [`Setup::restore_under`], asserting the files written there: each relative path and
+    /// the lines it holds. That directory.
+    fn assert_restored(
+        &self,
+        what: &str,
+        name: &str,
+        want: &[(&str, std::ops::Range<usize>)],
+    ) -> PathBuf {
+        let (to, done) = self.restore_under(what, name);
+        assert_eq!(done.unwrap().files.len(), want.len());
+        for (file, range) in want {
+            let bytes = std::fs::read(to.join(file)).unwrap();
+            assert_eq!(bytes, lines(range.clone()).as_bytes(), "{file}");
+        }
+        to
+    }
+
     fn read(&self, path: &Path, version: Option<u32>) -> Vec<u8> {
         let read = self.open().read(path, version).unwrap();
         assert!(read.damage.is_empty(), "{:?}", read.damage);
@@ -100,17 +128,7 @@ fn archive_appends_only_new_complete_lines_and_restores_them() {
     // Restoring never overwrites; under --to it writes the bytes back.
     let err = restore(&s.open(), "a", &RestoreOptions::default()).unwrap_err();
     assert!(matches!(err, ArchiveError::Exists { .. }), "{err}");
-    let to = s.archive.parent().unwrap().join("restored");
-    let options = RestoreOptions {
-        to: Some(to.clone()),
-        version: None,
-    };
-    let done = restore(&s.open(), "a", &options).unwrap();
-    assert_eq!(done.files.len(), 1);
-    assert_eq!(
-        std::fs::read(to.join("a.jsonl")).unwrap(),
-        lines(0..9).as_bytes()
-    );
+    s.assert_restored("a", "restored", &[("a.jsonl", 0..9)]);
     // Deleted, it comes back at its original path.
     std::fs::remove_file(&a).unwrap();
     restore(&s.open(), a.to_str().unwrap(), &RestoreOptions::default()).unwrap();
@@ -325,15 +343,7 @@ fn damage_is_named_skipped_and_never_read_as_bytes() {
     let read = s.open().read(&a, None).unwrap();
     assert!(read.bytes.is_empty() && read.damage.len() == 1);
     assert_eq!(s.read(&b, None), lines(40..80).as_bytes());
-    let to = s.archive.parent().unwrap().join("out");
-    let err = restore(
-        &s.open(),
-        "a",
-        &RestoreOptions {
-            to: Some(to.clone()),
-            version: None,
-        },
-    );
+    let (to, err) = s.restore_under("a", "out");
     assert!(matches!(err, Err(ArchiveError::Incomplete { .. })));
     assert!(!to.exists(), "a failed restore writes nothing");
     // A truncated frames file: the frames past the end are named missing.
@@ -391,25 +401,15 @@ fn a_session_is_restored_with_its_subagents_under_to() {
     std::fs::write(&main, lines(0..3)).unwrap();
     std::fs::write(&sub, lines(3..5)).unwrap();
     s.run();
-    let to = s.archive.parent().unwrap().join("back");
-    let options = RestoreOptions {
-        to: Some(to.clone()),
-        version: None,
-    };
-    let done = restore(&s.open(), "sess", &options).unwrap();
-    assert_eq!(done.files.len(), 2);
-    assert_eq!(
-        std::fs::read(to.join("sess.jsonl")).unwrap(),
-        lines(0..3).as_bytes()
-    );
-    assert_eq!(
-        std::fs::read(to.join("sess/subagents/agent-1.jsonl")).unwrap(),
-        lines(3..5).as_bytes()
+    let to = s.assert_restored(
+        "sess",
+        "back",
+        &[("sess.jsonl", 0..3), ("sess/subagents/agent-1.jsonl", 3..5)],
     );
     // Asked again, nothing is overwritten and the files are untouched.
     std::fs::write(to.join("sess.jsonl"), b"mine\n").unwrap();
     assert!(matches!(
-        restore(&s.open(), "sess", &options),
+        s.restore_under("sess", "back").1,
         Err(ArchiveError::Exists { .. })
     ));
     assert_eq!(std::fs::read(to.join("sess.jsonl")).unwrap(), b"mine\n");

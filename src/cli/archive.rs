@@ -1,19 +1,15 @@
 //! `agentlog archive`: keep every transcript line in the archive; list, verify and restore it.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use agentlog::archive::{
     Archive, ArchiveError, ArchiveOptions, RestoreOptions, archive, default_archive_dir, restore,
     verify,
 };
 
+use super::progress::FilesBar;
 use super::table::{render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, display, print_json};
-
-/// Files at or above which a run shows a progress bar (on a terminal).
-const PROGRESS_FILES: usize = 20;
 
 /// The arguments of `agentlog archive`: its modes are flags, as the issue spells them.
 #[derive(clap::Args)]
@@ -91,27 +87,11 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         }
         return Ok(EXIT_OK);
     }
-    let bar: OnceLock<Option<indicatif::ProgressBar>> = OnceLock::new();
-    let quiet = args.quiet;
-    let progress = |done: usize, total: usize| {
-        let bar = bar.get_or_init(|| {
-            (!quiet && total >= PROGRESS_FILES && std::io::stderr().is_terminal()).then(|| {
-                let bar = indicatif::ProgressBar::with_draw_target(
-                    Some(total as u64),
-                    indicatif::ProgressDrawTarget::stderr(),
-                );
-                bar.set_message("archiving transcripts");
-                bar
-            })
-        });
-        if let Some(bar) = bar {
-            bar.set_position(done as u64);
-        }
-    };
-    let report = archive(&args.paths, &ArchiveOptions::default(), &progress);
-    if let Some(Some(bar)) = bar.get() {
-        bar.finish_and_clear();
-    }
+    let bar = FilesBar::new("archiving transcripts", !args.quiet);
+    let report = archive(&args.paths, &ArchiveOptions::default(), &|done, total| {
+        bar.update(done, total);
+    });
+    bar.finish();
     let report = report?;
     if args.json {
         print_json(&report)?;

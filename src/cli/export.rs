@@ -11,6 +11,7 @@ use agentlog::export::{
     CompactReport, ExportError, ExportOptions, ExportReport, compact, default_host, export,
 };
 
+use super::cache::archived_copies;
 use super::table::thousands;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json};
 
@@ -177,28 +178,16 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
 /// (a source that is gone is replaced by them); the sources alone with --no-archive or when
 /// the archive cannot be read.
 fn with_archive(args: &Args) -> Vec<PathBuf> {
-    let dir = match agentlog::archive::default_archive_dir() {
-        Ok(dir) if !args.no_archive => dir,
-        _ => return args.sources.clone(),
-    };
+    if args.no_archive {
+        return args.sources.clone();
+    }
     let mut out = Vec::new();
     for source in &args.sources {
-        let copies = match agentlog::archive::gone_copies(
+        let copies = archived_copies(
             std::slice::from_ref(source),
-            &dir,
             args.index_dir.as_deref(),
-        ) {
-            Ok((copies, problems)) => {
-                for p in problems {
-                    eprintln!("agentlog: archive: {p}");
-                }
-                copies
-            }
-            Err(e) => {
-                eprintln!("agentlog: the archive was not read: {e}");
-                Vec::new()
-            }
-        };
+            "read",
+        );
         if source.exists() || copies.is_empty() {
             out.push(source.clone());
         }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use agentlog::mcp::{McpConfig, serve_stdio};
 
+use super::cache::CacheArgs;
 use super::{EXIT_FAILURE, EXIT_OK, Failure};
 
 /// The arguments of `agentlog mcp`.
@@ -19,12 +20,8 @@ pub struct Args {
     /// A session store the `search` and `read_session` tools may read (repeat for several).
     #[arg(long = "store", value_name = "ROOT")]
     stores: Vec<PathBuf>,
-    /// Keep index files in DIR instead of the cache directory.
-    #[arg(long, value_name = "DIR")]
-    index_dir: Option<PathBuf>,
-    /// Read the original transcripts alone, not the archived sessions they no longer hold.
-    #[arg(long)]
-    no_archive: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 /// Runs the server.
@@ -33,8 +30,8 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         transcripts: args.paths.clone(),
         agent_dirs: args.agent_dirs.clone(),
         stores: args.stores.clone(),
-        index_dir: args.index_dir.clone(),
-        no_archive: args.no_archive,
+        index_dir: args.cache.index_dir.clone(),
+        no_archive: args.cache.no_archive,
     };
     serve_stdio(&config)
         .map_err(|e| Failure::new("io_error", EXIT_FAILURE, format!("the MCP server: {e}")))?;

@@ -22,6 +22,7 @@ macro_rules! out {
 
 mod append;
 mod archive;
+mod cache;
 mod demo;
 mod demo_transcripts;
 mod export;
@@ -30,6 +31,7 @@ mod index;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod pricing;
+mod progress;
 mod search;
 #[cfg(feature = "serve")]
 mod serve;

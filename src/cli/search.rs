@@ -359,19 +359,5 @@ fn archived_copies(args: &SearchArgs, paths: &[PathBuf]) -> Vec<agentlog::archiv
     if args.no_archive {
         return Vec::new();
     }
-    let Ok(dir) = agentlog::archive::default_archive_dir() else {
-        return Vec::new();
-    };
-    match agentlog::archive::gone_copies(paths, &dir, args.index_dir.as_deref()) {
-        Ok((copies, problems)) => {
-            for p in problems {
-                eprintln!("agentlog: archive: {p}");
-            }
-            copies
-        }
-        Err(e) => {
-            eprintln!("agentlog: the archive was not searched: {e}");
-            Vec::new()
-        }
-    }
+    super::cache::archived_copies(paths, args.index_dir.as_deref(), "searched")
 }

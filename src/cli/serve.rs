@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use agentlog::serve::{ServeOptions, bind};
 
+use super::cache::CacheArgs;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, print_json};
 
 /// The port used when none is given.
@@ -28,12 +29,8 @@ pub struct Args {
     /// Open the address in the default browser.
     #[arg(long)]
     open: bool,
-    /// Keep index files in DIR instead of the cache directory.
-    #[arg(long, value_name = "DIR")]
-    index_dir: Option<PathBuf>,
-    /// Read the original transcripts alone, not the archived sessions they no longer hold.
-    #[arg(long)]
-    no_archive: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Print the address as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -56,8 +53,8 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         paths: args.paths.clone(),
         host: args.host,
         port: args.port,
-        index_dir: args.index_dir.clone(),
-        no_archive: args.no_archive,
+        index_dir: args.cache.index_dir.clone(),
+        no_archive: args.cache.no_archive,
     };
     runtime.block_on(async {
         let bound = bind(&options).await.map_err(|e| {

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use clap::ValueEnum;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use serde_json::Value;
 
 use agentlog::transcript::{
@@ -13,6 +13,7 @@ use agentlog::transcript::{
     TranscriptDiagnostics, TranscriptError, TranscriptReport, UsageFigures, read_opencode,
 };
 
+use super::cache::archive_dir;
 use super::table::{render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, stream_json};
 
@@ -24,7 +25,7 @@ pub struct Args {
     #[allow(clippy::doc_markdown)]
     file: PathBuf,
     /// Read it as this format instead of detecting it from its first lines.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_parser = format_arg(), default_value = "auto")]
     format: FormatArg,
     /// Also count the session's subagent transcripts (Claude Code), each message once.
     #[arg(long)]
@@ -43,46 +44,32 @@ pub struct Args {
     pub json: bool,
 }
 
-/// `--format` values.
-// clap prints these comments as the values' help, where backticks would show.
-#[allow(clippy::doc_markdown)]
-#[derive(Clone, Copy, ValueEnum)]
-#[value(rename_all = "kebab-case")]
-enum FormatArg {
-    /// Detect the format from the first lines.
-    Auto,
-    /// Claude Code.
-    ClaudeCode,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// pi.
-    Pi,
-    /// GitHub Copilot CLI.
-    Copilot,
-    /// Gemini CLI.
-    Gemini,
-    /// Qwen Code.
-    Qwen,
-    /// OpenCode (a database or an older storage directory).
-    Opencode,
-    /// Kimi Code CLI.
-    Kimi,
-}
+/// `--format`: a format (by its [`Format::name`]), or none for `auto`.
+#[derive(Clone, Copy)]
+struct FormatArg(Option<Format>);
 
-impl FormatArg {
-    fn format(self) -> Option<Format> {
-        match self {
-            FormatArg::Auto => None,
-            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
-            FormatArg::Codex => Some(Format::Codex),
-            FormatArg::Pi => Some(Format::Pi),
-            FormatArg::Copilot => Some(Format::Copilot),
-            FormatArg::Gemini => Some(Format::Gemini),
-            FormatArg::Qwen => Some(Format::Qwen),
-            FormatArg::Opencode => Some(Format::OpenCode),
-            FormatArg::Kimi => Some(Format::Kimi),
-        }
-    }
+/// `--format`'s values in the order `--help` lists them, with their help.
+const FORMAT_VALUES: [(Option<Format>, &str); 9] = [
+    (None, "Detect the format from the first lines"),
+    (Some(Format::ClaudeCode), "Claude Code"),
+    (Some(Format::Codex), "OpenAI Codex CLI"),
+    (Some(Format::Pi), "pi"),
+    (Some(Format::Copilot), "GitHub Copilot CLI"),
+    (Some(Format::Gemini), "Gemini CLI"),
+    (Some(Format::Qwen), "Qwen Code"),
+    (
+        Some(Format::OpenCode),
+        "OpenCode (a database or an older storage directory)",
+    ),
+    (Some(Format::Kimi), "Kimi Code CLI"),
+];
+
+/// The parser of `--format`: one of [`FORMAT_VALUES`] by name.
+fn format_arg() -> impl TypedValueParser<Value = FormatArg> {
+    let values = FORMAT_VALUES
+        .iter()
+        .map(|&(format, help)| PossibleValue::new(format.map_or("auto", Format::name)).help(help));
+    PossibleValuesParser::new(values).map(|name| FormatArg(name.parse().ok()))
 }
 
 impl From<TranscriptError> for Failure {
@@ -134,7 +121,7 @@ impl From<ReportError> for Failure {
 }
 
 pub fn run(args: &Args) -> Result<u8, Failure> {
-    let opencode = match args.format.format() {
+    let opencode = match args.format.0 {
         Some(f) => f == Format::OpenCode,
         None => is_opencode(&args.file),
     };
@@ -156,15 +143,13 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     }
     let options = ReportOptions {
         open: OpenOptions {
-            format: args.format.format(),
+            format: args.format.0,
             index_dir: args.index_dir.clone(),
             ..OpenOptions::default()
         },
         subagents: args.subagents,
     };
-    let archive = (!args.no_archive)
-        .then(|| agentlog::archive::default_archive_dir().ok())
-        .flatten();
+    let archive = archive_dir(args.no_archive);
     let report = agentlog::archive::report(&args.file, &options, archive.as_deref())?;
     if args.json {
         // Straight out: the document grows with the number of boundaries.

@@ -4,9 +4,7 @@
 //! (`super::watch`).
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use clap::ValueEnum;
 use jiff::civil::Date;
@@ -17,11 +15,10 @@ use agentlog::transcript::{
     UsageRow, parse_agent, parse_day, parse_timezone,
 };
 
+use super::cache::{CacheArgs, archive_dir};
+use super::progress::FilesBar;
 use super::table::{money, render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure, display, print_json};
-
-/// Files at or above which a first run shows a progress bar (on a terminal).
-const PROGRESS_FILES: usize = 20;
 
 /// The arguments of `agentlog usage`.
 #[derive(clap::Args)]
@@ -59,12 +56,8 @@ pub struct Args {
     /// Seconds between redraws with --watch.
     #[arg(long, value_name = "S", default_value_t = 5.0)]
     pub interval: f64,
-    /// Keep index files in DIR instead of the cache directory.
-    #[arg(long, value_name = "DIR")]
-    index_dir: Option<PathBuf>,
-    /// Read the original transcripts alone, not the archived sessions they no longer hold.
-    #[arg(long)]
-    no_archive: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -131,7 +124,7 @@ fn day(flag: &str, text: Option<&str>) -> Result<Option<Date>, Failure> {
 pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
     Ok(UsageOptions {
         open: OpenOptions {
-            index_dir: args.index_dir.clone(),
+            index_dir: args.cache.index_dir.clone(),
             ..OpenOptions::default()
         },
         by: args.by.group(),
@@ -160,29 +153,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         return super::watch::run(&args.paths, &options, args.interval, args.json);
     }
     // A bar on a terminal, for a run that reads many files.
-    let bar: OnceLock<Option<indicatif::ProgressBar>> = OnceLock::new();
-    let progress = |done: usize, total: usize| {
-        let bar = bar.get_or_init(|| {
-            (total >= PROGRESS_FILES && std::io::stderr().is_terminal()).then(|| {
-                let bar = indicatif::ProgressBar::with_draw_target(
-                    Some(total as u64),
-                    indicatif::ProgressDrawTarget::stderr(),
-                );
-                bar.set_message("reading transcripts");
-                bar
-            })
-        });
-        if let Some(bar) = bar {
-            bar.set_position(done as u64);
-        }
-    };
-    let archive = (!args.no_archive)
-        .then(|| agentlog::archive::default_archive_dir().ok())
-        .flatten();
-    let report = agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &progress);
-    if let Some(Some(bar)) = bar.get() {
-        bar.finish_and_clear();
-    }
+    let bar = FilesBar::new("reading transcripts", true);
+    let report = agentlog::archive::usage(
+        &args.paths,
+        &options,
+        archive_dir(args.cache.no_archive).as_deref(),
+        &|done, total| bar.update(done, total),
+    );
+    bar.finish();
     warn_unarchived(&args.paths);
     if args.json {
         print_json(&report)?;
@@ -222,11 +200,7 @@ fn key_cells(row: &UsageRow, zone: &TimeZone) -> Vec<String> {
 /// (Claude Code deletes them at 30); silent when the archive cannot be read.
 fn warn_unarchived(paths: &[PathBuf]) {
     use agentlog::archive::{WARN_AGE, default_archive_dir, unarchived_older_than};
-    let roots = if paths.is_empty() {
-        agentlog::transcript::default_roots()
-    } else {
-        paths.to_vec()
-    };
+    let roots = agentlog::transcript::roots_or_default(paths);
     let (files, _) = agentlog::transcript::discover(&roots);
     let Ok(dir) = default_archive_dir() else {
         return;

@@ -336,14 +336,20 @@ impl<'a> RawFields<'a> {
             Key::Event => self.event_field = Some(value.read()?),
             Key::Ts => self.ts = value.read::<SecondsValue>()?.0,
             Key::Time => self.time_ms = value.read::<MillisValue>()?.0,
-            Key::Seq => self.fields.seq = value.read::<SeqValue>()?.0,
+            Key::Seq => {
+                let count = value.read::<CountValue>()?.0;
+                self.fields.seq = count.map_or(Field::Invalid, Field::Valid);
+            }
             Key::Token(i) => {
                 let token = value.read()?;
                 if let Some(slot) = self.fields.tokens.get_mut(i) {
                     *slot = token;
                 }
             }
-            Key::MoltCount => self.fields.molt_count = value.read::<MoltValue>()?.0,
+            Key::MoltCount => {
+                let count = value.read::<CountValue>()?.0;
+                self.fields.molt_count = count.map_or(MoltCount::Invalid, MoltCount::Valid);
+            }
             Key::Initiator => {
                 self.fields.initiator = match value.read()? {
                     StrValue::Str(s) => Some(s),
@@ -450,19 +456,12 @@ impl<'de> de::Deserialize<'de> for StrValue<'de> {
 /// `ts`: epoch seconds as a number or numeric string, or an ISO-8601 string.
 struct SecondsValue(Field<Timestamp>);
 
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "an integer past 2^53 is out of the timestamp range however it rounds"
-)]
 impl<'de> de::Deserialize<'de> for SecondsValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
             SecondsValue(match v {
-                Scalar::U64(n) => readable(Timestamp::from_seconds(n as f64)),
-                Scalar::I64(n) => readable(Timestamp::from_seconds(n as f64)),
-                Scalar::F64(n) => readable(Timestamp::from_seconds(n)),
                 Scalar::Str(s) => readable(Timestamp::parse(&s)),
-                Scalar::Other => Field::Invalid,
+                number => readable(number.number().and_then(Timestamp::from_seconds)),
             })
         }))
     }
@@ -471,44 +470,23 @@ impl<'de> de::Deserialize<'de> for SecondsValue {
 /// `time`: epoch milliseconds as a number.
 struct MillisValue(Field<Timestamp>);
 
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "an integer past 2^53 is out of the timestamp range however it rounds"
-)]
 impl<'de> de::Deserialize<'de> for MillisValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
-            MillisValue(match v {
-                Scalar::U64(n) => readable(Timestamp::from_millis(n as f64)),
-                Scalar::I64(n) => readable(Timestamp::from_millis(n as f64)),
-                Scalar::F64(n) => readable(Timestamp::from_millis(n)),
-                Scalar::Str(_) | Scalar::Other => Field::Invalid,
-            })
+            MillisValue(readable(v.number().and_then(Timestamp::from_millis)))
         }))
     }
 }
 
-struct SeqValue(Field<u64>);
+/// `seq`, `molt_count`: a JSON integer >= 0, or not.
+struct CountValue(Option<u64>);
 
-impl<'de> de::Deserialize<'de> for SeqValue {
+impl<'de> de::Deserialize<'de> for CountValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
-            SeqValue(match v {
-                Scalar::U64(n) => Field::Valid(n),
-                _ => Field::Invalid,
-            })
-        }))
-    }
-}
-
-struct MoltValue(MoltCount);
-
-impl<'de> de::Deserialize<'de> for MoltValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(AnyValue(|v: Scalar<'_>| {
-            MoltValue(match v {
-                Scalar::U64(n) => MoltCount::Valid(n),
-                _ => MoltCount::Invalid,
+            CountValue(match v {
+                Scalar::U64(n) => Some(n),
+                _ => None,
             })
         }))
     }
@@ -525,6 +503,22 @@ enum Scalar<'a> {
     F64(f64),
     Str(Cow<'a, str>),
     Other,
+}
+
+impl Scalar<'_> {
+    /// A number's value (none for a string or anything else).
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "an integer past 2^53 is out of the timestamp range however it rounds"
+    )]
+    fn number(&self) -> Option<f64> {
+        match *self {
+            Scalar::U64(n) => Some(n as f64),
+            Scalar::I64(n) => Some(n as f64),
+            Scalar::F64(n) => Some(n),
+            Scalar::Str(_) | Scalar::Other => None,
+        }
+    }
 }
 
 /// Accepts any JSON value, skipping arrays and objects, and maps it through `F`.

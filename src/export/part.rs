@@ -68,51 +68,49 @@ pub struct RowSink<'a> {
 impl RowSink<'_> {
     /// The next column's value: an integer or timestamp (microseconds), or null.
     pub fn int(&mut self, value: Option<i64>) {
-        if let Some(column) = self.columns.get_mut(self.at) {
-            match value {
-                Some(v) => {
-                    column.ints.push(v);
-                    column.defs.push(1);
-                }
-                // A required column never receives None from our row types; 0 keeps the
-                // levels aligned if it ever did.
-                None if !column.spec.nullable => column.ints.push(0),
-                None => column.defs.push(0),
-            }
-        }
-        self.at += 1;
+        self.next(value, |column, v| column.ints.push(v.unwrap_or(0)));
     }
 
     /// The next column's value: a float, or null.
     pub fn float(&mut self, value: Option<f64>) {
-        if let Some(column) = self.columns.get_mut(self.at) {
-            match value {
-                Some(v) => {
-                    column.floats.push(v);
-                    column.defs.push(1);
-                }
-                None if !column.spec.nullable => column.floats.push(0.0),
-                None => column.defs.push(0),
-            }
-        }
-        self.at += 1;
+        self.next(value, |column, v| column.floats.push(v.unwrap_or(0.0)));
     }
 
     /// The next column's value: text, or null.
     pub fn text(&mut self, value: Option<&[u8]>) {
-        if let Some(column) = self.columns.get_mut(self.at) {
-            match value {
-                Some(v) => {
-                    column.text.extend_from_slice(v);
-                    column.ends.push(column.text.len());
-                    column.defs.push(1);
-                    self.text += v.len();
-                }
-                None if !column.spec.nullable => column.ends.push(column.text.len()),
-                None => column.defs.push(0),
-            }
+        let len = value.map_or(0, <[u8]>::len);
+        let stored = self.next(value, |column, v| {
+            column.text.extend_from_slice(v.unwrap_or_default());
+            column.ends.push(column.text.len());
+        });
+        if stored {
+            self.text += len;
         }
+    }
+
+    /// Gives the next column its value through `add`, with its definition level (1 for a
+    /// value, 0 for null) if it is nullable. A required column never receives None from our
+    /// row types; `add` stores a placeholder (`None`) then, which keeps the levels aligned if
+    /// it ever did. Whether there was such a column.
+    fn next<T>(
+        &mut self,
+        value: Option<T>,
+        add: impl FnOnce(&mut ColumnBuffer, Option<T>),
+    ) -> bool {
+        let at = self.at;
         self.at += 1;
+        let Some(column) = self.columns.get_mut(at) else {
+            return false;
+        };
+        match value {
+            Some(v) => {
+                add(column, Some(v));
+                column.defs.push(1);
+            }
+            None if !column.spec.nullable => add(column, None),
+            None => column.defs.push(0),
+        }
+        true
     }
 }
 

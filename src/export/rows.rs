@@ -59,10 +59,7 @@ impl Row for EventRow<'_> {
         sink.int(self.ts);
         sink.int(Some(int(self.generation)));
         sink.int(self.molt_count.map(int));
-        for value in self.tokens {
-            sink.int(value.map(int));
-        }
-        sink.float(self.cost);
+        push_usage(sink, self.tokens, self.cost);
         sink.text(self.message_id.map(str::as_bytes));
         sink.text(self.request_id.map(str::as_bytes));
         sink.text(self.json);
@@ -162,13 +159,30 @@ pub struct Sourced<'a, T> {
     pub row: &'a T,
 }
 
-impl Row for Sourced<'_, ExportedGeneration> {
+/// A small table's row: its own columns, after the `source_id` and `host` that [`Sourced`]
+/// gives it.
+pub trait SourcedRow {
+    /// The table's columns, `source_id` and `host` first.
+    const COLUMNS: &'static [ColumnSpec];
+    /// Pushes its own values, in the order of [`SourcedRow::COLUMNS`] after the first two.
+    fn push(&self, sink: &mut RowSink<'_>);
+}
+
+impl<T: SourcedRow> Row for Sourced<'_, T> {
+    const COLUMNS: &'static [ColumnSpec] = T::COLUMNS;
+
+    fn push(&self, sink: &mut RowSink<'_>) {
+        sink.text(Some(self.source_id.as_bytes()));
+        sink.text(Some(self.host.as_bytes()));
+        self.row.push(sink);
+    }
+}
+
+impl SourcedRow for ExportedGeneration {
     const COLUMNS: &'static [ColumnSpec] = GENERATION_COLUMNS;
 
     fn push(&self, sink: &mut RowSink<'_>) {
-        let g = self.row;
-        sink.text(Some(self.source_id.as_bytes()));
-        sink.text(Some(self.host.as_bytes()));
+        let g = self;
         sink.int(Some(int(g.generation)));
         sink.int(g.molt_count.map(int));
         sink.int(g.boundary_offset.map(int));
@@ -185,33 +199,36 @@ impl Row for Sourced<'_, ExportedGeneration> {
         );
         sink.int(Some(int(g.events)));
         sink.int(Some(int(g.api_calls)));
-        if let Some(u) = usage {
-            for value in u.tokens {
-                sink.int(value.map(int));
-            }
-            sink.float(u.cost);
+        let (tokens, cost) = if let Some(u) = usage {
+            (u.tokens, u.cost)
         } else {
-            for total in g.tokens {
-                sink.int(Some(int(total)));
-            }
-            sink.int(None);
-            sink.int(None);
-            sink.float(None);
-        }
+            // An agent's sums fill the first four (a sum past i64 saturates either way).
+            let sums = g.tokens.map(|t| Some(u64::try_from(t).unwrap_or(u64::MAX)));
+            let [input, output, cached, thinking] = sums;
+            ([input, output, cached, thinking, None, None], None)
+        };
+        push_usage(sink, tokens, cost);
     }
+}
+
+/// The usage columns: input, output, cached, thinking, cache-write and total tokens, then
+/// the cost.
+fn push_usage(sink: &mut RowSink<'_>, tokens: [Option<u64>; 6], cost: Option<f64>) {
+    for value in tokens {
+        sink.int(value.map(int));
+    }
+    sink.float(cost);
 }
 
 fn text(value: Option<&str>) -> Option<&[u8]> {
     value.map(str::as_bytes)
 }
 
-impl Row for Sourced<'_, SessionRow> {
+impl SourcedRow for SessionRow {
     const COLUMNS: &'static [ColumnSpec] = SESSION_COLUMNS;
 
     fn push(&self, sink: &mut RowSink<'_>) {
-        let s = self.row;
-        sink.text(Some(self.source_id.as_bytes()));
-        sink.text(Some(self.host.as_bytes()));
+        let s = self;
         sink.int(s.version.map(int));
         sink.int(s.created_at);
         sink.text(text(s.cwd.as_deref()));

@@ -11,8 +11,8 @@ use super::commit::{Applied, Place, Steps, apply, create_dir, sweep, write_state
 use super::error::ExportError;
 use super::layout::{Found, Table, source_key, utc_date};
 use super::part::write_all;
-use super::rows::{ExportedGeneration, SessionRow, Sourced};
-use super::scan::{Resume, ScanOptions, scan};
+use super::rows::{SessionRow, Sourced, SourcedRow};
+use super::scan::{Batch, Resume, ScanOptions, scan};
 use super::source::{Source, SourceKind};
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
 use super::transcript;
@@ -214,7 +214,7 @@ pub fn run(
         (None, _) if reason.is_none() => "first",
         _ => "reexported",
     };
-    let (resume, mut kept, mut retired, mut next_serial) = match previous {
+    let (resume, kept, retired, mut next_serial) = match previous {
         Some(state) if incremental => (
             Resume {
                 crc: state.coverage.crc,
@@ -240,29 +240,11 @@ pub fn run(
         host: ctx.host,
         json_text: ctx.json_text,
     };
+    let batch = Batch::new(&place, &mut next_serial, steps, progress, from);
     let scanned = if source.kind == SourceKind::Transcript {
-        transcript::scan(
-            &source,
-            &log,
-            resume,
-            answer.as_ref(),
-            &place,
-            &options,
-            &mut next_serial,
-            progress,
-            steps,
-        )?
+        transcript::scan(&source, &log, resume, answer.as_ref(), &options, batch)?
     } else {
-        scan(
-            &source,
-            &log,
-            resume,
-            &place,
-            &options,
-            &mut next_serial,
-            progress,
-            steps,
-        )?
+        scan(&source, &log, resume, &options, batch)?
     };
     let mut report = SourceReport {
         kind: source.kind.as_str(),
@@ -277,56 +259,37 @@ pub fn run(
         removed,
         stopped_at: scanned.stopped_at,
     };
-    let mut written = scanned.parts.clone();
-    let generation_dates = |rows: &[ExportedGeneration]| by_date(rows, |g| g.first_ts);
-    let session_dates = |rows: &[SessionRow]| by_date(rows, |s| s.created_at);
-    for (date, rows) in changed(
-        generation_dates(&old_generations),
-        generation_dates(&scanned.generations),
-    ) {
-        retire(&mut kept, &mut retired, Table::Generations, date.as_ref());
-        if !rows.is_empty() {
-            let rows: Vec<_> = rows
-                .iter()
-                .map(|row| Sourced {
-                    source_id: &source.id,
-                    host: ctx.host,
-                    row,
-                })
-                .collect();
-            written.push(write_small(
-                &place,
-                Table::Generations,
-                date,
-                &rows,
-                &mut next_serial,
-                steps,
-            )?);
-        }
-    }
+    let mut parts = Parts {
+        kept,
+        retired,
+        written: scanned.parts.clone(),
+        next_serial,
+    };
+    let sourced = (source.id.as_str(), ctx.host);
+    parts.rewrite_changed(
+        &place,
+        sourced,
+        Table::Generations,
+        (&old_generations, &scanned.generations),
+        |g| g.first_ts,
+        steps,
+    )?;
     let old_session: Vec<SessionRow> = old_session.into_iter().collect();
     let new_session: Vec<SessionRow> = scanned.session.iter().cloned().collect();
-    for (date, rows) in changed(session_dates(&old_session), session_dates(&new_session)) {
-        retire(&mut kept, &mut retired, Table::Sessions, date.as_ref());
-        if !rows.is_empty() {
-            let rows: Vec<_> = rows
-                .iter()
-                .map(|row| Sourced {
-                    source_id: &source.id,
-                    host: ctx.host,
-                    row,
-                })
-                .collect();
-            written.push(write_small(
-                &place,
-                Table::Sessions,
-                date,
-                &rows,
-                &mut next_serial,
-                steps,
-            )?);
-        }
-    }
+    parts.rewrite_changed(
+        &place,
+        sourced,
+        Table::Sessions,
+        (&old_session, &new_session),
+        |s| s.created_at,
+        steps,
+    )?;
+    let Parts {
+        mut kept,
+        retired,
+        written,
+        next_serial,
+    } = parts;
     if written.is_empty() && retired.is_empty() && incremental && scanned.coverage.end == from {
         report.action = "unchanged";
         return Ok(report);
@@ -397,13 +360,57 @@ fn changed<T: PartialEq>(
     out
 }
 
-/// Moves the kept parts of `table` at `date` to the retired list.
-fn retire(kept: &mut Vec<Part>, retired: &mut Vec<Part>, table: Table, date: Option<&String>) {
-    let (gone, stay): (Vec<Part>, Vec<Part>) = std::mem::take(kept)
-        .into_iter()
-        .partition(|p| p.table == table && p.date.as_ref() == date);
-    *kept = stay;
-    retired.extend(gone);
+/// A source's parts as an export changes them.
+struct Parts {
+    /// Committed before and still current.
+    kept: Vec<Part>,
+    /// Committed before, to be removed.
+    retired: Vec<Part>,
+    /// Written by this export (under temporary names until committed).
+    written: Vec<Part>,
+    /// The serial of the next part.
+    next_serial: u64,
+}
+
+impl Parts {
+    /// Moves the kept parts of `table` at `date` to the retired list.
+    fn retire(&mut self, table: Table, date: Option<&String>) {
+        let (gone, stay): (Vec<Part>, Vec<Part>) = std::mem::take(&mut self.kept)
+            .into_iter()
+            .partition(|p| p.table == table && p.date.as_ref() == date);
+        self.kept = stay;
+        self.retired.extend(gone);
+    }
+
+    /// Rewrites the dates (by `time`) of a small table whose rows differ between `old` and
+    /// `new` (in that pair): their parts are retired and the new rows of each, if any,
+    /// written as one part, each row with `sourced`'s source id and host.
+    fn rewrite_changed<T: Clone + PartialEq + SourcedRow>(
+        &mut self,
+        place: &Place<'_>,
+        (source_id, host): (&str, &str),
+        table: Table,
+        (old, new): (&[T], &[T]),
+        time: impl Fn(&T) -> Option<i64>,
+        steps: &mut Steps,
+    ) -> Result<(), ExportError> {
+        for (date, rows) in changed(by_date(old, &time), by_date(new, &time)) {
+            self.retire(table, date.as_ref());
+            if !rows.is_empty() {
+                let rows: Vec<_> = rows
+                    .iter()
+                    .map(|row| Sourced {
+                        source_id,
+                        host,
+                        row,
+                    })
+                    .collect();
+                let part = write_small(place, table, date, &rows, &mut self.next_serial, steps)?;
+                self.written.push(part);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes a small table's rows of one date as one part under its temporary name.

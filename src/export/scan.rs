@@ -54,38 +54,61 @@ pub struct Scanned {
     pub stopped_at: Option<u64>,
 }
 
-/// The event parts of one scan, one open file per recent date.
-pub(super) struct Batch<'p> {
+/// The event parts of one scan, one open file per recent date, and the scan's progress.
+pub struct Batch<'p> {
     place: &'p Place<'p>,
     open: Vec<(Option<String>, PartWriter, u64)>,
     done: Vec<Part>,
     next_serial: &'p mut u64,
+    steps: &'p mut Steps,
+    /// Told the bytes read, about every [`PROGRESS_EVERY`].
+    progress: &'p mut dyn FnMut(u64),
+    /// Where the bytes told to `progress` end.
+    reported: u64,
 }
 
 impl<'p> Batch<'p> {
-    /// No parts yet; serials are taken from `next_serial`.
-    pub(super) fn new(place: &'p Place<'p>, next_serial: &'p mut u64) -> Batch<'p> {
+    /// No parts yet, for a scan from offset `from`; serials are taken from `next_serial`.
+    pub fn new(
+        place: &'p Place<'p>,
+        next_serial: &'p mut u64,
+        steps: &'p mut Steps,
+        progress: &'p mut dyn FnMut(u64),
+        from: u64,
+    ) -> Batch<'p> {
         Batch {
             place,
             open: Vec::new(),
             done: Vec::new(),
             next_serial,
+            steps,
+            progress,
+            reported: from,
         }
     }
 
-    /// Adds a row to the part of its date.
+    /// Adds a row, of the line at `offset`, to the part of its date.
     pub(super) fn push(
         &mut self,
         date: Option<&String>,
         row: &EventRow<'_>,
-        steps: &mut Steps,
+        offset: u64,
     ) -> Result<(), ExportError> {
+        self.write(date, row)?;
+        if offset - self.reported >= PROGRESS_EVERY {
+            (self.progress)(offset - self.reported);
+            self.reported = offset;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, date: Option<&String>, row: &EventRow<'_>) -> Result<(), ExportError> {
         let at = if let Some(at) = self.open.iter().position(|(d, _, _)| d.as_ref() == date) {
             at
         } else {
             if self.open.len() >= OPEN_PARTS {
                 let (date, writer, serial) = self.open.remove(0);
-                self.finish(date, writer, serial, steps)?;
+                self.finish(date, writer, serial)?;
             }
             let serial =
                 take_serial(self.next_serial).ok_or_else(|| ExportError::TooManyParts {
@@ -127,10 +150,9 @@ impl<'p> Batch<'p> {
         date: Option<String>,
         writer: PartWriter,
         serial: u64,
-        steps: &mut Steps,
     ) -> Result<(), ExportError> {
         let written = writer.finish()?;
-        steps.step()?;
+        self.steps.step()?;
         self.done.push(Part {
             table: Table::Events,
             date,
@@ -141,10 +163,11 @@ impl<'p> Batch<'p> {
         Ok(())
     }
 
-    /// Finishes every open part; the parts written, by serial.
-    pub(super) fn close(mut self, steps: &mut Steps) -> Result<Vec<Part>, ExportError> {
+    /// Finishes every open part of a scan that read up to `end`; the parts written, by serial.
+    pub(super) fn close(mut self, end: u64) -> Result<Vec<Part>, ExportError> {
+        (self.progress)(end.saturating_sub(self.reported));
         for (date, writer, serial) in std::mem::take(&mut self.open) {
-            self.finish(date, writer, serial, steps)?;
+            self.finish(date, writer, serial)?;
         }
         self.done.sort_by_key(|p| p.serial);
         Ok(self.done)
@@ -162,16 +185,12 @@ pub struct ScanOptions<'a> {
 /// Folds the complete lines of `log` after `resume` and writes their events as part files
 /// under temporary names. Fails with [`ExportError::Changed`] if the bytes read are not the
 /// file's bytes once done (the log was rewritten while read).
-#[allow(clippy::too_many_arguments)]
 pub fn scan(
     source: &Source,
     log: &File,
     resume: Resume,
-    place: &Place<'_>,
     options: &ScanOptions<'_>,
-    next_serial: &mut u64,
-    progress: &mut dyn FnMut(u64),
-    steps: &mut Steps,
+    mut batch: Batch<'_>,
 ) -> Result<Scanned, ExportError> {
     let index_options = match source.kind {
         SourceKind::Agent => IndexOptions::default(),
@@ -199,9 +218,7 @@ pub fn scan(
         });
     }
     let mut session = resume.session;
-    let mut batch = Batch::new(place, next_serial);
     let mut day_cache: Option<(i64, Option<String>)> = None;
-    let mut reported = start;
     let mut stopped = None;
     loop {
         // Sessions end their committed region at the first line that breaks their rules: keep
@@ -314,18 +331,13 @@ pub fn scan(
             request_id: None,
             json: options.json_text.then_some(bytes),
         };
-        batch.push(date.as_ref(), &row, steps)?;
-        if offset - reported >= PROGRESS_EVERY {
-            progress(offset - reported);
-            reported = offset;
-        }
+        batch.push(date.as_ref(), &row, offset)?;
     }
     let (end, crc, fold, stopped_at) = match stopped {
         Some((offset, (fold, crc))) => (offset, crc, fold, Some(offset)),
         None => (scanner.end(), scanner.crc(), folder.into_state(), None),
     };
-    progress(end.saturating_sub(reported));
-    let parts = batch.close(steps)?;
+    let parts = batch.close(end)?;
     let changed = || ExportError::Changed {
         path: source.log.clone(),
     };

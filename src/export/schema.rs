@@ -61,17 +61,9 @@ const fn dictionary(spec: ColumnSpec) -> ColumnSpec {
 
 use ColumnKind::{Double, Int64, Text, Timestamp};
 
-/// `events/`: one row per event, in log order within a file.
-pub const EVENT_COLUMNS: &[ColumnSpec] = &[
-    dictionary(column("source_id", Text, false)),
-    dictionary(column("host", Text, false)),
-    column("offset", Int64, false),
-    column("line", Int64, false),
-    column("seq", Int64, false),
-    dictionary(column("type", Text, true)),
-    column("ts", Timestamp, true),
-    dictionary(column("generation", Int64, false)),
-    dictionary(column("molt_count", Int64, true)),
+/// The usage columns, the same in `events/` and `generations/`: input, output, cached,
+/// thinking, cache-write and total tokens, then the cost.
+const USAGE_COLUMNS: [ColumnSpec; 7] = [
     column("input_tokens", Int64, true),
     column("output_tokens", Int64, true),
     column("cached_tokens", Int64, true),
@@ -79,37 +71,73 @@ pub const EVENT_COLUMNS: &[ColumnSpec] = &[
     column("cache_write_tokens", Int64, true),
     column("total_tokens", Int64, true),
     column("cost", Double, true),
-    column("message_id", Text, true),
-    column("request_id", Text, true),
-    ColumnSpec {
-        statistics: false,
-        ..column("json", Text, true)
-    },
 ];
 
+/// `events/`: one row per event, in log order within a file.
+pub const EVENT_COLUMNS: &[ColumnSpec] = &concat::<19>(&[
+    &[
+        dictionary(column("source_id", Text, false)),
+        dictionary(column("host", Text, false)),
+        column("offset", Int64, false),
+        column("line", Int64, false),
+        column("seq", Int64, false),
+        dictionary(column("type", Text, true)),
+        column("ts", Timestamp, true),
+        dictionary(column("generation", Int64, false)),
+        dictionary(column("molt_count", Int64, true)),
+    ],
+    &USAGE_COLUMNS,
+    &[
+        column("message_id", Text, true),
+        column("request_id", Text, true),
+        ColumnSpec {
+            statistics: false,
+            ..column("json", Text, true)
+        },
+    ],
+]);
+
 /// `generations/`: one row per generation of an agent or transcript.
-pub const GENERATION_COLUMNS: &[ColumnSpec] = &[
-    column("source_id", Text, false),
-    column("host", Text, false),
-    column("generation", Int64, false),
-    column("molt_count", Int64, true),
-    column("boundary_offset", Int64, true),
-    column("boundary_initiator", Text, false),
-    column("boundary_ts", Timestamp, true),
-    column("before_tokens", Int64, true),
-    column("after_tokens", Int64, true),
-    column("first_ts", Timestamp, true),
-    column("boundary_kind", Text, true),
-    column("events", Int64, false),
-    column("api_calls", Int64, false),
-    column("input_tokens", Int64, true),
-    column("output_tokens", Int64, true),
-    column("cached_tokens", Int64, true),
-    column("thinking_tokens", Int64, true),
-    column("cache_write_tokens", Int64, true),
-    column("total_tokens", Int64, true),
-    column("cost", Double, true),
-];
+pub const GENERATION_COLUMNS: &[ColumnSpec] = &concat::<20>(&[
+    &[
+        column("source_id", Text, false),
+        column("host", Text, false),
+        column("generation", Int64, false),
+        column("molt_count", Int64, true),
+        column("boundary_offset", Int64, true),
+        column("boundary_initiator", Text, false),
+        column("boundary_ts", Timestamp, true),
+        column("before_tokens", Int64, true),
+        column("after_tokens", Int64, true),
+        column("first_ts", Timestamp, true),
+        column("boundary_kind", Text, true),
+        column("events", Int64, false),
+        column("api_calls", Int64, false),
+    ],
+    &USAGE_COLUMNS,
+]);
+
+/// The column lists `parts` one after another; `N`, their total length, is checked when
+/// the tables are compiled.
+const fn concat<const N: usize>(parts: &[&[ColumnSpec]]) -> [ColumnSpec; N] {
+    let mut out = [column("", Int64, false); N];
+    let mut at = 0;
+    let mut part = 0;
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            out[at] = parts[part][i];
+            at += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    assert!(
+        at == N,
+        "a table's column count is not the sum of its parts"
+    );
+    out
+}
 
 /// `sessions/`: one row per session (its header fields) or transcript.
 pub const SESSION_COLUMNS: &[ColumnSpec] = &[

@@ -10,7 +10,6 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::commit::{Place, Steps};
 use super::error::ExportError;
 use super::layout::utc_date;
 use super::probe::subagent_parent;
@@ -22,9 +21,6 @@ use crate::log::{Coverage, DEFAULT_MAX_LINE, Line, LineScanner, bytes_unchanged}
 use crate::transcript::native::{self, Slot, SlotValues, native_slots};
 use crate::transcript::readers::reader;
 use crate::transcript::{Format, OpenOptions, Tally, Transcript, TranscriptError, session_of};
-
-/// Progress is reported about every this many bytes.
-const PROGRESS_EVERY: u64 = 4 << 20;
 
 /// Reads a transcript through its index (caught up to its complete lines); `None` when it
 /// holds no complete line yet.
@@ -118,17 +114,14 @@ fn tally_columns(format: Format, tally: &Tally) -> [Option<u64>; 6] {
 /// Writes the complete lines of a transcript after `resume`, up to what `answer` (its index,
 /// just caught up) covers, as event rows; the generations carry the index's figures. Fails
 /// with [`ExportError::Changed`] if the bytes read are not the bytes the index covers.
-#[allow(clippy::too_many_arguments, clippy::too_many_lines)]
+#[allow(clippy::too_many_lines)]
 pub fn scan(
     source: &Source,
     log: &File,
     resume: Resume,
     answer: Option<&Transcript>,
-    place: &Place<'_>,
     options: &ScanOptions<'_>,
-    next_serial: &mut u64,
-    progress: &mut dyn FnMut(u64),
-    steps: &mut Steps,
+    mut batch: Batch<'_>,
 ) -> Result<Scanned, ExportError> {
     let io = |e| ExportError::io("read", &source.log, e);
     let changed = || ExportError::Changed {
@@ -145,8 +138,6 @@ pub fn scan(
     let mut session = resume.session;
     let mut lines = resume.fold.lines;
     let mut scanner = LineScanner::new(log, start, end, DEFAULT_MAX_LINE, resume.crc);
-    let mut batch = Batch::new(place, next_serial);
-    let mut reported = start;
     while let Some(line) = scanner.next_line().map_err(io)? {
         let (offset, bytes) = match line {
             Line::Complete { offset, bytes } => (offset, Some(bytes)),
@@ -217,14 +208,9 @@ pub fn scan(
             request_id: facts.request_id.as_deref(),
             json: options.json_text.then_some(bytes).flatten(),
         };
-        batch.push(date.as_ref(), &event, steps)?;
-        if offset - reported >= PROGRESS_EVERY {
-            progress(offset - reported);
-            reported = offset;
-        }
+        batch.push(date.as_ref(), &event, offset)?;
     }
-    progress(end.saturating_sub(reported));
-    let parts = batch.close(steps)?;
+    let parts = batch.close(end)?;
     let crc = scanner.crc();
     // The rows must be of the bytes the index's figures are of, and still the file's.
     if scanner.end() != end

@@ -17,7 +17,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use super::lines::{Line, LineScanner, read_exact_at};
-use super::window::{WINDOW_BYTES, WindowSum};
+use super::window::{WINDOW_BYTES, WindowSum, read_chunks};
 
 /// What a derived structure covers of a log: its first `end` bytes, which end with a `\n`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,23 +244,12 @@ impl CoverageBuilder {
     /// with nothing pushed, if the file no longer holds such a line there.
     pub fn push_from_file(&mut self, file: &File, len: u64) -> io::Result<bool> {
         let mut copy = self.clone();
-        let mut buf = vec![0; usize::try_from(len.min(WINDOW_BYTES)).unwrap_or(0)];
-        let mut at = self.end;
-        let stop = self.end.saturating_add(len);
         let mut last = None;
-        while at < stop {
-            let n = usize::try_from((stop - at).min(WINDOW_BYTES)).unwrap_or(0);
-            let Some(chunk) = buf.get_mut(..n) else {
-                return Ok(false);
-            };
-            if !read_exact_at(file, chunk, at)? {
-                return Ok(false);
-            }
+        let whole = read_chunks(file, self.end, self.end.saturating_add(len), |chunk| {
             copy.feed(chunk);
             last = chunk.last().copied();
-            at += n as u64;
-        }
-        if last != Some(b'\n') {
+        })?;
+        if !whole || last != Some(b'\n') {
             return Ok(false);
         }
         *self = copy;

@@ -104,18 +104,18 @@ impl Faults {
     }
 
     pub(crate) fn log_sync(&self) -> io::Result<()> {
-        self.with(|plan| {
-            if plan.log_sync_fails {
-                Err(plan.kind.error())
-            } else {
-                Ok(())
-            }
-        })
+        self.log_fails_if(|plan| plan.log_sync_fails)
     }
 
     pub(crate) fn log_truncate(&self) -> io::Result<()> {
+        self.log_fails_if(|plan| plan.log_truncate_fails)
+    }
+
+    /// The armed error for a log operation that `armed` says fails (a log operation fails
+    /// with an error, never the index's injected panic).
+    fn log_fails_if(&self, armed: impl FnOnce(&FaultPlan) -> bool) -> io::Result<()> {
         self.with(|plan| {
-            if plan.log_truncate_fails {
+            if armed(plan) {
                 Err(plan.kind.error())
             } else {
                 Ok(())

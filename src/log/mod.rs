@@ -10,6 +10,7 @@ mod error;
 mod faults;
 mod file;
 mod lines;
+mod stamp;
 mod window;
 mod writer;
 
@@ -26,6 +27,7 @@ pub(crate) use lines::bytes_unchanged;
 pub use lines::{
     DEFAULT_MAX_LINE, FoundRun, Line, LineScanner, ReadAhead, Run, read_at_retrying, read_exact_at,
 };
+pub(crate) use stamp::{SETTLED, Stamp};
 pub use window::{WINDOW_BYTES, WindowSum};
 pub(crate) use writer::LogSync;
 pub use writer::{Appended, LogWriter, SyncPolicy};

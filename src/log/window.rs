@@ -46,21 +46,7 @@ impl WindowSum {
             return Ok(None);
         };
         let mut hasher = crc32fast::Hasher::new();
-        let whole = with_buffer(|buf| -> io::Result<bool> {
-            let mut at = start;
-            while at < end {
-                let n = usize::try_from((end - at).min(WINDOW_BYTES)).unwrap_or(0);
-                let Some(chunk) = buf.get_mut(..n) else {
-                    return Ok(false);
-                };
-                if !read_exact_at(file, chunk, at)? {
-                    return Ok(false);
-                }
-                hasher.update(chunk);
-                at += n as u64;
-            }
-            Ok(true)
-        })?;
+        let whole = read_chunks(file, start, end, |chunk| hasher.update(chunk))?;
         Ok(whole.then(|| WindowSum {
             start,
             len,
@@ -72,6 +58,31 @@ impl WindowSum {
     pub fn matches(&self, file: &File) -> io::Result<bool> {
         Ok(WindowSum::of(file, self.start, self.len)?.as_ref() == Some(self))
     }
+}
+
+/// Reads `file`'s bytes `[start, end)` a window-sized chunk at a time, giving each to `each`;
+/// `Ok(false)` if the file is shorter than `end`.
+pub(crate) fn read_chunks(
+    file: &File,
+    start: u64,
+    end: u64,
+    mut each: impl FnMut(&[u8]),
+) -> io::Result<bool> {
+    with_buffer(|buf| {
+        let mut at = start;
+        while at < end {
+            let n = usize::try_from((end - at).min(WINDOW_BYTES)).unwrap_or(0);
+            let Some(chunk) = buf.get_mut(..n) else {
+                return Ok(false);
+            };
+            if !read_exact_at(file, chunk, at)? {
+                return Ok(false);
+            }
+            each(chunk);
+            at += n as u64;
+        }
+        Ok(true)
+    })
 }
 
 thread_local! {

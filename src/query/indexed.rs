@@ -16,10 +16,9 @@
 //! filesystem's timestamp granularity could leave the stamp equal.
 
 use std::collections::VecDeque;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
@@ -31,7 +30,7 @@ use super::stored::{LineFault, RegionJudge, parse_stored_line};
 use super::types::{SessionEvent, SessionHeader};
 use crate::event::{LineValidator, Profile};
 use crate::index::{Index, IndexError, IndexOptions};
-use crate::log::{Line, LineScanner, LogError, LogPaths};
+use crate::log::{Line, LineScanner, LogError, LogPaths, SETTLED, Stamp};
 
 /// The event type whose presence after damage proves the damage is in acknowledged history.
 const TURN_END: &str = "turn/end";
@@ -90,10 +89,6 @@ fn options(read_alone: bool) -> IndexOptions {
 /// handles and up to the index's page cache, filled only by what is read.
 const CACHED_SESSIONS: usize = 8;
 
-/// How long a log must have been left alone before its stamp is trusted to show any change:
-/// well above the coarsest timestamp granularity of the usual filesystems.
-const SETTLED: Duration = Duration::from_secs(2);
-
 /// A [`PersistedSource`] over a store directory, reading through each session's index.
 /// Clones share one cache of validated sessions.
 #[derive(Debug, Clone)]
@@ -128,7 +123,7 @@ impl IndexedSource {
         let stamped_at = SystemTime::now();
         let (path, metadata) = stored_log(&self.root, session_id)?;
         let stamp = match metadata {
-            Ok(metadata) => LogStamp::of(&metadata),
+            Ok(metadata) => Stamp::of(&metadata),
             Err(e) => {
                 self.cache.remove(session_id);
                 return Err(SourceError::io(format!("reading {}", path.display()), e));
@@ -144,8 +139,8 @@ impl IndexedSource {
             .index
             .log_file()
             .metadata()
-            .is_ok_and(|m| (m.dev(), m.ino()) == (stamp.dev, stamp.ino));
-        let keep = same_file && stamp.settled(stamped_at, self.settled);
+            .is_ok_and(|m| Stamp::of(&m).same_file(&stamp));
+        let keep = same_file && stamp.settled_at(stamped_at, self.settled);
         let read = Arc::new(Cached {
             stamp,
             header,
@@ -215,45 +210,9 @@ impl IndexedSource {
     }
 }
 
-/// One state of a log file. A write changes its length or its ctime, which no program can
-/// set back; a replacement changes its inode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct LogStamp {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl LogStamp {
-    fn of(m: &std::fs::Metadata) -> LogStamp {
-        LogStamp {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        }
-    }
-
-    /// Whether the log was last changed at least `settled` before `now` (a moment before the
-    /// stamp was taken), so that any change after the stamp shows in its ctime.
-    fn settled(&self, now: SystemTime, settled: Duration) -> bool {
-        let (secs, nanos) = self.ctime;
-        let (Ok(secs), Ok(nanos)) = (u64::try_from(secs), u32::try_from(nanos)) else {
-            return false;
-        };
-        let changed = UNIX_EPOCH.checked_add(Duration::new(secs, nanos.min(999_999_999)));
-        changed
-            .and_then(|changed| now.duration_since(changed).ok())
-            .is_some_and(|age| age >= settled)
-    }
-}
-
 /// A session as read under one stamp of its log.
 struct Cached {
-    stamp: LogStamp,
+    stamp: Stamp,
     header: SessionHeader,
     committed: Committed,
 }
@@ -282,7 +241,7 @@ impl SessionCache {
     }
 
     /// The session's read, if it was read under `stamp`; a read under another is dropped.
-    fn get(&self, session_id: &str, stamp: &LogStamp) -> Option<Arc<Cached>> {
+    fn get(&self, session_id: &str, stamp: &Stamp) -> Option<Arc<Cached>> {
         let mut entries = self.lock();
         let at = entries.iter().position(|(id, _)| id == session_id)?;
         let (id, cached) = entries.remove(at)?;
@@ -470,7 +429,7 @@ impl PersistedSource for IndexedSource {
         let (path, metadata) = stored_log(&self.root, session_id)?;
         let kept = metadata
             .ok()
-            .and_then(|metadata| self.cache.get(session_id, &LogStamp::of(&metadata)));
+            .and_then(|metadata| self.cache.get(session_id, &Stamp::of(&metadata)));
         match kept {
             Some(cached) => Ok(cached.header.clone()),
             None => read_stored_header(&path, session_id),

@@ -78,7 +78,7 @@ pub use store::{AppendReceipt, CheckpointPolicy, LiveView, Store, StoreConfig};
 pub use surface::{EventLookup, SurfaceFold, SurfaceState, fold_surface};
 pub use text::event_text;
 #[cfg(feature = "search")]
-pub(crate) use text::{join_parts, push_value};
+pub(crate) use text::{blocks_text, join_parts, push_call, push_value};
 pub use types::{
     LineageResolution, Replacement, SESSION_FORMAT_VERSION, SURFACE_EVENT_TYPES, SessionEvent,
     SessionEventDocument, SessionEventRecord, SessionEventTrace, SessionEventWindow, SessionHeader,

@@ -134,6 +134,19 @@ impl JsonlSource {
         stored_log_path(&self.root, id)
     }
 
+    /// The header and the events `keep` keeps of the session `id`.
+    fn slice(
+        &self,
+        id: &str,
+        keep: impl Fn(&SessionEvent) -> bool,
+    ) -> Result<StoredSlice, SourceError> {
+        let scanned = self.scan(id)?;
+        Ok(StoredSlice {
+            header: scanned.header,
+            events: scanned.events.into_iter().filter(keep).collect(),
+        })
+    }
+
     fn scan(&self, id: &str) -> Result<ScannedLog, SourceError> {
         let path = self.path(id)?;
         let bytes = std::fs::read(&path)
@@ -261,27 +274,11 @@ impl PersistedSource for JsonlSource {
     }
 
     fn read_range(&self, session_id: &str, from: u64, to: u64) -> Result<StoredSlice, SourceError> {
-        let scanned = self.scan(session_id)?;
-        Ok(StoredSlice {
-            header: scanned.header,
-            events: scanned
-                .events
-                .into_iter()
-                .filter(|e| e.seq >= from && e.seq <= to)
-                .collect(),
-        })
+        self.slice(session_id, |e| e.seq >= from && e.seq <= to)
     }
 
     fn read_types(&self, session_id: &str, types: &[&str]) -> Result<StoredSlice, SourceError> {
-        let scanned = self.scan(session_id)?;
-        Ok(StoredSlice {
-            header: scanned.header,
-            events: scanned
-                .events
-                .into_iter()
-                .filter(|e| types.contains(&e.event_type.as_str()))
-                .collect(),
-        })
+        self.slice(session_id, |e| types.contains(&e.event_type.as_str()))
     }
 }
 
@@ -369,45 +366,40 @@ mod tests {
         assert_eq!(scan_log(&bytes).unwrap().events.len(), 1);
     }
 
+    /// A complete log of the events `(seq, type)`.
+    fn events(list: &[(u64, &str)]) -> Vec<u8> {
+        let lines: Vec<String> = list.iter().map(|&(seq, ty)| ev(seq, ty)).collect();
+        log(&lines.iter().map(String::as_str).collect::<Vec<_>>(), "")
+    }
+
+    /// What `scan_log` says of a log it refuses.
+    fn corruption(bytes: &[u8]) -> String {
+        scan_log(bytes).unwrap_err().to_string()
+    }
+
     #[test]
     fn seq_gap_after_the_last_turn_end_is_tolerated() {
-        let bytes = log(
-            &[
-                &ev(0, "turn/start"),
-                &ev(1, "turn/end"),
-                &ev(3, "turn/start"),
-            ],
-            "",
-        );
-        let s = scan_log(&bytes).unwrap();
-        assert_eq!(s.events.len(), 2);
+        let bytes = events(&[(0, "turn/start"), (1, "turn/end"), (3, "turn/start")]);
+        assert_eq!(scan_log(&bytes).unwrap().events.len(), 2);
     }
 
     #[test]
     fn seq_gap_before_a_later_turn_end_is_corruption() {
-        let bytes = log(
-            &[
-                &ev(0, "turn/start"),
-                &ev(2, "step/start"),
-                &ev(3, "turn/end"),
-            ],
-            "",
-        );
-        let err = scan_log(&bytes).unwrap_err();
-        assert!(
-            err.to_string().contains("seq gap in committed region"),
-            "{err}"
-        );
+        let err = corruption(&events(&[
+            (0, "turn/start"),
+            (2, "step/start"),
+            (3, "turn/end"),
+        ]));
+        assert!(err.contains("seq gap in committed region"), "{err}");
     }
 
     #[test]
     fn corrupt_line_before_a_later_turn_end_is_corruption() {
-        let bytes = log(&[&ev(0, "turn/start"), "{not json", &ev(2, "turn/end")], "");
-        let err = scan_log(&bytes).unwrap_err();
-        assert!(
-            err.to_string().contains("unparsable committed event"),
-            "{err}"
-        );
+        let err = corruption(&log(
+            &[&ev(0, "turn/start"), "{not json", &ev(2, "turn/end")],
+            "",
+        ));
+        assert!(err.contains("unparsable committed event"), "{err}");
     }
 
     #[test]

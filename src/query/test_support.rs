@@ -103,3 +103,30 @@ pub fn simple_turn(first_seq: u64) -> Vec<SessionEvent> {
         ),
     ]
 }
+
+/// dsh's `appendTraceEvents` test fixture.
+pub fn trace_fixture() -> Vec<SessionEvent> {
+    let result = tool_result(3, "r", "c1", "full output").with_sources(vec![2]);
+    let mut pruned = result.clone();
+    pruned.seq = 4;
+    pruned.data["message"]["content"][0]["content"] = json!([{"type": "text", "text": "[pruned]"}]);
+    vec![
+        log_only("turn/start", 0, json!({"turn": 1})),
+        user(1, "u", "please read a"),
+        log_only(
+            "tool/call",
+            2,
+            json!({"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": "{}"}),
+        ),
+        result,
+        replacing(pruned, 3, 3, vec![3, 2]),
+        assistant(5, "a", "done"),
+        log_only(
+            "turn/end",
+            6,
+            json!({"turn": 1, "reason": {"kind": "completed"}}),
+        ),
+        log_only("compaction/start", 7, json!({})),
+        replacing(user(8, "s", "summary"), 4, 4, vec![2, 4]),
+    ]
+}

@@ -17,10 +17,7 @@ pub fn event_text(event: &SessionEvent) -> String {
     match event.event_type.as_str() {
         "user/message" => content_text(data.get("content"), &mut parts),
         "assistant/message" => content_text(data.pointer("/message/content"), &mut parts),
-        "tool/call" => {
-            push_value(data.get("name"), &mut parts);
-            push_value(data.get("arguments"), &mut parts);
-        }
+        "tool/call" => push_call(data, "arguments", &mut parts),
         "tool/result" => {
             content_text(data.pointer("/message/content"), &mut parts);
             push_value(data.pointer("/error/name"), &mut parts);
@@ -72,30 +69,43 @@ pub(crate) fn push_value(value: Option<&Value>, parts: &mut Vec<String>) {
     }
 }
 
-/// The text of a content-block array, in block order, descending into tool results.
-///
-/// Uses an explicit stack (pushed in reverse) so nested tool results cannot overflow.
-fn content_text(content: Option<&Value>, parts: &mut Vec<String>) {
+/// A call (or a call's response): its name, then its `arguments` (the key they are under).
+pub(crate) fn push_call(call: &Value, arguments: &str, parts: &mut Vec<String>) {
+    push_value(call.get("name"), parts);
+    push_value(call.get(arguments), parts);
+}
+
+/// The text of a content-block array in block order, through `block`, which pushes a block's
+/// own text and answers the blocks nested in it (a tool result's) to descend into. An
+/// explicit stack (pushed in reverse), so nesting cannot overflow.
+pub(crate) fn blocks_text<'v>(
+    content: Option<&'v Value>,
+    parts: &mut Vec<String>,
+    block: impl Fn(&'v Value, &mut Vec<String>) -> Option<&'v Vec<Value>>,
+) {
     let mut stack: Vec<&Value> = match content.and_then(Value::as_array) {
         Some(blocks) => blocks.iter().rev().collect(),
         None => return,
     };
-    while let Some(block) = stack.pop() {
+    while let Some(next) = stack.pop() {
+        if let Some(inner) = block(next, parts) {
+            stack.extend(inner.iter().rev());
+        }
+    }
+}
+
+/// The text of one of our logs' content-block arrays, descending into tool results.
+fn content_text(content: Option<&Value>, parts: &mut Vec<String>) {
+    blocks_text(content, parts, |block, parts| {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => push_value(block.get("text"), parts),
-            Some("tool-call") => {
-                push_value(block.get("name"), parts);
-                push_value(block.get("arguments"), parts);
-            }
-            Some("tool-result") => {
-                if let Some(inner) = block.get("content").and_then(Value::as_array) {
-                    stack.extend(inner.iter().rev());
-                }
-            }
+            Some("tool-call") => push_call(block, "arguments", parts),
+            Some("tool-result") => return block.get("content").and_then(Value::as_array),
             // Reasoning and unknown blocks carry no searchable text.
             _ => {}
         }
-    }
+        None
+    });
 }
 
 #[cfg(test)]

@@ -112,29 +112,26 @@ impl Serialize for SessionHeader {
         map.serialize_entry("version", &self.version)?;
         map.serialize_entry("id", &self.id)?;
         map.serialize_entry("createdAt", &self.created_at)?;
-        if let Some(v) = &self.cwd {
-            map.serialize_entry("cwd", v)?;
-        }
-        if let Some(v) = &self.parent_session {
-            map.serialize_entry("parentSession", v)?;
-        }
-        if let Some(v) = &self.seed_length {
-            map.serialize_entry("seedLength", v)?;
-        }
-        if let Some(v) = &self.origin {
-            map.serialize_entry("origin", v)?;
-        }
-        if let Some(v) = &self.delegation_depth {
-            map.serialize_entry("delegationDepth", v)?;
-        }
-        if let Some(v) = &self.agent_preset {
-            map.serialize_entry("agentPreset", v)?;
-        }
+        entry_if(&mut map, "cwd", self.cwd.as_ref())?;
+        entry_if(&mut map, "parentSession", self.parent_session.as_ref())?;
+        entry_if(&mut map, "seedLength", self.seed_length.as_ref())?;
+        entry_if(&mut map, "origin", self.origin.as_ref())?;
+        entry_if(&mut map, "delegationDepth", self.delegation_depth.as_ref())?;
+        entry_if(&mut map, "agentPreset", self.agent_preset.as_ref())?;
         for (k, v) in &self.extra {
             map.serialize_entry(k, v)?;
         }
         map.end()
     }
+}
+
+/// Serializes `key: value` if there is a value (an absent optional field is left out).
+fn entry_if<M: SerializeMap, T: Serialize>(
+    map: &mut M,
+    key: &str,
+    value: Option<&T>,
+) -> Result<(), M::Error> {
+    value.map_or(Ok(()), |v| map.serialize_entry(key, v))
 }
 
 /// How a surface event changes the surface.

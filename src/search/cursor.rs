@@ -228,26 +228,23 @@ mod tests {
             20
         );
         let code = |r: Result<u64, SearchError>| r.unwrap_err().code();
-        assert_eq!(
-            code(Cursor::check(&text, "j", "sessions", "f", "g1")),
-            "invalid_cursor"
-        );
-        assert_eq!(
-            code(Cursor::check(&text, "i", "events", "f", "g1")),
-            "invalid_cursor"
-        );
-        assert_eq!(
-            code(Cursor::check(&text, "i", "sessions", "x", "g1")),
-            "invalid_cursor"
-        );
-        assert_eq!(
-            code(Cursor::check(&text, "i", "sessions", "f", "g2")),
-            "stale_cursor"
-        );
-        assert_eq!(
-            code(Cursor::check("!!", "i", "sessions", "f", "g1")),
-            "invalid_cursor"
-        );
+        // Each binding changed in turn, then a cursor that is not base64url.
+        for ((text, instance, scope, fingerprint, generation), want) in [
+            ((&*text, "j", "sessions", "f", "g1"), "invalid_cursor"),
+            ((&*text, "i", "events", "f", "g1"), "invalid_cursor"),
+            ((&*text, "i", "sessions", "x", "g1"), "invalid_cursor"),
+            ((&*text, "i", "sessions", "f", "g2"), "stale_cursor"),
+            (("!!", "i", "sessions", "f", "g1"), "invalid_cursor"),
+        ] {
+            let got = code(Cursor::check(
+                text,
+                instance,
+                scope,
+                fingerprint,
+                generation,
+            ));
+            assert_eq!(got, want, "{instance} {scope} {fingerprint} {generation}");
+        }
         let huge = base64url_encode(
             br#"{"version":1,"instance":"i","scope":"sessions","fingerprint":"f","generation":"g1","offset":1e100}"#,
         );

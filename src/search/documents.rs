@@ -2,7 +2,8 @@
 //! written and deleted together (the index's tables and the live sessions' connection-local
 //! ones alike).
 
-use rusqlite::{Connection, Statement};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, params_from_iter};
 
 use crate::search::error::SearchError;
 
@@ -12,9 +13,8 @@ pub(crate) trait Document {
     fn number(&self) -> u64;
     /// Its text, sanitized.
     fn text(&self) -> &str;
-    /// Runs `insert`, whose parameters are its id, its file's key, then its own columns
-    /// ([`DocTables::columns`]) in order.
-    fn insert(&self, insert: &mut Statement<'_>, id: i64, file: i64) -> rusqlite::Result<usize>;
+    /// Its own columns' values ([`DocTables::columns`]), in order.
+    fn values(&self) -> Vec<SqlValue>;
 }
 
 /// Where a source's documents are kept: a table of their columns and an FTS5 table of their
@@ -56,7 +56,9 @@ impl DocTables {
         let mut text = conn.prepare_cached(&text_sql).map_err(fail)?;
         for doc in docs {
             let id = doc_id(key, doc.number())?;
-            doc.insert(&mut row, id, key).map_err(fail)?;
+            let values = [SqlValue::Integer(id), SqlValue::Integer(key)];
+            row.execute(params_from_iter(values.into_iter().chain(doc.values())))
+                .map_err(fail)?;
             text.execute((id, doc.text())).map_err(fail)?;
         }
         Ok(())

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, Statement, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::query::{LOG_FILE_NAME, QueryError, SurfaceState, Vocabulary, validate_session_id};
 use crate::search::catch_up::{Caught, Chunk, Listed, Read, Source, Step, Table, catch_up};
@@ -73,16 +73,14 @@ impl Document for Doc {
         &self.text
     }
 
-    fn insert(&self, insert: &mut Statement<'_>, id: i64, file: i64) -> rusqlite::Result<usize> {
-        insert.execute(params![
-            id,
-            file,
-            self.seq.cast_signed(),
-            self.event_type,
-            self.time,
-            surface_name(self.surface),
-            self.length.cast_signed()
-        ])
+    fn values(&self) -> Vec<SqlValue> {
+        vec![
+            SqlValue::Integer(self.seq.cast_signed()),
+            SqlValue::Text(self.event_type.clone()),
+            SqlValue::Integer(self.time),
+            SqlValue::Text(surface_name(self.surface).to_owned()),
+            SqlValue::Integer(self.length.cast_signed()),
+        ]
     }
 }
 

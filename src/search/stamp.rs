@@ -1,4 +1,5 @@
-//! A log's stamp: what `stat` says of it, and when that alone may be trusted.
+//! A log's stamp ([`Stamp`], shared with the session store's source cache) as the indexes
+//! keep it in their file rows.
 //!
 //! Two tiers, as the per-session source cache does: the log's stamp (device, inode, length,
 //! mtime, ctime), which costs one `stat`, and the head and tail windows of the covered bytes
@@ -7,48 +8,10 @@
 //! [`SETTLED`]: a change within the filesystem's timestamp granularity could leave it equal.
 //! Otherwise the windows decide whether the covered bytes are still there.
 
-use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use crate::log::{Coverage, WindowSum};
-
-/// How long a log must have been left alone before its stamp alone is trusted.
-pub const SETTLED: Duration = Duration::from_secs(2);
-
-/// A log file's identity and state as `stat` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stamp {
-    /// Device.
-    pub dev: u64,
-    /// Inode.
-    pub ino: u64,
-    /// Length in bytes.
-    pub size: u64,
-    /// Last modification, ns since the epoch.
-    pub mtime: i64,
-    /// Last status change, ns since the epoch.
-    pub ctime: i64,
-}
+pub(crate) use crate::log::{SETTLED, Stamp};
 
 impl Stamp {
-    /// The stamp of `metadata`.
-    pub fn of(metadata: &Metadata) -> Stamp {
-        Stamp {
-            dev: metadata.dev(),
-            ino: metadata.ino(),
-            size: metadata.size(),
-            mtime: metadata
-                .mtime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(metadata.mtime_nsec()),
-            ctime: metadata
-                .ctime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(metadata.ctime_nsec()),
-        }
-    }
-
     /// The stamp of a `stat` result.
     #[allow(
         clippy::unnecessary_cast,
@@ -64,21 +27,6 @@ impl Stamp {
             mtime: ns(stat.st_mtime as i64, stat.st_mtime_nsec as i64),
             ctime: ns(stat.st_ctime as i64, stat.st_ctime_nsec as i64),
         }
-    }
-
-    /// Whether, at `taken_at` (read before the `stat`), the log had been left alone long
-    /// enough that any later change must show in the stamp.
-    pub fn settled_at(&self, taken_at: SystemTime, settled: Duration) -> bool {
-        let now = taken_at
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        let last = self.mtime.max(self.ctime);
-        now.saturating_sub(last) >= i64::try_from(settled.as_nanos()).unwrap_or(i64::MAX)
-    }
-
-    /// Whether `other` is the same file (device and inode).
-    pub fn same_file(&self, other: &Stamp) -> bool {
-        self.dev == other.dev && self.ino == other.ino
     }
 }
 
@@ -161,6 +109,7 @@ pub(crate) fn stamp_and_coverage(
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::time::SystemTime;
 
     #[test]
     fn stat_and_metadata_agree_and_stamps_settle() {

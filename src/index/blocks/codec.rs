@@ -1,10 +1,13 @@
 //! A block's bytes: encoding events into one block value and decoding them back, field by
 //! field, with every field checked against the others.
 
+use std::ops::{BitAnd, BitOrAssign, Shl, ShrAssign};
+
 use crate::event::{MAX_TOKEN_VALUE, Timestamp, Totals};
-use crate::index::schema::{self, BLOCK_EVENTS, EventRow, flags};
 #[cfg(test)]
-use crate::index::schema::{Block, BlockEntry};
+use crate::index::schema::Block;
+use crate::index::schema::BlockEntry;
+use crate::index::schema::{self, BLOCK_EVENTS, EventRow, flags};
 
 /// One event, as queued for a commit and as decoded from a block.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,39 +117,11 @@ pub(super) fn encode(
     boundaries_before: u64,
 ) -> Option<Block> {
     let first = entries.first()?;
-    let mut previous_end = first.offset;
-    let mut previous_seq = u64::MAX;
-    let mut previous_time = 0i64;
-    let mut generation = boundaries_before;
-    let mut stored = Vec::with_capacity(entries.len());
-    for entry in entries {
-        generation += u64::from(entry.is_boundary());
-        if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
-            return None;
-        }
-        let gap = entry.offset.checked_sub(previous_end)?;
-        previous_end = entry.end();
-        let seq_delta = entry
-            .row
-            .seq
-            .wrapping_sub(previous_seq.wrapping_add(1))
-            .cast_signed();
-        previous_seq = entry.row.seq;
-        let time_delta = entry.row.time.map(|t| {
-            let delta = t.micros().wrapping_sub(previous_time);
-            previous_time = t.micros();
-            delta
-        });
-        stored.push(BlockEntry {
-            gap,
-            len: entry.row.len,
-            seq_delta,
-            time_delta,
-            type_id: entry.row.type_id,
-            flags: entry.row.flags,
-            tokens: entry.is_token().then_some(entry.tokens),
-        });
-    }
+    let mut deltas = Deltas::new(first.offset, boundaries_before);
+    let stored = entries
+        .iter()
+        .map(|entry| deltas.next(entry))
+        .collect::<Option<Vec<_>>>()?;
     Some(Block {
         first_offset: first.offset,
         boundaries_before,
@@ -274,14 +249,18 @@ impl Postcard<'_> {
         Some(first)
     }
 
-    /// A varint of a type of `bits` bits.
-    fn varint(&mut self, bits: u32) -> Option<u128> {
+    /// A varint of a type of `bits` bits, accumulated in `T` (at least that wide): one body
+    /// for the `u128` sums and, monomorphized, `u64` arithmetic for the fields read per event.
+    fn varint<T>(&mut self, bits: u32) -> Option<T>
+    where
+        T: Default + From<u8> + Shl<u32, Output = T> + BitOrAssign,
+    {
         let max_bytes = bits.div_ceil(7);
         let max_last = (1u8 << (bits % 7)) - 1;
-        let mut out = 0u128;
+        let mut out = T::default();
         for i in 0..max_bytes {
             let byte = self.byte()?;
-            out |= u128::from(byte & 0x7f) << (7 * i);
+            out |= T::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
                 return (i < max_bytes - 1 || byte <= max_last).then_some(out);
             }
@@ -289,8 +268,8 @@ impl Postcard<'_> {
         None
     }
 
-    /// [`Postcard::varint`] for a type of `bits` bits, 8 to 64, in `u64` arithmetic: readers
-    /// decode up to a whole block per event they read, and most fields are one byte.
+    /// [`Postcard::varint`] for a type of `bits` bits, 8 to 64, with a way round for one byte:
+    /// readers decode up to a whole block per event they read, and most fields are one byte.
     fn varint64(&mut self, bits: u32) -> Option<u64> {
         let (&first, rest) = self.0.split_first()?;
         if first & 0x80 == 0 {
@@ -298,17 +277,7 @@ impl Postcard<'_> {
             self.0 = rest;
             return Some(u64::from(first));
         }
-        let max_bytes = bits.div_ceil(7);
-        let max_last = (1u8 << (bits % 7)) - 1;
-        let mut out = 0u64;
-        for i in 0..max_bytes {
-            let byte = self.byte()?;
-            out |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return (i < max_bytes - 1 || byte <= max_last).then_some(out);
-            }
-        }
-        None
+        self.varint(bits)
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -320,7 +289,7 @@ impl Postcard<'_> {
     }
 
     fn u128(&mut self) -> Option<u128> {
-        self.varint(128)
+        self.varint::<u128>(128)
     }
 
     fn i64(&mut self) -> Option<i64> {
@@ -348,6 +317,66 @@ fn checked_plus(totals: &Totals, counts: &[u64; 4]) -> Option<Totals> {
         thinking_tokens: totals.thinking_tokens.checked_add(thinking)?,
         api_calls: totals.api_calls.checked_add(1)?,
     })
+}
+
+/// A block's events as it stores them, one after another: each as deltas from the one
+/// before it.
+struct Deltas {
+    /// Where the previous event's line ended (after its `\n`).
+    previous_end: u64,
+    /// The previous event's seq (`u64::MAX` before the first, so that its delta is its seq).
+    previous_seq: u64,
+    /// The previous readable timestamp, microseconds (0 before the first).
+    previous_time: i64,
+    /// The generation of the previous event.
+    generation: u64,
+}
+
+impl Deltas {
+    /// Before the first event of a block, at `first_offset`, after `boundaries_before`
+    /// boundaries.
+    fn new(first_offset: u64, boundaries_before: u64) -> Deltas {
+        Deltas {
+            previous_end: first_offset,
+            previous_seq: u64::MAX,
+            previous_time: 0,
+            generation: boundaries_before,
+        }
+    }
+
+    /// `entry` as stored; `None` if it is not after the previous one in the file, if its
+    /// generation does not follow the boundaries, or if it has unknown flags (a bug upstream:
+    /// never stored).
+    fn next(&mut self, entry: &Entry) -> Option<BlockEntry> {
+        self.generation = self
+            .generation
+            .checked_add(u64::from(entry.is_boundary()))?;
+        if entry.row.generation != self.generation || entry.row.flags & !flags::ALL != 0 {
+            return None;
+        }
+        let gap = entry.offset.checked_sub(self.previous_end)?;
+        self.previous_end = entry.end();
+        let seq_delta = entry
+            .row
+            .seq
+            .wrapping_sub(self.previous_seq.wrapping_add(1))
+            .cast_signed();
+        self.previous_seq = entry.row.seq;
+        let time_delta = entry.row.time.map(|t| {
+            let delta = t.micros().wrapping_sub(self.previous_time);
+            self.previous_time = t.micros();
+            delta
+        });
+        Some(BlockEntry {
+            gap,
+            len: entry.row.len,
+            seq_delta,
+            time_delta,
+            type_id: entry.row.type_id,
+            flags: entry.row.flags,
+            tokens: entry.is_token().then_some(entry.tokens),
+        })
+    }
 }
 
 pub(super) fn damaged(detail: impl Into<String>) -> redb::Error {
@@ -382,52 +411,35 @@ pub(super) fn encode_into(
         totals.cached_tokens,
         totals.thinking_tokens,
     ] {
-        varint_u128(out, sum);
+        varint(out, sum);
     }
     varint(out, totals.api_calls);
     varint(out, entries.len() as u64);
-    let mut previous_end = first.offset;
-    let mut previous_seq = u64::MAX;
-    let mut previous_time = 0i64;
-    let mut generation = boundaries_before;
+    let mut deltas = Deltas::new(first.offset, boundaries_before);
     for entry in entries {
-        let next = generation.checked_add(u64::from(entry.is_boundary()));
-        let gap = entry.offset.checked_sub(previous_end);
-        let (Some(gap), Some(next)) = (gap, next) else {
+        let Some(stored) = deltas.next(entry) else {
             return Err(damaged("events queued out of file order"));
         };
-        generation = next;
-        if entry.row.generation != generation || entry.row.flags & !flags::ALL != 0 {
-            return Err(damaged("events queued out of file order"));
-        }
-        previous_end = entry.end();
-        varint(out, gap);
-        varint(out, entry.row.len);
-        let seq_delta = entry
-            .row
-            .seq
-            .wrapping_sub(previous_seq.wrapping_add(1))
-            .cast_signed();
-        previous_seq = entry.row.seq;
-        varint(out, zigzag(seq_delta));
-        match entry.row.time {
-            Some(time) => {
-                let delta = time.micros().wrapping_sub(previous_time);
-                previous_time = time.micros();
+        varint(out, stored.gap);
+        varint(out, stored.len);
+        varint(out, zigzag(stored.seq_delta));
+        match stored.time_delta {
+            Some(delta) => {
                 out.push(1);
                 varint(out, zigzag(delta));
             }
             None => out.push(0),
         }
-        varint(out, u64::from(entry.row.type_id));
-        out.push(entry.row.flags);
-        if entry.is_token() {
-            out.push(1);
-            for count in entry.tokens {
-                varint(out, count);
+        varint(out, stored.type_id);
+        out.push(stored.flags);
+        match stored.tokens {
+            Some(tokens) => {
+                out.push(1);
+                for count in tokens {
+                    varint(out, count);
+                }
             }
-        } else {
-            out.push(0);
+            None => out.push(0),
         }
     }
     schema::seal(out);
@@ -435,30 +447,18 @@ pub(super) fn encode_into(
 }
 
 /// Appends `value` as postcard does: 7 bits a byte, low bits first, the top bit set on all
-/// but the last byte.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "each byte takes the value's low 7 bits"
-)]
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
+/// but the last byte. Generic, so that a `u64` is written in `u64` arithmetic.
+fn varint<T>(out: &mut Vec<u8>, mut value: T)
+where
+    T: Copy + PartialOrd + From<u8> + BitAnd<Output = T> + ShrAssign<u32> + TryInto<u8>,
+{
+    // The low 7 bits always fit a byte.
+    let low = |v: T| (v & T::from(0x7f)).try_into().unwrap_or(0);
+    while value >= T::from(0x80) {
+        out.push(low(value) | 0x80);
         value >>= 7;
     }
-    out.push(value as u8);
-}
-
-/// [`varint`] for a `u128`.
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "each byte takes the value's low 7 bits"
-)]
-fn varint_u128(out: &mut Vec<u8>, mut value: u128) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
+    out.push(low(value));
 }
 
 /// A signed value as postcard stores it before its varint: 0, -1, 1, -2, ... as 0, 1, 2, 3.

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::UNIX_EPOCH;
 
 use super::*;
 
@@ -213,19 +214,19 @@ fn at_most_the_newest_sessions_are_kept() {
 
 #[test]
 fn a_stamp_is_settled_only_once_old_enough() {
-    let at = |secs: i64| LogStamp {
+    let at = |secs: i64| Stamp {
         dev: 1,
         ino: 2,
-        len: 3,
-        mtime: (secs, 0),
-        ctime: (secs, 500),
+        size: 3,
+        mtime: secs * 1_000_000_000,
+        ctime: secs * 1_000_000_000 + 500,
     };
     let now = UNIX_EPOCH + Duration::from_secs(1_000);
-    assert!(at(997).settled(now, SETTLED));
-    assert!(at(998).settled(now, Duration::from_secs(1)));
-    assert!(!at(999).settled(now, SETTLED));
-    assert!(!at(1_001).settled(now, SETTLED));
-    assert!(!at(-5).settled(now, SETTLED));
+    assert!(at(997).settled_at(now, SETTLED));
+    assert!(at(998).settled_at(now, Duration::from_secs(1)));
+    assert!(!at(999).settled_at(now, SETTLED));
+    assert!(!at(1_001).settled_at(now, SETTLED));
+    assert!(!at(-5).settled_at(now, SETTLED));
 }
 
 /// A legacy message ends the index's clean region (its reading may need the lines before it), so

@@ -358,21 +358,10 @@ fn lineage_spans_live_and_persisted_sessions() {
 #[test]
 fn event_trace_and_filters_work_on_stored_logs() {
     let dir = tempfile::tempdir().unwrap();
-    let result = tool_result(3, "r", "c1", "full output").with_sources(vec![2]);
-    let mut pruned = result.clone();
-    pruned.seq = 4;
-    pruned.data["message"]["content"][0]["content"] = json!([{"type": "text", "text": "[pruned]"}]);
-    let events = vec![
-        log_only("turn/start", 0, json!({"turn": 1})),
-        user(1, "u", "Hello\n(AI)+ please"),
-        log_only(
-            "tool/call",
-            2,
-            json!({"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": "{}"}),
-        ),
-        result,
-        replacing(pruned, 3, 3, vec![3, 2]),
-    ];
+    // The trace fixture's first turn up to the pruning, with a message to find by text.
+    let mut events = trace_fixture();
+    events.truncate(5);
+    events[1] = user(1, "u", "Hello\n(AI)+ please");
     persist(dir.path(), SessionHeader::new("s", 1), events);
     let store = manual_store(dir.path());
     let svc = service(&store);

@@ -9,6 +9,14 @@ use crate::query::source::JsonlSource;
 use crate::query::test_support::*;
 use crate::query::types::SurfaceOp;
 
+/// A manual store in a fresh directory, with the session `s` created and nothing appended.
+fn store_with_session() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = manual_store(dir.path());
+    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    (dir, store)
+}
+
 fn log_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(id).join("events.jsonl")
 }
@@ -55,9 +63,7 @@ fn sessions_created_but_never_appended_to_are_not_listed() {
 
 #[test]
 fn first_seq_mismatch_is_rejected() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (_dir, store) = store_with_session();
     let err = store
         .append("s", vec![log_only("turn/start", 1, json!({"turn": 1}))])
         .unwrap_err();
@@ -71,9 +77,7 @@ fn first_seq_mismatch_is_rejected() {
 
 #[test]
 fn gap_in_the_middle_of_a_batch_rejects_the_whole_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (dir, store) = store_with_session();
     let mut batch = simple_turn(0);
     batch[2].seq = 5;
     assert_eq!(
@@ -88,9 +92,7 @@ fn gap_in_the_middle_of_a_batch_rejects_the_whole_batch() {
 
 #[test]
 fn a_rejected_batch_takes_back_its_surface_pushes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (_dir, store) = store_with_session();
     store
         .append("s", vec![user(0, "u0", "a"), user(1, "u1", "b")])
         .unwrap();
@@ -121,9 +123,7 @@ fn a_rejected_batch_takes_back_its_surface_pushes() {
 
 #[test]
 fn non_lossless_data_is_rejected_naming_the_event_type() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (_dir, store) = store_with_session();
     let e = log_only("todo/write", 0, json!({"todos": [], "n": -0.0}));
     let err = store.append("s", vec![e]).unwrap_err();
     assert!(err.to_string().contains("todo/write"), "{err}");
@@ -131,9 +131,7 @@ fn non_lossless_data_is_rejected_naming_the_event_type() {
 
 #[test]
 fn bad_event_after_a_checkpoint_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (dir, store) = store_with_session();
     store.append("s", simple_turn(0)).unwrap();
     store.checkpoint("s").unwrap();
     let size = std::fs::metadata(log_path(dir.path(), "s")).unwrap().len();
@@ -151,9 +149,7 @@ fn bad_event_after_a_checkpoint_writes_nothing() {
 
 #[test]
 fn appends_must_use_current_shapes_and_known_types() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (_dir, store) = store_with_session();
     let pre_identity = log_only(
         "user/message",
         0,
@@ -319,9 +315,7 @@ fn zero_event_checkpoint_policy_is_invalid_config() {
 
 #[test]
 fn later_checkpoints_append_only_new_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (dir, store) = store_with_session();
     store.append("s", simple_turn(0)).unwrap();
     store.checkpoint("s").unwrap();
     let first = std::fs::read(log_path(dir.path(), "s")).unwrap();
@@ -334,9 +328,7 @@ fn later_checkpoints_append_only_new_lines() {
 
 #[test]
 fn range_and_type_reads_return_exactly_what_was_asked_without_mutating() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = manual_store(dir.path());
-    store.create_session(SessionHeader::new("s", 1)).unwrap();
+    let (dir, store) = store_with_session();
     let mut events = simple_turn(0);
     events.extend(simple_turn(4));
     store.append("s", events.clone()).unwrap();

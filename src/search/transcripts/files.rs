@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, Statement, Transaction, params};
+use rusqlite::{Connection, Transaction};
 
 use crate::log::DEFAULT_MAX_LINE;
 use crate::search::catch_up::{
@@ -103,18 +103,16 @@ impl Document for Doc {
         &self.text
     }
 
-    fn insert(&self, insert: &mut Statement<'_>, id: i64, file: i64) -> rusqlite::Result<usize> {
-        insert.execute(params![
-            id,
-            file,
-            self.offset.cast_signed(),
-            self.line.cast_signed(),
-            self.generation,
-            self.kind,
-            self.role,
-            self.time,
-            (self.text.chars().count() as u64).cast_signed(),
-        ])
+    fn values(&self) -> Vec<SqlValue> {
+        vec![
+            SqlValue::Integer(self.offset.cast_signed()),
+            SqlValue::Integer(self.line.cast_signed()),
+            SqlValue::Integer(self.generation.into()),
+            SqlValue::Text(self.kind.clone()),
+            self.role.clone().into(),
+            self.time.into(),
+            SqlValue::Integer((self.text.chars().count() as u64).cast_signed()),
+        ]
     }
 }
 

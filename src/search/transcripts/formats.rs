@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::query::push_value;
+use crate::query::{blocks_text, push_call, push_value};
 
 /// A line's type and role.
 type Kind = (String, Option<String>);
@@ -58,14 +58,8 @@ pub(crate) fn codex(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option
             }
             blocks(payload.get("content"), parts);
         }
-        "function_call" => {
-            push_value(payload.get("name"), parts);
-            push_value(payload.get("arguments"), parts);
-        }
-        "custom_tool_call" => {
-            push_value(payload.get("name"), parts);
-            push_value(payload.get("input"), parts);
-        }
+        "function_call" => push_call(payload, "arguments", parts),
+        "custom_tool_call" => push_call(payload, "input", parts),
         "local_shell_call" => push_value(payload.pointer("/action/command"), parts),
         "function_call_output" | "custom_tool_call_output" => {
             push_value(payload.get("output"), parts);
@@ -112,15 +106,7 @@ pub(crate) fn copilot(kind: &str, line: &Value, parts: &mut Vec<String>) -> Opti
         "user.message" => "user",
         "assistant.message" => {
             push_value(data.get("content"), parts);
-            for request in data
-                .get("toolRequests")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                push_value(request.get("name"), parts);
-                push_value(request.get("arguments"), parts);
-            }
+            push_calls(data.get("toolRequests"), "arguments", parts);
             return Some((kind.to_owned(), Some("assistant".to_owned())));
         }
         "tool.execution_complete" => {
@@ -148,15 +134,7 @@ pub(crate) fn gemini(kind: &str, line: &Value, parts: &mut Vec<String>) -> Optio
         Some(Value::String(s)) => parts.push(s.clone()),
         other => api_parts(other, parts),
     }
-    for call in line
-        .get("toolCalls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        push_value(call.get("name"), parts);
-        push_value(call.get("args"), parts);
-    }
+    push_calls(line.get("toolCalls"), "args", parts);
     Some((kind.to_owned(), None))
 }
 
@@ -170,6 +148,13 @@ pub(crate) fn qwen(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<
     Some((kind.to_owned(), role_of(message.get("role"))))
 }
 
+/// [`push_call`] for each call of an array.
+fn push_calls(calls: Option<&Value>, arguments: &str, parts: &mut Vec<String>) {
+    for call in calls.and_then(Value::as_array).into_iter().flatten() {
+        push_call(call, arguments, parts);
+    }
+}
+
 /// The text of a Gemini API parts array: text parts (not thoughts), function calls (name,
 /// then arguments) and function responses (name, then response).
 fn api_parts(content: Option<&Value>, parts: &mut Vec<String>) {
@@ -179,12 +164,10 @@ fn api_parts(content: Option<&Value>, parts: &mut Vec<String>) {
         }
         push_value(part.get("text"), parts);
         if let Some(call) = part.get("functionCall") {
-            push_value(call.get("name"), parts);
-            push_value(call.get("args"), parts);
+            push_call(call, "args", parts);
         }
         if let Some(response) = part.get("functionResponse") {
-            push_value(response.get("name"), parts);
-            push_value(response.get("response"), parts);
+            push_call(response, "response", parts);
         }
     }
 }
@@ -220,8 +203,7 @@ pub(crate) fn kimi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<
                     "assistant"
                 }
                 "tool.call" => {
-                    push_value(event.get("name"), parts);
-                    push_value(event.get("args"), parts);
+                    push_call(event, "args", parts);
                     "assistant"
                 }
                 "tool.result" => {
@@ -238,32 +220,23 @@ pub(crate) fn kimi(kind: &str, line: &Value, parts: &mut Vec<String>) -> Option<
 
 /// The text of a content-block array in block order: text blocks, tool calls (name, then
 /// input), tool results (their content, recursively); reasoning, images and unknown blocks
-/// give nothing. An explicit stack, so nesting cannot overflow.
+/// give nothing.
 fn blocks(content: Option<&Value>, parts: &mut Vec<String>) {
-    let mut stack: Vec<&Value> = match content.and_then(Value::as_array) {
-        Some(blocks) => blocks.iter().rev().collect(),
-        None => return,
-    };
-    while let Some(block) = stack.pop() {
+    blocks_text(content, parts, |block, parts| {
         match block.get("type").and_then(Value::as_str) {
             Some("text" | "input_text" | "output_text") => push_value(block.get("text"), parts),
             // Claude Code's `tool_use`, pi's `toolCall`.
-            Some("tool_use") => {
-                push_value(block.get("name"), parts);
-                push_value(block.get("input"), parts);
-            }
-            Some("toolCall") => {
-                push_value(block.get("name"), parts);
-                push_value(block.get("arguments"), parts);
-            }
+            Some("tool_use") => push_call(block, "input", parts),
+            Some("toolCall") => push_call(block, "arguments", parts),
             Some("tool_result") => match block.get("content") {
                 Some(Value::String(s)) => parts.push(s.clone()),
-                Some(Value::Array(inner)) => stack.extend(inner.iter().rev()),
+                Some(Value::Array(inner)) => return Some(inner),
                 _ => {}
             },
             _ => {}
         }
-    }
+        None
+    });
 }
 
 #[cfg(test)]
@@ -275,16 +248,25 @@ mod tests {
         transcript_line_text(format, line.as_bytes()).map(|t| t.text)
     }
 
+    /// The kind, role and text of the document `line` gives, and its time.
+    type Read<'a> = ((&'a str, Option<&'a str>, &'a str), Option<i64>);
+
+    /// Asserts the document `line` gives.
+    fn assert_read(format: Format, line: &str, want: Read<'_>) {
+        let got = transcript_line_text(format, line.as_bytes()).unwrap();
+        let read = (got.kind.as_str(), got.role.as_deref(), got.text.as_str());
+        assert_eq!((read, got.time), want, "{line}");
+    }
+
     #[test]
     fn claude_code_messages_tool_calls_and_results_but_not_thinking() {
         let line = r#"{"type":"assistant","timestamp":"1970-01-01T00:00:01.5Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"secret"},{"type":"text","text":" hi "},{"type":"tool_use","name":"Bash","input":{"command":"ls"}}]}}"#;
-        let got = transcript_line_text(Format::ClaudeCode, line.as_bytes()).unwrap();
-        assert_eq!(got.text, "hi\nBash\n{\"command\":\"ls\"}");
-        assert_eq!(got.time, Some(1500));
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref()),
-            ("assistant", Some("assistant"))
+        let want = (
+            "assistant",
+            Some("assistant"),
+            "hi\nBash\n{\"command\":\"ls\"}",
         );
+        assert_read(Format::ClaudeCode, line, (want, Some(1500)));
         let result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"text","text":"out"},{"type":"image"}]},{"type":"tool_result","content":"plain"}]}}"#;
         assert_eq!(text(Format::ClaudeCode, result).unwrap(), "out\nplain");
         let string = r#"{"type":"user","message":{"role":"user","content":"hello"}}"#;
@@ -303,11 +285,8 @@ mod tests {
     #[test]
     fn codex_user_and_assistant_messages_and_tools() {
         let msg = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}}"#;
-        let got = transcript_line_text(Format::Codex, msg.as_bytes()).unwrap();
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
-            ("message", Some("user"), "fix it")
-        );
+        let want = ("message", Some("user"), "fix it");
+        assert_read(Format::Codex, msg, (want, Some(1_767_225_600_000)));
         let dev = msg.replace("\"user\"", "\"developer\"");
         assert_eq!(text(Format::Codex, &dev), None);
         let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{\"cmd\":\"ls\"}"}}"#;
@@ -324,12 +303,8 @@ mod tests {
     #[test]
     fn kimi_messages_parts_tools_and_summaries() {
         let user = r#"{"type":"context.append_message","message":{"role":"user","content":[{"type":"text","text":"run ls"}]},"time":1785613805458}"#;
-        let got = transcript_line_text(Format::Kimi, user.as_bytes()).unwrap();
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
-            ("context.append_message", Some("user"), "run ls")
-        );
-        assert_eq!(got.time, Some(1_785_613_805_458));
+        let want = ("context.append_message", Some("user"), "run ls");
+        assert_read(Format::Kimi, user, (want, Some(1_785_613_805_458)));
         let event = |e: &str| format!(r#"{{"type":"context.append_loop_event","event":{e}}}"#);
         let part = event(r#"{"type":"content.part","part":{"type":"text","text":"Hi"}}"#);
         assert_eq!(text(Format::Kimi, &part).unwrap(), "Hi");
@@ -353,9 +328,8 @@ mod tests {
     #[test]
     fn pi_messages_and_summaries() {
         let msg = r#"{"type":"message","timestamp":"2026-01-01T00:00:00.001Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"no"},{"type":"toolCall","name":"write","arguments":{"path":"a"}},{"type":"text","text":"ok"}]}}"#;
-        let got = transcript_line_text(Format::Pi, msg.as_bytes()).unwrap();
-        assert_eq!(got.text, "write\n{\"path\":\"a\"}\nok");
-        assert_eq!(got.time, Some(1_767_225_600_001));
+        let want = ("message", Some("assistant"), "write\n{\"path\":\"a\"}\nok");
+        assert_read(Format::Pi, msg, (want, Some(1_767_225_600_001)));
         let bash = r#"{"type":"message","message":{"role":"bashExecution","command":"rm x","output":"gone"}}"#;
         assert_eq!(text(Format::Pi, bash).unwrap(), "rm x\ngone");
         let compaction = r#"{"type":"compaction","summary":"the story so far"}"#;
@@ -366,11 +340,8 @@ mod tests {
     #[test]
     fn copilot_messages_tools_and_summaries() {
         let user = r#"{"type":"user.message","data":{"content":"fix it","transformedContent":"<x>fix it"},"timestamp":"2026-01-01T00:00:00Z"}"#;
-        let got = transcript_line_text(Format::Copilot, user.as_bytes()).unwrap();
-        assert_eq!(
-            (got.kind.as_str(), got.role.as_deref(), got.text.as_str()),
-            ("user.message", Some("user"), "fix it")
-        );
+        let want = ("user.message", Some("user"), "fix it");
+        assert_read(Format::Copilot, user, (want, Some(1_767_225_600_000)));
         let reply = r#"{"type":"assistant.message","data":{"content":"ok","toolRequests":[{"name":"view","arguments":{"path":"a"}}],"outputTokens":3}}"#;
         assert_eq!(
             text(Format::Copilot, reply).unwrap(),

@@ -24,7 +24,7 @@ use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
 use crate::search::request::{MatchMode, Query, transcript_fingerprint};
-use crate::transcript::{Format, default_index_dir, default_roots, discover_lines};
+use crate::transcript::{Format, default_index_dir, discover_lines, roots_or_default};
 use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
 use rank::rank;
 
@@ -214,11 +214,7 @@ impl TranscriptSearch {
 
 /// The files under `paths` (or the agents' default places), and the directories searched.
 fn scope(paths: &[PathBuf]) -> Scope {
-    let paths = if paths.is_empty() {
-        default_roots()
-    } else {
-        paths.to_vec()
-    };
+    let paths = roots_or_default(paths);
     let (files, skipped) = discover_lines(&paths);
     let canonical: Vec<PathBuf> = paths
         .iter()

@@ -43,6 +43,15 @@ pub fn default_roots() -> Vec<PathBuf> {
     roots
 }
 
+/// `paths`, or the agents' default places ([`default_roots`]) when none are given.
+pub fn roots_or_default(paths: &[PathBuf]) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        default_roots()
+    } else {
+        paths.to_vec()
+    }
+}
+
 /// [`discover`], the files read line by line only: no `OpenCode` database or storage file and
 /// no older Gemini CLI session document (search, the export and the viewer read lines).
 pub fn discover_lines(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
