@@ -67,6 +67,7 @@ const AL = {
   // A row's cost in dollars, when the library gives one.
   cost(row) {
     if (!row) return 0;
+    if (typeof row.cost_usd === 'number') return row.cost_usd;
     if (typeof row.cost_total === 'number') return row.cost_total;
     if (typeof row.cost === 'number') return row.cost;
     return 0;
