@@ -17,15 +17,26 @@ function modelColours(models) {
   return colours;
 }
 
-// A stacked bar chart: `keys` along x (at `xs`), one series per model of `report.by_model`,
-// each bar the running sum of the models below it (drawn tallest first, so each model shows
-// as its own band). The legend shows each model's own value.
-function stacked(id, title, report, keys, xs, field, colours, opts) {
+// The options of a chart whose x values are the indexes of `labels` (a day, a project, a
+// block's start): one bar slot per label, only labels with usage.
+function categories(labels, xLabel, short) {
+  const name = (v) => (Number.isInteger(v) && labels[v] !== undefined ? short(labels[v]) : '');
+  return {
+    scales: { x: { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] } },
+    axes: [{ space: 70, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500], values: (u, vs) => vs.map(name) },
+      { size: 80, values: (u, vs) => vs.map(AL.num) }],
+    first: { label: xLabel, value: (u, v) => (v === null || v === undefined ? '' : String(labels[v] ?? '')) },
+  };
+}
+
+// A stacked bar chart: one bar per key (labelled), one series per model of
+// `report.by_model`, each bar the running sum of the models below it (drawn tallest first, so
+// each model shows as its own band). The legend shows each model's own value.
+function stacked(id, title, report, keys, field, colours, opts) {
   const box = AL.el('div', { id, class: 'chart' });
   const byModel = report.by_model || {};
   const models = [...colours.keys()].filter((m) => keys.some(
     (k) => (byModel[k] || []).some((r) => r.model === m)));
-  box.setAttribute('data-series', models.join('\n'));
   const own = models.map((m) => keys.map((k) => {
     const row = (byModel[k] || []).find((r) => r.model === m);
     return row ? field(row) : 0;
@@ -33,8 +44,10 @@ function stacked(id, title, report, keys, xs, field, colours, opts) {
   const sums = [];
   own.forEach((values, i) => sums.push(values.map((v, j) => v + (i ? sums[i - 1][j] : 0))));
   const order = models.map((_, i) => models.length - 1 - i);
-  const data = [xs, ...order.map((i) => sums[i])];
-  const series = [{}, ...order.map((i) => ({
+  const data = [keys.map((_, i) => i), ...order.map((i) => sums[i])];
+  const frame = categories(keys, opts.xLabel, opts.short || String);
+  if (opts.axis) frame.axes[1].values = (u, vs) => vs.map(opts.axis);
+  const series = [frame.first, ...order.map((i) => ({
     label: models[i],
     stroke: colours.get(models[i]),
     fill: colours.get(models[i]),
@@ -45,10 +58,7 @@ function stacked(id, title, report, keys, xs, field, colours, opts) {
   requestAnimationFrame(() => {
     state.charts.push(new uPlot({
       width: Math.min(900, box.clientWidth || 900), height: 300, title,
-      scales: { x: { time: opts.time !== false } },
-      axes: [opts.xAxis || {}, { size: 80, values: (u, vs) => vs.map(opts.axis || AL.num) }],
-      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      series,
+      scales: frame.scales, axes: frame.axes, series,
     }, data, box));
   });
   return box;
@@ -62,22 +72,19 @@ function costOf(row) {
   return typeof row.cost_usd === 'number' ? row.cost_usd : 0;
 }
 
-// Days as chart x values: midnight UTC of the day's name (the axis is drawn in UTC, so each
-// bar sits under its own day whatever the report's zone).
-function dayXs(days) {
-  return days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
-}
-
 function dayCharts(days, colours) {
   const keys = days.rows.map((r) => r.day).filter((d) => d !== 'unknown');
   if (!keys.length) return [AL.el('p', { class: 'muted' }, 'No usage with a date.')];
   const zone = days.timezone ? ` (${days.timezone})` : '';
-  const charts = [stacked('tokens-by-day', `Tokens per day by model${zone}`, days, keys,
-    dayXs(keys), tokensOf, colours, { format: AL.num })];
+  const charts = [stacked('tokens-by-day', `Tokens per day with usage, by model${zone}`, days,
+    keys, tokensOf, colours, { format: AL.num, xLabel: 'Day' })];
   if (days.rows.some((r) => costOf(r) > 0)) {
-    charts.push(stacked('cost-by-day', `Cost per day by model (USD)${zone}`, days, keys,
-      dayXs(keys), costOf, colours,
-      { format: (v) => AL.money(v) || '$0.00', axis: (v) => `$${Number(v).toFixed(2)}` }));
+    charts.push(stacked('cost-by-day', `Cost per day with usage, by model (USD)${zone}`, days,
+      keys, costOf, colours, {
+        format: (v) => AL.money(v) || '$0.00',
+        axis: (v) => `$${Number(v).toFixed(2)}`,
+        xLabel: 'Day',
+      }));
   }
   return charts;
 }
@@ -95,15 +102,7 @@ function projectChart(projects, colours) {
   };
   const more = projects.rows.length > top.length ? `, the ${top.length} largest` : '';
   return stacked('tokens-by-project', `Tokens by project and model${more}`, projects, keys,
-    keys.map((_, i) => i), tokensOf, colours, {
-      format: AL.num,
-      time: false,
-      xAxis: {
-        space: 20,
-        rotate: 0,
-        values: (u, vs) => vs.map((v) => (Number.isInteger(v) && keys[v] !== undefined ? short(keys[v]) : '')),
-      },
-    });
+    tokensOf, colours, { format: AL.num, xLabel: 'Project', short });
 }
 
 // The billing blocks: a chart of each block's tokens (the active one's projection beside it)
@@ -126,17 +125,16 @@ function blockSection(blocks) {
     : AL.el('p', { id: 'active-block', class: 'muted' }, 'No active block.');
   const used = rows.filter((r) => !r.is_gap);
   const box = AL.el('div', { id: 'blocks-chart', class: 'chart' });
-  const xs = used.map((r) => Date.parse(r.start) / 1000);
-  const data = [xs, used.map(tokensOf),
+  const frame = categories(used.map((r) => AL.time(r.start)), 'Block start (UTC)', (t) => t.slice(0, 10));
+  const data = [used.map((_, i) => i), used.map(tokensOf),
     used.map((r) => (r.is_active && r.projection ? r.projection.total_tokens : null))];
   requestAnimationFrame(() => {
     state.charts.push(new uPlot({
-      width: Math.min(900, box.clientWidth || 900), height: 240, title: 'Tokens per 5-hour block (UTC)',
-      axes: [{}, { size: 80, values: (u, vs) => vs.map(AL.num) }],
-      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      series: [{},
-        { label: 'tokens', stroke: '#3465a4', fill: 'rgba(52,101,164,0.5)', paths: uPlot.paths.bars({ size: [0.6, 24] }), points: { show: false } },
-        { label: 'projected (active)', stroke: '#f57900', dash: [4, 4], paths: uPlot.paths.bars({ size: [0.6, 24] }), points: { show: false } }],
+      width: Math.min(900, box.clientWidth || 900), height: 240, title: 'Tokens per 5-hour block',
+      scales: frame.scales, axes: frame.axes,
+      series: [frame.first,
+        { label: 'tokens', stroke: '#3465a4', fill: 'rgba(52,101,164,0.6)', paths: uPlot.paths.bars({ size: [0.6, 48] }), points: { show: false }, value: (u, v) => AL.num(v) },
+        { label: 'projected (active)', stroke: '#f57900', dash: [4, 4], paths: uPlot.paths.bars({ size: [0.6, 48] }), points: { show: false }, value: (u, v) => AL.num(v) }],
     }, data, box));
   });
   const costs = rows.some((r) => costOf(r) > 0);
