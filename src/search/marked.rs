@@ -6,8 +6,19 @@
 //! events, more as the index grows. So the page's texts are copied into a small FTS5 table of
 //! the same tokenizer, local to the connection, and the query is run there once: the same text
 //! and tokenizer give the same matches, so the same marks.
+//!
+//! Only the snippet is shown, so a long text is first marked in a prefix cut at whitespace
+//! (so its tokens are the text's first tokens). The prefix's marks are kept when more words
+//! follow the snippet's window than any phrase of the query has tokens: every occurrence
+//! starting in the window then ends inside the prefix, so the window's marks, and the first
+//! match, are the whole text's. Otherwise the whole text is marked.
 
 use rusqlite::Connection;
+
+use crate::search::snippet::snippet_and_rest;
+
+/// A text longer than this many bytes is first marked in a prefix of at most this many.
+const PREFIX_BYTES: usize = 8 << 10;
 
 /// Where a document's text is: the index's FTS5 table, or the live sessions' one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,10 +45,13 @@ const TABLES: [&str; 2] = [
 ];
 
 /// The texts of `docs` with the matches of `expression` wrapped in U+FDD0 ... U+FDD1, in order.
+/// With `snippet_chars`, a long text may be given as a marked prefix whose snippet of that
+/// many code points is the whole text's.
 pub fn marked_texts(
     conn: &Connection,
     expression: &str,
     docs: &[PageDoc],
+    snippet_chars: Option<usize>,
 ) -> rusqlite::Result<Vec<String>> {
     if docs.is_empty() {
         return Ok(Vec::new());
@@ -45,23 +59,86 @@ pub fn marked_texts(
     for sql in TABLES {
         conn.prepare_cached(sql)?.execute([])?;
     }
-    // One transaction: the copies, the query, and the clearing commit once (or roll back).
-    let tx = conn.unchecked_transaction()?;
-    clear(&tx)?;
-    for (i, page_doc) in (0i64..).zip(docs) {
+    let mut texts = Vec::with_capacity(docs.len());
+    for page_doc in docs {
         let text_sql = match page_doc.source {
             Source::Index => "SELECT text FROM fts WHERE rowid = ?1",
             Source::Live => "SELECT text FROM temp.live_fts WHERE rowid = ?1",
         };
-        let text: String = tx
+        let text: String = conn
             .prepare_cached(text_sql)?
             .query_row([page_doc.doc], |r| r.get(0))?;
-        tx.prepare_cached("INSERT INTO temp.agentlog_page_text(rowid, text) VALUES (?1, ?2)")?
-            .execute((i, &text))?;
-        tx.prepare_cached("INSERT INTO temp.agentlog_page(rowid, text) VALUES (?1, ?2)")?
-            .execute((i, &text))?;
+        texts.push(text);
     }
-    let mut marked: Vec<Option<String>> = vec![None; docs.len()];
+    let cuts: Vec<Option<usize>> = texts
+        .iter()
+        .map(|t| snippet_chars.and_then(|_| prefix_end(t)))
+        .collect();
+    let pieces: Vec<&str> = texts
+        .iter()
+        .zip(&cuts)
+        .map(|(t, cut)| cut.map_or(t.as_str(), |c| &t[..c]))
+        .collect();
+    let mut marked = mark(conn, expression, &pieces)?;
+    if let Some(max) = snippet_chars {
+        // More tokens than any phrase has: the expression's length bounds them.
+        let need = expression.chars().count() + 1;
+        let redo: Vec<usize> = (0..docs.len())
+            .filter(|&i| {
+                cuts[i].is_some()
+                    && !marked[i]
+                        .as_deref()
+                        .is_some_and(|m| snippet_and_rest(m, max).1 >= need)
+            })
+            .collect();
+        if !redo.is_empty() {
+            let whole: Vec<&str> = redo.iter().map(|&i| texts[i].as_str()).collect();
+            for (i, again) in redo.into_iter().zip(mark(conn, expression, &whole)?) {
+                marked[i] = again;
+            }
+        }
+    }
+    // Every page document matches the query; one that would not here is asked of its own
+    // table, the slow way, rather than shown unmarked.
+    marked
+        .into_iter()
+        .zip(docs)
+        .map(|(text, page_doc)| match text {
+            Some(text) => Ok(text),
+            None => marked_in_place(conn, expression, *page_doc),
+        })
+        .collect()
+}
+
+/// Where a long text's prefix ends: at its last ASCII whitespace within [`PREFIX_BYTES`]
+/// (`None`: the text is short, or has no such place to cut).
+fn prefix_end(text: &str) -> Option<usize> {
+    if text.len() <= PREFIX_BYTES {
+        return None;
+    }
+    text.as_bytes()
+        .get(..PREFIX_BYTES)?
+        .iter()
+        .rposition(u8::is_ascii_whitespace)
+        .filter(|&at| at > 0)
+}
+
+/// `texts` marked by the page table (`None` for one the query does not match there).
+fn mark(
+    conn: &Connection,
+    expression: &str,
+    texts: &[&str],
+) -> rusqlite::Result<Vec<Option<String>>> {
+    // One transaction: the copies, the query, and the clearing commit once (or roll back).
+    let tx = conn.unchecked_transaction()?;
+    clear(&tx)?;
+    for (i, text) in (0i64..).zip(texts) {
+        tx.prepare_cached("INSERT INTO temp.agentlog_page_text(rowid, text) VALUES (?1, ?2)")?
+            .execute((i, text))?;
+        tx.prepare_cached("INSERT INTO temp.agentlog_page(rowid, text) VALUES (?1, ?2)")?
+            .execute((i, text))?;
+    }
+    let mut marked: Vec<Option<String>> = vec![None; texts.len()];
     {
         let mut select = tx.prepare_cached(
             "SELECT rowid, highlight(agentlog_page, 0, char(64976), char(64977))
@@ -77,16 +154,7 @@ pub fn marked_texts(
     }
     clear(&tx)?;
     tx.commit()?;
-    // Every page document matches the query; one that would not here is asked of its own
-    // table, the slow way, rather than shown unmarked.
-    marked
-        .into_iter()
-        .zip(docs)
-        .map(|(text, page_doc)| match text {
-            Some(text) => Ok(text),
-            None => marked_in_place(conn, expression, *page_doc),
-        })
-        .collect()
+    Ok(marked)
 }
 
 fn clear(conn: &Connection) -> rusqlite::Result<()> {

@@ -29,6 +29,13 @@ pub struct Snippet {
 
 /// The snippet of `marked` within `max` code points.
 pub fn make_snippet(marked: &str, max: usize) -> Snippet {
+    snippet_and_rest(marked, max).0
+}
+
+/// The snippet of `marked` within `max` code points, and how many words of the text follow
+/// its window: runs of non-space holding an ASCII letter or digit, each at least one index
+/// token (0 when the snippet runs to the text's end).
+pub(crate) fn snippet_and_rest(marked: &str, max: usize) -> (Snippet, usize) {
     // One pass: markers dropped (the first one's position kept), whitespace collapsed.
     let mut chars: Vec<char> = Vec::with_capacity(marked.len());
     let mut lit: Vec<bool> = Vec::with_capacity(marked.len());
@@ -59,10 +66,10 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
     }
     let len = chars.len();
     if len <= max {
-        return build(&chars, &lit, 0, len, "", "");
+        return (build(&chars, &lit, 0, len, "", ""), 0);
     }
     if max <= 1 {
-        return Snippet {
+        let snippet = Snippet {
             text: if max == 1 {
                 ELLIPSIS.to_string()
             } else {
@@ -70,6 +77,7 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
             },
             marks: Vec::new(),
         };
+        return (snippet, 0);
     }
     let m = match_start.unwrap_or(0).min(len - 1);
     let mut start = m.saturating_sub(max / 3);
@@ -90,14 +98,14 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
         content = max.saturating_sub(width(prefix));
         start = end.saturating_sub(content);
     }
-    build(
-        &chars,
-        &lit,
-        start,
-        len.min(start + content),
-        prefix,
-        suffix,
-    )
+    let end = len.min(start + content);
+    let rest = chars
+        .get(end..)
+        .unwrap_or_default()
+        .split(|c| *c == ' ')
+        .filter(|word| word.iter().any(char::is_ascii_alphanumeric))
+        .count();
+    (build(&chars, &lit, start, end, prefix, suffix), rest)
 }
 
 fn build(
@@ -171,6 +179,21 @@ mod tests {
         assert_eq!(s.text, "start x x…");
         assert_eq!(make_snippet(&text, 1).text, "…");
         assert!(make_snippet(&text, 2).text.chars().count() <= 2);
+    }
+
+    #[test]
+    fn the_rest_counts_the_words_after_the_window() {
+        let text = marked("", "start", &" x".repeat(100));
+        let (s, rest) = snippet_and_rest(&text, 10);
+        assert_eq!(s.text, "start x x…");
+        // "start x x" is the window (the ellipsis takes the tenth place): 98 x's follow.
+        assert_eq!(rest, 98);
+        assert_eq!(snippet_and_rest(&marked("a ", "b", " c"), 240).1, 0);
+        let (_, rest) = snippet_and_rest(&marked("", "go", " -- ;; é y 1"), 3);
+        assert_eq!(
+            rest, 2,
+            "words without an ASCII letter or digit are not counted"
+        );
     }
 
     #[test]
