@@ -184,3 +184,100 @@ fn marked_in_place(
     conn.prepare_cached(sql)?
         .query_row((expression, page_doc.doc), |r| r.get(0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::request::{MatchMode, Query};
+    use crate::search::snippet::make_snippet;
+    use proptest::prelude::*;
+
+    const WORDS: [&str; 10] = [
+        "alpha", "beta", "the", "file", "x-y", "é", "1", "--", "Gamma", "beta's",
+    ];
+    const GAPS: [&str; 4] = [" ", "\n", "  ", "\t"];
+
+    /// A text of `words` (indexes into WORDS) joined by `gaps`, with `phrase` put in before
+    /// word `at` (modulo their count + 1: at the end too), so the query matches it.
+    fn text(words: &[usize], gaps: &[usize], phrase: &str, at: usize) -> String {
+        let at = at % (words.len() + 1);
+        let mut out = String::new();
+        for (i, (w, g)) in words.iter().zip(gaps.iter().cycle()).enumerate() {
+            if i == at {
+                out.push_str(phrase);
+                out.push(' ');
+            }
+            out.push_str(WORDS[*w]);
+            out.push_str(GAPS[*g]);
+        }
+        if at == words.len() {
+            out.push_str(phrase);
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// The oracle: the snippet of the whole text, marked by the page table.
+        #[test]
+        fn a_prefix_gives_the_whole_texts_snippet(
+            docs in proptest::collection::vec(
+                (proptest::collection::vec(0..WORDS.len(), 200..3_000),
+                 proptest::collection::vec(0..GAPS.len(), 1..7),
+                 0usize..3_000),
+                1..5),
+            query in proptest::collection::vec(0..WORDS.len(), 1..4),
+            all in any::<bool>(),
+            max in prop_oneof![Just(240usize), 1usize..400],
+        ) {
+            let conn = Connection::open_in_memory().unwrap();
+            conn.execute_batch(
+                "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0)",
+            )
+            .unwrap();
+            let phrase: Vec<&str> = query.iter().map(|w| WORDS[*w]).collect();
+            let phrase = phrase.join(" ");
+            let mode = if all { MatchMode::All } else { MatchMode::Phrase };
+            let Ok(q) = Query::new(&phrase, mode, None) else {
+                return Ok(());
+            };
+            let mut page = Vec::new();
+            for (i, (words, gaps, at)) in (1i64..).zip(&docs) {
+                let t = text(words, gaps, &phrase, *at);
+                conn.execute("INSERT INTO fts(rowid, text) VALUES (?1, ?2)", (i, &t)).unwrap();
+                page.push(PageDoc { source: Source::Index, doc: i });
+            }
+            let whole = marked_texts(&conn, &q.expression, &page, None).unwrap();
+            let cut = marked_texts(&conn, &q.expression, &page, Some(max)).unwrap();
+            for (w, c) in whole.iter().zip(&cut) {
+                prop_assert_eq!(make_snippet(w, max), make_snippet(c, max));
+                prop_assert!(c.len() <= w.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_text_is_marked_in_a_prefix_when_it_can_be() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize = 'unicode61', columnsize = 0)",
+        )
+        .unwrap();
+        let early = format!("needle {}", "hay ".repeat(10_000));
+        let late = format!("{}needle", "hay ".repeat(10_000));
+        for (i, t) in [(1, &early), (2, &late)] {
+            conn.execute("INSERT INTO fts(rowid, text) VALUES (?1, ?2)", (i, t))
+                .unwrap();
+        }
+        let page = [1, 2].map(|doc| PageDoc {
+            source: Source::Index,
+            doc,
+        });
+        let q = Query::new("needle", MatchMode::Phrase, None).unwrap();
+        let cut = marked_texts(&conn, &q.expression, &page, Some(240)).unwrap();
+        assert!(cut[0].len() <= PREFIX_BYTES + 6, "early match: the prefix");
+        assert!(cut[1].len() > late.len(), "late match: the whole text");
+        assert_eq!(make_snippet(&cut[1], 240).marks.len(), 1);
+    }
+}
