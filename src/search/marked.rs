@@ -88,7 +88,7 @@ pub fn marked_texts(
                 cuts[i].is_some()
                     && !marked[i]
                         .as_deref()
-                        .is_some_and(|m| snippet_and_rest(m, max).1 >= need)
+                        .is_some_and(|m| snippet_and_rest(m, max, need).1 >= need)
             })
             .collect();
         if !redo.is_empty() {
