@@ -77,24 +77,31 @@ pub fn marked_texts(
     let pieces: Vec<&str> = texts
         .iter()
         .zip(&cuts)
-        .map(|(t, cut)| cut.map_or(t.as_str(), |c| &t[..c]))
+        .map(|(t, cut)| cut.and_then(|c| t.get(..c)).unwrap_or(t))
         .collect();
     let mut marked = mark(conn, expression, &pieces)?;
     if let Some(max) = snippet_chars {
         // More tokens than any phrase has: the expression's length bounds them.
         let need = expression.chars().count() + 1;
-        let redo: Vec<usize> = (0..docs.len())
-            .filter(|&i| {
-                cuts[i].is_some()
-                    && !marked[i]
-                        .as_deref()
-                        .is_some_and(|m| snippet_and_rest(m, max, need).1 >= need)
+        // A prefix whose marks cannot be vouched for: marked again whole.
+        let redo: Vec<(usize, &str)> = marked
+            .iter()
+            .zip(&cuts)
+            .zip(&texts)
+            .enumerate()
+            .filter(|(_, ((m, cut), _))| {
+                cut.is_some()
+                    && m.as_deref()
+                        .is_none_or(|m| snippet_and_rest(m, max, need).1 < need)
             })
+            .map(|(i, (_, text))| (i, text.as_str()))
             .collect();
         if !redo.is_empty() {
-            let whole: Vec<&str> = redo.iter().map(|&i| texts[i].as_str()).collect();
-            for (i, again) in redo.into_iter().zip(mark(conn, expression, &whole)?) {
-                marked[i] = again;
+            let whole: Vec<&str> = redo.iter().map(|(_, text)| *text).collect();
+            for ((i, _), again) in redo.iter().zip(mark(conn, expression, &whole)?) {
+                if let Some(slot) = marked.get_mut(*i) {
+                    *slot = again;
+                }
             }
         }
     }
