@@ -289,7 +289,10 @@ fn split_by_model_gives_the_oracles_day_and_model_cells_with_and_without_the_sna
                 ..options(&cache, by)
             },
         );
-        assert!(!report.rows.is_empty() && report.by_model.is_empty(), "{by:?}");
+        assert!(
+            !report.rows.is_empty() && report.by_model.is_empty(),
+            "{by:?}"
+        );
     }
 }
 
