@@ -176,6 +176,48 @@ def test_usage_page_stacks_by_model_and_lists_the_blocks(browser, viewer):
     watch.clean()
 
 
+def test_usage_page_shows_the_active_blocks_burn_rate_and_projection(browser):
+    """A session written in the last hour: its block is active, with a pace and a projection
+    (the oracle: `usage --by block --json` over the same file)."""
+    import datetime
+    tmp = Path(tempfile.mkdtemp())
+    root = tmp / "p"
+    root.mkdir()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    lines = []
+    for i in range(4):
+        t = (now - datetime.timedelta(minutes=40 - i * 10)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        lines.append({"type": "user", "sessionId": "act", "uuid": f"u{i}", "timestamp": t,
+                      "cwd": "/w", "message": {"role": "user", "content": f"step {i}"}})
+        lines.append({"type": "assistant", "sessionId": "act", "uuid": f"a{i}",
+                      "parentUuid": f"u{i}", "timestamp": t, "requestId": f"r{i}",
+                      "message": {"id": f"m{i}", "role": "assistant", "model": "claude-sonnet-4-5",
+                                  "content": [{"type": "text", "text": "ok"}],
+                                  "usage": {"input_tokens": 1000, "output_tokens": 500}}})
+    (root / "act.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cli = os.environ.get("AGENTLOG_CLI", str(ROOT / "target" / "debug" / "agentlog"))
+    env = dict(os.environ, AGENTLOG_CACHE_DIR=str(tmp / "cache"))
+    proc = subprocess.Popen([cli, "serve", "--port", "0", "--json", "--no-archive", str(root)],
+                            stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        address = json.loads(proc.stdout.readline())
+        blocks = json.loads(subprocess.run(
+            [cli, "usage", "--by", "block", "--json", "--no-archive", str(root)],
+            capture_output=True, env=env, text=True, check=True).stdout)["rows"]
+        assert len(blocks) == 1 and blocks[0]["is_active"] and blocks[0]["projection"]
+        page, watch = open_page(browser, address, "/usage")
+        page.wait_for_selector("#blocks-chart canvas")
+        text = page.inner_text("#active-block")
+        assert f"{blocks[0]['total_tokens']:,} tokens" in text, text
+        assert "tokens/min" in text and "projected" in text and "min left" in text, text
+        assert page.locator("#blocks tbody tr.active").count() == 1
+        watch.clean()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_401_without_the_token_and_403_for_a_foreign_host(browser, viewer):
     page = browser.new_page()
     response = page.goto(f"http://127.0.0.1:{viewer['port']}/")
