@@ -516,3 +516,79 @@ fn usage_counts_an_archived_transcript_whose_original_is_gone() {
     assert_ne!(originals["totals"], before["totals"]);
     assert_eq!(originals["archive_only_sessions"], 0);
 }
+
+/// The rows of a JSON report's `key` (a day, a project, ...) as a map.
+fn rows_by(report: &Value, key: &str) -> BTreeMap<String, Value> {
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r[key].as_str().unwrap().to_owned(), r.clone()))
+        .collect()
+}
+
+#[test]
+fn usage_split_by_model_and_blocks_are_the_library_answers() {
+    let v = start(|_| {});
+    // Blocks: the rows of `usage --by block --json`.
+    let blocks = v.json("/api/usage?by=block&limit=10000");
+    let cli = cli_json(&v.root, &["usage", "--by", "block"]);
+    assert!(!cli["rows"].as_array().unwrap().is_empty());
+    assert_eq!(blocks["rows"], cli["rows"]);
+    assert_eq!(blocks["totals"], cli["totals"]);
+    assert!(blocks.get("by_model").is_none(), "no split asked for");
+
+    // Days split by model. The oracle for each day: the by-model report of that day alone.
+    let split = v.json("/api/usage?by=day&split=model&limit=10000");
+    let days = rows_by(&split, "day");
+    let by_model = split["by_model"].as_object().unwrap();
+    assert_eq!(
+        by_model.keys().collect::<Vec<_>>(),
+        days.keys().collect::<Vec<_>>()
+    );
+    let mut models_seen = 0;
+    for (day, row) in &days {
+        let parts = by_model[day].as_array().unwrap();
+        let sum: u64 = parts
+            .iter()
+            .map(|p| p["total_tokens"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, row["total_tokens"].as_u64().unwrap(), "{day}");
+        let names: Vec<&Value> = parts.iter().map(|p| &p["model"]).collect();
+        assert_eq!(
+            names,
+            row["models"].as_array().unwrap().iter().collect::<Vec<_>>()
+        );
+        models_seen += parts.len();
+        if day != "unknown" {
+            let alone = v.json(&format!("/api/usage?by=model&since={day}&until={day}"));
+            assert_eq!(&alone["rows"], &by_model[day], "{day}");
+        }
+    }
+    assert!(models_seen > days.len(), "some day has more than one model");
+    // The split leaves the rows as they were.
+    assert_eq!(
+        split["rows"],
+        v.json("/api/usage?by=day&limit=10000")["rows"]
+    );
+
+    // Projects split by model add up to their rows.
+    let split = v.json("/api/usage?by=project&split=model&limit=10000");
+    for (project, row) in rows_by(&split, "project") {
+        let parts = split["by_model"][&project].as_array().unwrap();
+        let sum: u64 = parts.iter().map(|p| p["messages"].as_u64().unwrap()).sum();
+        assert_eq!(sum, row["messages"].as_u64().unwrap(), "{project}");
+    }
+
+    // A cut keeps the split of the rows kept; bad arguments are refused.
+    let cut = v.json("/api/usage?by=day&split=model&limit=1");
+    assert_eq!(cut["by_model"].as_object().unwrap().len(), 1);
+    for bad in [
+        "by=year",
+        "split=agent",
+        "timezone=Mars/Olympus",
+        "since=someday",
+    ] {
+        assert_eq!(v.get(&format!("/api/usage?{bad}")).status(), 400, "{bad}");
+    }
+}

@@ -241,6 +241,61 @@ fn usage_by_day_and_model_matches_the_oracle_with_copies_counted_once() {
     assert_eq!(claude_only(&by_day), claude_only(&without).map(|n| n + 2));
 }
 
+#[test]
+fn split_by_model_gives_the_oracles_day_and_model_cells_with_and_without_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let cache = dir.path().join("cache");
+    let files = tree(&root);
+    let (found, _) = discover(std::slice::from_ref(&root));
+    let want = expected(&files);
+    for snapshot in [false, true, true] {
+        let report = read(
+            &found,
+            &UsageOptions {
+                split_by_model: true,
+                snapshot,
+                ..options(&cache, GroupBy::Day)
+            },
+        );
+        let mut cells: BTreeMap<(String, String), Sum> = BTreeMap::new();
+        for (day, models) in &report.by_model {
+            assert!(report.rows.iter().any(|r| &r.key == day), "{day} has a row");
+            for m in models {
+                assert_eq!(m.by, GroupBy::Model);
+                assert!(m.cost.models.iter().eq([&m.key]), "one model per cell");
+                cells.insert((day.clone(), m.key.clone()), Sum::of(&m.tally));
+            }
+        }
+        cells.retain(|_, t| !t.is_zero());
+        assert_eq!(cells, want, "snapshot {snapshot}");
+        // The rows are what they are without the split.
+        let plain = read(
+            &found,
+            &UsageOptions {
+                snapshot,
+                ..options(&cache, GroupBy::Day)
+            },
+        );
+        assert_eq!(report.rows, plain.rows);
+        assert!(plain.by_model.is_empty());
+    }
+    // Session and block rows are not split.
+    for by in [GroupBy::Session, GroupBy::Block] {
+        let report = read(
+            &found,
+            &UsageOptions {
+                split_by_model: true,
+                ..options(&cache, by)
+            },
+        );
+        assert!(
+            !report.rows.is_empty() && report.by_model.is_empty(),
+            "{by:?}"
+        );
+    }
+}
+
 /// How many pi entries of later files the oracle takes for copies of earlier files' entries.
 fn pi_copies(files: &[Vec<u8>]) -> u64 {
     let alone: u64 = files

@@ -138,7 +138,7 @@ fn run(
     values: &[SqlValue],
 ) -> Result<Vec<RankedRow>, SearchError> {
     let params: Vec<SqlValue> = session.iter().chain(values).cloned().collect();
-    let rows = ranked(db, sql, query, counted, offset, &params, |r| {
+    let rows = ranked(db, sql, query, (counted, None), offset, &params, |r| {
         let live: bool = r.get(1)?;
         let doc = r.get(7)?;
         let row = RankedRow {
@@ -181,12 +181,13 @@ fn run(
 /// the offset, then `params`) with the match counts of `counted` active (none: counted by
 /// `highlight()`), and gives each row, made by `row` with its document, and the document's text
 /// with its matches marked (for the page only: marked in the ranking, every candidate's text
-/// would be highlighted).
+/// would be highlighted; with `snippet_chars`, a long text may be marked in a prefix that gives
+/// the same snippet of that many code points: [`marked_texts`]).
 pub(crate) fn ranked<T>(
     db: &Db,
     sql: &str,
     query: &Query,
-    counted: &[String],
+    (counted, snippet_chars): (&[String], Option<usize>),
     offset: u64,
     params: &[SqlValue],
     row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<(T, PageDoc)>,
@@ -205,6 +206,6 @@ pub(crate) fn ranked<T>(
         .and_then(Iterator::collect)
         .map_err(failed)?;
     let (rows, docs): (Vec<T>, Vec<PageDoc>) = rows.into_iter().unzip();
-    let marked = marked_texts(conn, &query.expression, &docs).map_err(failed)?;
+    let marked = marked_texts(conn, &query.expression, &docs, snippet_chars).map_err(failed)?;
     Ok(rows.into_iter().zip(marked).collect())
 }

@@ -29,11 +29,23 @@ pub struct Snippet {
 
 /// The snippet of `marked` within `max` code points.
 pub fn make_snippet(marked: &str, max: usize) -> Snippet {
+    snippet_and_rest(marked, max, 0).0
+}
+
+/// The snippet of `marked` within `max` code points, and how many words of the text follow
+/// its window (runs of non-space holding an ASCII letter or digit, each at least one index
+/// token; 0 when the snippet runs to the text's end). The text is read only until more than
+/// `need` words follow the farthest the window can reach, so the count is then a lower bound
+/// above `need`.
+pub(crate) fn snippet_and_rest(marked: &str, max: usize, need: usize) -> (Snippet, usize) {
     // One pass: markers dropped (the first one's position kept), whitespace collapsed.
-    let mut chars: Vec<char> = Vec::with_capacity(marked.len());
-    let mut lit: Vec<bool> = Vec::with_capacity(marked.len());
+    let mut chars: Vec<char> = Vec::with_capacity(marked.len().min(4 * max + 1024));
+    let mut lit: Vec<bool> = Vec::with_capacity(chars.capacity());
     let mut match_start: Option<usize> = None;
     let mut open = false;
+    // Words past the window's farthest end (the first match + `max`): the window, and so the
+    // snippet, is the same however much text follows them.
+    let (mut word_start, mut word_counts, mut words_after) = (0, false, 0);
     for c in marked.chars() {
         match c {
             MARK_OPEN => {
@@ -43,11 +55,23 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
             MARK_CLOSE => open = false,
             c if is_js_space(c) => {
                 if chars.last().is_some_and(|last| *last != ' ') {
+                    let beyond = match_start.is_some_and(|m| word_start > m + max + 1);
+                    if beyond && word_counts {
+                        words_after += 1;
+                        if words_after > need {
+                            break;
+                        }
+                    }
                     chars.push(' ');
                     lit.push(open);
                 }
             }
             c => {
+                if chars.last().is_none_or(|last| *last == ' ') {
+                    word_start = chars.len();
+                    word_counts = false;
+                }
+                word_counts |= c.is_ascii_alphanumeric();
                 chars.push(c);
                 lit.push(open);
             }
@@ -59,10 +83,10 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
     }
     let len = chars.len();
     if len <= max {
-        return build(&chars, &lit, 0, len, "", "");
+        return (build(&chars, &lit, 0, len, "", ""), 0);
     }
     if max <= 1 {
-        return Snippet {
+        let snippet = Snippet {
             text: if max == 1 {
                 ELLIPSIS.to_string()
             } else {
@@ -70,6 +94,7 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
             },
             marks: Vec::new(),
         };
+        return (snippet, 0);
     }
     let m = match_start.unwrap_or(0).min(len - 1);
     let mut start = m.saturating_sub(max / 3);
@@ -90,14 +115,14 @@ pub fn make_snippet(marked: &str, max: usize) -> Snippet {
         content = max.saturating_sub(width(prefix));
         start = end.saturating_sub(content);
     }
-    build(
-        &chars,
-        &lit,
-        start,
-        len.min(start + content),
-        prefix,
-        suffix,
-    )
+    let end = len.min(start + content);
+    let rest = chars
+        .get(end..)
+        .unwrap_or_default()
+        .split(|c| *c == ' ')
+        .filter(|word| word.iter().any(char::is_ascii_alphanumeric))
+        .count();
+    (build(&chars, &lit, start, end, prefix, suffix), rest)
 }
 
 fn build(
@@ -171,6 +196,53 @@ mod tests {
         assert_eq!(s.text, "start x x…");
         assert_eq!(make_snippet(&text, 1).text, "…");
         assert!(make_snippet(&text, 2).text.chars().count() <= 2);
+    }
+
+    #[test]
+    fn the_rest_counts_the_words_after_the_window() {
+        let text = marked("", "start", &" x".repeat(100));
+        let (s, rest) = snippet_and_rest(&text, 10, 1_000);
+        assert_eq!(s.text, "start x x…");
+        // "start x x" is the window (the ellipsis takes the tenth place): 98 x's follow.
+        assert_eq!(rest, 98);
+        assert_eq!(snippet_and_rest(&marked("a ", "b", " c"), 240, 0).1, 0);
+        let (_, rest) = snippet_and_rest(&marked("", "go", " -- ;; é y 1"), 3, 9);
+        assert_eq!(
+            rest, 2,
+            "words without an ASCII letter or digit are not counted"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Reading only until enough words follow the window gives the snippet of reading the
+        /// whole text (the oracle: `need` never met).
+        #[test]
+        fn stopping_early_changes_nothing(
+            parts in proptest::collection::vec((0usize..6, 0usize..4, proptest::bool::weighted(0.1)), 0..400),
+            max in 0usize..120,
+            need in 0usize..20,
+        ) {
+            const WORDS: [&str; 6] = ["a", "bb", "--", "é", "x1", "ccc"];
+            const GAPS: [&str; 4] = [" ", "\n\t", "", "  "];
+            let mut text = String::new();
+            for (w, g, hit) in parts {
+                if hit {
+                    text.push(MARK_OPEN);
+                    text.push_str(WORDS[w]);
+                    text.push(MARK_CLOSE);
+                } else {
+                    text.push_str(WORDS[w]);
+                }
+                text.push_str(GAPS[g]);
+            }
+            let (whole, all) = snippet_and_rest(&text, max, usize::MAX);
+            let (early, rest) = snippet_and_rest(&text, max, need);
+            proptest::prop_assert_eq!(&early, &whole);
+            proptest::prop_assert_eq!(make_snippet(&text, max), whole);
+            proptest::prop_assert!(rest == all || (rest > need && all > need), "{} {}", rest, all);
+        }
     }
 
     #[test]

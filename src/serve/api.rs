@@ -22,7 +22,8 @@ use crate::search::{
     MatchMode, SearchConfig, TranscriptSearch, TranscriptSearchHit, TranscriptSearchRequest,
 };
 use crate::transcript::{
-    Format, GroupBy, OpenOptions, ReportOptions, TranscriptReport, UsageOptions, UsageReport,
+    Format, OpenOptions, ReportOptions, TranscriptReport, UsageArgError, UsageOptions, UsageReport,
+    parse_day, parse_group_by, parse_timezone,
 };
 
 /// The API's routes.
@@ -237,9 +238,14 @@ async fn search(
 /// `/api/usage` parameters.
 #[derive(Deserialize)]
 struct UsageQuery {
+    /// The grouping, as `usage --by` (default `day`).
     by: Option<String>,
     since: Option<String>,
     until: Option<String>,
+    /// The zone days are cut in, an IANA name (default: the server's).
+    timezone: Option<String>,
+    /// `model`: also each row's usage by model (`by_model`), what the stacked charts draw.
+    split: Option<String>,
     /// At most this many rows (default 1,000, at most 10,000).
     limit: Option<usize>,
 }
@@ -257,32 +263,29 @@ async fn usage_report(
     State(state): State<Arc<Shared>>,
     Query(query): Query<UsageQuery>,
 ) -> Result<Json<UsageAnswer>, ApiError> {
-    let by = match query.by.as_deref().unwrap_or("day") {
-        "day" => GroupBy::Day,
-        "session" => GroupBy::Session,
-        "project" => GroupBy::Project,
-        "model" => GroupBy::Model,
-        other => {
-            return Err(ApiError::bad(format!(
-                "by {other:?} is not day, session, project or model"
-            )));
-        }
+    let bad = |e: UsageArgError| ApiError::bad(e.to_string());
+    let day = |v: Option<&str>| {
+        v.filter(|s| !s.is_empty())
+            .map(parse_day)
+            .transpose()
+            .map_err(bad)
     };
-    let day = |name: &str, v: Option<&str>| match v.filter(|s| !s.is_empty()) {
-        None => Ok(None),
-        Some(s) => s
-            .parse::<jiff::civil::Date>()
-            .map(Some)
-            .map_err(|e| ApiError::bad(format!("{name} {s:?} is not a day: {e}"))),
+    let split_by_model = match query.split.as_deref().filter(|s| !s.is_empty()) {
+        None => false,
+        Some("model") => true,
+        Some(other) => return Err(ApiError::bad(format!("split {other:?} is not model"))),
     };
     let options = UsageOptions {
         open: OpenOptions {
             index_dir: state.index_dir.clone(),
             ..OpenOptions::default()
         },
-        by,
-        since: day("since", query.since.as_deref())?,
-        until: day("until", query.until.as_deref())?,
+        by: parse_group_by(query.by.as_deref().unwrap_or("day")).map_err(bad)?,
+        since: day(query.since.as_deref())?,
+        until: day(query.until.as_deref())?,
+        timezone: parse_timezone(query.timezone.as_deref().filter(|s| !s.is_empty()))
+            .map_err(bad)?,
+        split_by_model,
         ..UsageOptions::default()
     };
     let limit = query.limit.unwrap_or(1000).clamp(1, 10_000);
@@ -291,6 +294,11 @@ async fn usage_report(
     let mut report =
         blocking(move || Ok(usage(&roots, &options, archive.as_deref(), &|_, _| {}))).await?;
     let rows_total = report.rows.len();
-    report.rows.truncate(limit);
+    if rows_total > limit {
+        report.rows.truncate(limit);
+        let kept: std::collections::BTreeSet<&str> =
+            report.rows.iter().map(|r| r.key.as_str()).collect();
+        report.by_model.retain(|key, _| kept.contains(key.as_str()));
+    }
     Ok(Json(UsageAnswer { report, rows_total }))
 }

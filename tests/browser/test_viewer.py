@@ -37,6 +37,10 @@ def viewer():
                            capture_output=True, env=env, text=True, check=True)
     rows = json.loads(usage.stdout)["rows"]
     address["sessions"] = sum(1 for r in rows if r.get("agent") != "opencode")
+    # The oracles of the usage page: the CLI's day and block reports over the same files.
+    address["usage"] = {by: json.loads(subprocess.run(
+        [cli, "usage", "--by", by, "--json", str(root)],
+        capture_output=True, env=env, text=True, check=True).stdout) for by in ["day", "block"]}
     yield address
     proc.terminate()
     proc.wait(timeout=30)
@@ -141,11 +145,77 @@ def test_search_finds_a_phrase_and_opens_the_session_at_its_line(browser, viewer
     watch.clean()
 
 
-def test_usage_page_draws_its_chart(browser, viewer):
+def test_usage_page_stacks_by_model_and_lists_the_blocks(browser, viewer):
     page, watch = open_page(browser, viewer, "/usage")
-    page.wait_for_selector("#day-chart canvas")
+    page.wait_for_selector("#tokens-by-day canvas")
+    page.wait_for_selector("#blocks-chart canvas")
+    page.wait_for_selector("#tokens-by-project canvas")
+    # One series per model with dated usage in the fixture (the CLI's day rows name them).
+    days = viewer["usage"]["day"]["rows"]
+    models = sorted({m for r in days if r["day"] != "unknown" for m in r["models"]})
+    assert len(models) >= 3
+    for chart in ["#tokens-by-day", "#cost-by-day"]:
+        labels = page.locator(f"{chart} .u-legend .u-series .u-label").all_inner_texts()
+        assert sorted(labels[1:]) == models, (chart, labels)  # [0] is the x axis
+        assert page.evaluate(f"""() => {{
+            const c = document.querySelector('{chart} canvas');
+            const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            for (let i = 3; i < px.length; i += 4) if (px[i]) return true;
+            return false;
+        }}""")
+    # The blocks table lists the CLI's blocks, each once, with its state.
+    blocks = viewer["usage"]["block"]["rows"]
+    rows = page.locator("#blocks tbody tr")
+    assert rows.count() == len(blocks) > 0
+    shown = sorted(zip(rows.evaluate_all("rs => rs.map(r => r.dataset.start)"),
+                       [t.split("\t")[2] for t in rows.all_inner_texts()]))
+    want = sorted((b["start"], "gap" if b["is_gap"] else "active" if b["is_active"] else "ended")
+                  for b in blocks)
+    assert shown == want
     assert page.locator("#by-model tbody tr").count() >= 3
     watch.clean()
+
+
+def test_usage_page_shows_the_active_blocks_burn_rate_and_projection(browser):
+    """A session written in the last hour: its block is active, with a pace and a projection
+    (the oracle: `usage --by block --json` over the same file)."""
+    import datetime
+    tmp = Path(tempfile.mkdtemp())
+    root = tmp / "p"
+    root.mkdir()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    lines = []
+    for i in range(4):
+        t = (now - datetime.timedelta(minutes=40 - i * 10)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        lines.append({"type": "user", "sessionId": "act", "uuid": f"u{i}", "timestamp": t,
+                      "cwd": "/w", "message": {"role": "user", "content": f"step {i}"}})
+        lines.append({"type": "assistant", "sessionId": "act", "uuid": f"a{i}",
+                      "parentUuid": f"u{i}", "timestamp": t, "requestId": f"r{i}",
+                      "message": {"id": f"m{i}", "role": "assistant", "model": "claude-sonnet-4-5",
+                                  "content": [{"type": "text", "text": "ok"}],
+                                  "usage": {"input_tokens": 1000, "output_tokens": 500}}})
+    (root / "act.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cli = os.environ.get("AGENTLOG_CLI", str(ROOT / "target" / "debug" / "agentlog"))
+    env = dict(os.environ, AGENTLOG_CACHE_DIR=str(tmp / "cache"))
+    proc = subprocess.Popen([cli, "serve", "--port", "0", "--json", "--no-archive", str(root)],
+                            stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        address = json.loads(proc.stdout.readline())
+        blocks = json.loads(subprocess.run(
+            [cli, "usage", "--by", "block", "--json", "--no-archive", str(root)],
+            capture_output=True, env=env, text=True, check=True).stdout)["rows"]
+        assert len(blocks) == 1 and blocks[0]["is_active"] and blocks[0]["projection"]
+        page, watch = open_page(browser, address, "/usage")
+        page.wait_for_selector("#blocks-chart canvas")
+        text = page.inner_text("#active-block")
+        assert f"{blocks[0]['total_tokens']:,} tokens" in text, text
+        assert "tokens/min" in text and "projected" in text and "min left" in text, text
+        assert page.locator("#blocks tbody tr.active").count() == 1
+        watch.clean()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_401_without_the_token_and_403_for_a_foreign_host(browser, viewer):

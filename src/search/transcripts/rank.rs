@@ -48,38 +48,46 @@ pub(super) fn rank(
     } else {
         &[]
     };
-    let rows = ranked(db, &sql, query, counted, offset, &[], |r| {
-        let format: Option<String> = r.get(1)?;
-        // Only files read as a format have documents.
-        let format = format
-            .and_then(|f| f.parse::<Format>().ok())
-            .ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    1,
-                    rusqlite::types::Type::Text,
-                    "a file with documents but no format".into(),
-                )
-            })?;
-        let hit = TranscriptSearchHit {
-            file: stored_path(r.get(0)?),
-            format,
-            session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            offset: r.get::<_, i64>(3)?.cast_unsigned(),
-            line: r.get::<_, i64>(4)?.cast_unsigned(),
-            generation: r.get(5)?,
-            kind: r.get(6)?,
-            role: r.get(7)?,
-            time: r.get(8)?,
-            snippet: String::new(),
-            marks: Vec::new(),
-            archived: None,
-        };
-        let doc = PageDoc {
-            source: Source::Index,
-            doc: r.get(9)?,
-        };
-        Ok((hit, doc))
-    })?;
+    let rows = ranked(
+        db,
+        &sql,
+        query,
+        (counted, Some(snippet_chars)),
+        offset,
+        &[],
+        |r| {
+            let format: Option<String> = r.get(1)?;
+            // Only files read as a format have documents.
+            let format = format
+                .and_then(|f| f.parse::<Format>().ok())
+                .ok_or_else(|| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        "a file with documents but no format".into(),
+                    )
+                })?;
+            let hit = TranscriptSearchHit {
+                file: stored_path(r.get(0)?),
+                format,
+                session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                offset: r.get::<_, i64>(3)?.cast_unsigned(),
+                line: r.get::<_, i64>(4)?.cast_unsigned(),
+                generation: r.get(5)?,
+                kind: r.get(6)?,
+                role: r.get(7)?,
+                time: r.get(8)?,
+                snippet: String::new(),
+                marks: Vec::new(),
+                archived: None,
+            };
+            let doc = PageDoc {
+                source: Source::Index,
+                doc: r.get(9)?,
+            };
+            Ok((hit, doc))
+        },
+    )?;
     Ok(rows
         .into_iter()
         .map(|(mut hit, marked)| {

@@ -12,7 +12,7 @@ use super::{GroupBy, UsageOptions, UsageReport, UsageRow, insert_agent};
 use crate::transcript::fold::{QUARTER_SECONDS, UNKNOWN_QUARTER};
 use crate::transcript::format::Format;
 use crate::transcript::price::{Pricer, RowCost};
-use crate::transcript::tally::Tally;
+use crate::transcript::tally::{Money, Tally};
 
 /// The UTC day of a quarter-hour (`None` for [`UNKNOWN_QUARTER`]).
 pub fn day_of(quarter: i64) -> Option<Date> {
@@ -40,6 +40,8 @@ pub(crate) struct Grouper<'a> {
     options: &'a UsageOptions,
     pricer: Pricer,
     groups: BTreeMap<String, UsageRow>,
+    /// With `split_by_model`: row key -> model -> that model's part of the row.
+    by_model: BTreeMap<String, BTreeMap<String, UsageRow>>,
     /// By quarter-hour, for blocks.
     quarters: BTreeMap<i64, Slot>,
     totals: Tally,
@@ -52,6 +54,7 @@ impl<'a> Grouper<'a> {
             options,
             pricer: Pricer::new(options.prices.clone(), options.cost),
             groups: BTreeMap::new(),
+            by_model: BTreeMap::new(),
             quarters: BTreeMap::new(),
             totals: Tally::default(),
             cost: RowCost::default(),
@@ -103,28 +106,27 @@ impl<'a> Grouper<'a> {
             }
             GroupBy::Block => (unknown(), None),
         };
+        let end = (quarter != UNKNOWN_QUARTER)
+            .then(|| quarter.saturating_add(1).saturating_mul(QUARTER_SECONDS))
+            .and_then(|end| jiff::Timestamp::from_second(end).ok());
+        if options.split_by_model && !matches!(options.by, GroupBy::Session | GroupBy::Block) {
+            let part = self
+                .by_model
+                .entry(key.clone())
+                .or_default()
+                .entry(model.to_owned())
+                .or_insert_with(|| empty_row(GroupBy::Model, model.to_owned(), None));
+            add_to(part, format, (model, cost), tally, end);
+        }
         let group_key = match &project {
             Some(p) => format!("{p}\u{0}{key}"),
             None => key.clone(),
         };
-        let row = self.groups.entry(group_key).or_insert_with(|| UsageRow {
-            by: options.by,
-            key,
-            project,
-            agents: Vec::new(),
-            tally: Tally::default(),
-            cost: RowCost::default(),
-            block: None,
-            last_activity: None,
-        });
-        insert_agent(&mut row.agents, format);
-        row.tally.add(tally);
-        row.cost.add(model, cost);
-        if quarter != UNKNOWN_QUARTER {
-            let end = quarter.saturating_add(1).saturating_mul(QUARTER_SECONDS);
-            let end = jiff::Timestamp::from_second(end).ok();
-            row.last_activity = row.last_activity.max(end);
-        }
+        let row = self
+            .groups
+            .entry(group_key)
+            .or_insert_with(|| empty_row(options.by, key, project));
+        add_to(row, format, (model, cost), tally, end);
     }
 
     /// Adds the usage read beside the line transcripts: each bucket of each session.
@@ -142,9 +144,43 @@ impl<'a> Grouper<'a> {
         let mut rows = blocks(&self.quarters, self.options);
         rows.extend(self.groups.into_values());
         report.rows = rows;
+        report.by_model = self
+            .by_model
+            .into_iter()
+            .map(|(key, models)| (key, models.into_values().collect()))
+            .collect();
         report.totals = self.totals;
         report.cost = self.cost;
     }
+}
+
+/// A row of `key` with nothing added yet.
+fn empty_row(by: GroupBy, key: String, project: Option<String>) -> UsageRow {
+    UsageRow {
+        by,
+        key,
+        project,
+        agents: Vec::new(),
+        tally: Tally::default(),
+        cost: RowCost::default(),
+        block: None,
+        last_activity: None,
+    }
+}
+
+/// Adds a bucket (of `model`, costing `cost`, in a file of `format`, its quarter-hour ending
+/// at `end`) to `row`.
+fn add_to(
+    row: &mut UsageRow,
+    format: Format,
+    (model, cost): (&str, Option<Money>),
+    tally: &Tally,
+    end: Option<jiff::Timestamp>,
+) {
+    insert_agent(&mut row.agents, format);
+    row.tally.add(tally);
+    row.cost.add(model, cost);
+    row.last_activity = row.last_activity.max(end);
 }
 
 #[cfg(test)]

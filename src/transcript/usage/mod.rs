@@ -145,6 +145,9 @@ pub struct UsageOptions {
     /// Answer from (and keep) the run-level snapshot in the index directory (default); without
     /// it every file's index is opened.
     pub snapshot: bool,
+    /// Also split each row by model: [`UsageReport::by_model`] (not for session or block
+    /// rows). What a chart stacked by model draws.
+    pub split_by_model: bool,
 }
 
 impl Default for UsageOptions {
@@ -161,6 +164,7 @@ impl Default for UsageOptions {
             now: None,
             threads: 0,
             snapshot: true,
+            split_by_model: false,
         }
     }
 }
@@ -301,6 +305,12 @@ pub struct UsageReport {
     /// The last day counted, if limited.
     #[serde(serialize_with = "day")]
     pub until: Option<Date>,
+    /// With [`UsageOptions::split_by_model`]: each row's usage by model, under the row's key
+    /// (a day, week, month, project, model or agent), as model rows (`{"model": ...}` with the
+    /// row's fields), in model order; the model rows of a key add up to its row. Absent from
+    /// JSON when empty.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_model: BTreeMap<String, Vec<UsageRow>>,
 }
 
 /// What a usage run did with its snapshot. In JSON, `{outcome, reason}`.
