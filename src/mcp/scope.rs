@@ -101,6 +101,11 @@ impl Scope {
         }
     }
 
+    /// The session stores configured, resolved.
+    pub(crate) fn stores(&self) -> &[PathBuf] {
+        &self.stores
+    }
+
     /// The main transcripts (not subagents') of the session with this id.
     pub(crate) fn session_files(&self, id: &str) -> Vec<PathBuf> {
         let (files, _) = discover(&self.transcripts);
