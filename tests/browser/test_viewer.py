@@ -31,12 +31,12 @@ def viewer():
     proc = subprocess.Popen([cli, "serve", "--port", "0", "--json", str(root)],
                             stdout=subprocess.PIPE, env=env, text=True)
     address = json.loads(proc.stdout.readline())
-    # The oracle for the session count: the CLI's own sessions over the same files, less
-    # OpenCode's database (the viewer lists line transcripts; docs/SERVE.md).
+    # The oracle for the session count: the CLI's own sessions over the same files (OpenCode's
+    # database included).
     usage = subprocess.run([cli, "usage", "--by", "session", "--json", str(root)],
                            capture_output=True, env=env, text=True, check=True)
     rows = json.loads(usage.stdout)["rows"]
-    address["sessions"] = sum(1 for r in rows if r.get("agent") != "opencode")
+    address["sessions"] = len(rows)
     yield address
     proc.terminate()
     proc.wait(timeout=30)
