@@ -1,5 +1,5 @@
 //! The sessions the viewer lists: the library's session catalog
-//! ([`session_catalog`](crate::archive::session_catalog): every session `usage --by session`
+//! ([`crate::archive::session_catalog`]: every session `usage --by session`
 //! counts, the archive's and `OpenCode`'s included, each a usage row with its title, start and
 //! end), given the viewer's ids. The titles and times are remembered by (length, mtime) across
 //! refreshes, so a refresh re-reads only files that changed. The list is refreshed in the
