@@ -108,6 +108,19 @@ def test_session_page_shows_messages_and_a_compaction_divider(browser, viewer):
     watch.clean()
 
 
+def test_opencode_session_opens_with_its_messages(browser, viewer):
+    # Listed like every agent's session; its page shows the database's messages by place.
+    page, watch = open_page(browser, viewer, "/?agent=opencode")
+    page.wait_for_selector("#sessions tbody tr")
+    assert page.locator("#sessions tbody tr").count() == 1
+    page.click("#sessions .session-link")
+    page.wait_for_selector("#lines article")
+    assert page.locator("#lines article").count() >= 5
+    assert "assistant" in page.inner_text("#lines").lower()
+    assert page.locator("#follow").is_disabled()
+    watch.clean()
+
+
 def test_hostile_transcript_renders_inert(browser, viewer):
     page, watch = open_page(browser, viewer, "/sessions/hostile-session")
     page.wait_for_selector("#lines article")
