@@ -77,15 +77,7 @@ pub fn session_catalog(
         }
     }
     if !options.stores.is_empty() {
-        catalog.sessions.sort_by(|a, b| {
-            (b.end.is_some(), &b.end, &b.start, &a.project, &a.session).cmp(&(
-                a.end.is_some(),
-                &a.end,
-                &a.start,
-                &b.project,
-                &b.session,
-            ))
-        });
+        catalog.sort_newest_first();
     }
     catalog
 }

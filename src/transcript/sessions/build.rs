@@ -155,21 +155,14 @@ pub fn catalog_of_files(
     for ((project, session), usage) in rows {
         sessions.push(row_of(Some(usage), session, project, None));
     }
-    sessions.sort_by(|a, b| {
-        (b.end.is_some(), &b.end, &b.start, &a.project, &a.session).cmp(&(
-            a.end.is_some(),
-            &a.end,
-            &a.start,
-            &b.project,
-            &b.session,
-        ))
-    });
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    SessionCatalog {
+    let mut catalog = SessionCatalog {
         sessions,
         archive_only_sessions: report.archive_only_sessions,
         skipped,
-    }
+    };
+    catalog.sort_newest_first();
+    catalog
 }
 
 /// A row from its usage row (or none: no usage), before its facts.
@@ -213,5 +206,50 @@ fn row_of(
         from_archive: false,
         files: Vec::new(),
         error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::usage::GroupBy;
+
+    fn usage_row(session: &str, project: &str, agents: Vec<Format>) -> UsageRow {
+        UsageRow {
+            by: GroupBy::Session,
+            key: session.to_owned(),
+            project: Some(project.to_owned()),
+            agents,
+            tally: crate::transcript::tally::Tally::default(),
+            cost: crate::transcript::price::RowCost::default(),
+            block: None,
+            last_activity: None,
+        }
+    }
+
+    #[test]
+    fn a_counted_session_no_file_shows_is_still_listed_once() {
+        let report = UsageReport {
+            rows: vec![
+                usage_row("a", "p", vec![Format::Codex]),
+                usage_row("b", "p", vec![Format::ClaudeCode, Format::Kimi]),
+            ],
+            archive_only_sessions: 1,
+            ..UsageReport::default()
+        };
+        let catalog = catalog_of_files(&[], report, &mut FactsCache::default(), None, None);
+        let names: Vec<(&str, &str)> = catalog
+            .sessions
+            .iter()
+            .map(|r| (r.session.as_str(), r.agent.as_str()))
+            .collect();
+        assert_eq!(names, [("a", "codex"), ("b", "claude-code,kimi")]);
+        assert!(
+            catalog
+                .sessions
+                .iter()
+                .all(|r| r.files.is_empty() && !r.from_archive)
+        );
+        assert_eq!(catalog.archive_only_sessions, 1);
     }
 }

@@ -212,6 +212,20 @@ impl SessionFilter {
 }
 
 impl SessionCatalog {
+    /// Sorts the rows newest first: by `end`, then `start` (rows without an `end` last), then
+    /// project and session.
+    pub fn sort_newest_first(&mut self) {
+        self.sessions.sort_by(|a, b| {
+            (b.end.is_some(), &b.end, &b.start, &a.project, &a.session).cmp(&(
+                a.end.is_some(),
+                &a.end,
+                &a.start,
+                &b.project,
+                &b.session,
+            ))
+        });
+    }
+
     /// The rows `filter` keeps, newest first.
     pub fn select<'a>(&'a self, filter: &SessionFilter) -> Vec<&'a SessionRow> {
         self.sessions.iter().filter(|r| filter.keeps(r)).collect()
