@@ -704,6 +704,14 @@ fn the_sessions_page_lists_every_session_usage_counts_and_opens_each() {
         .map(|l| l["offset"].as_u64().unwrap())
         .collect();
     assert_eq!(tail, [want as u64 - 3, want as u64 - 2, want as u64 - 1]);
+    let earlier = v.json(&format!("/api/sessions/{id}/lines?before=5&limit=3"));
+    let earlier: Vec<u64> = earlier["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["offset"].as_u64().unwrap())
+        .collect();
+    assert_eq!(earlier, [2, 3, 4]);
     let follow = v.get(&format!("/api/sessions/{id}/follow"));
     assert_eq!(follow.status(), 409);
     let body: Value = follow.json().unwrap();

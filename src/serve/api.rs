@@ -204,21 +204,30 @@ fn opencode_window(
         crate::transcript::read_opencode_messages(db, session, index_dir, offset, limit)
             .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unreadable", e.to_string()))
     };
-    let total = read(0)?.total;
-    let from = match query.before.as_deref() {
-        None => query.offset.unwrap_or(0),
-        Some("end") => total.saturating_sub(limit as u64),
-        Some(b) => b
-            .parse::<u64>()
-            .map_err(|_| ApiError::bad(format!("before {b:?} is not an offset or end")))?
-            .saturating_sub(limit as u64),
+    // Forward: one read. Backward: the count first, then the page before the place asked.
+    let (from, page) = match query.before.as_deref() {
+        None => {
+            let from = query.offset.unwrap_or(0);
+            (from, read(from)?)
+        }
+        Some(b) => {
+            let total = read(0)?.total;
+            let before = if b == "end" {
+                total
+            } else {
+                b.parse::<u64>()
+                    .map_err(|_| ApiError::bad(format!("before {b:?} is not an offset or end")))?
+            };
+            let from = before.min(total).saturating_sub(limit as u64);
+            (from, read(from)?)
+        }
     };
+    let total = page.total;
     if from > total {
         return Err(ApiError::bad(format!(
             "offset {from} is past the session's {total} messages"
         )));
     }
-    let page = read(from)?;
     let until = match query.before.as_deref() {
         Some(b) if b != "end" => b.parse::<u64>().unwrap_or(total).min(total),
         _ => total,
