@@ -245,32 +245,8 @@ fn every_tool_answers_as_the_cli_does_and_nothing_is_written() {
             None => break,
         }
     }
-    // OpenCode sessions are usage rows but not line transcripts the listing holds: they are
-    // the OpenCode database's own sessions (its subagents' under their parents').
-    let copies = tempfile::tempdir().unwrap();
-    let db = root.join("opencode/JulesGuiCs-dda98e9/opencode.db");
-    let opencode = agentlog::transcript::read_opencode(&db, Some(copies.path())).unwrap();
-    let (opencode_rows, rows): (Vec<&Value>, Vec<&Value>) =
-        cli["rows"].as_array().unwrap().iter().partition(|r| {
-            opencode
-                .sessions
-                .iter()
-                .any(|s| s.parent.is_none() && r["session"] == s.session.as_str())
-        });
-    assert_eq!(opencode_rows.len(), 1);
-    assert_eq!(
-        opencode_rows[0]["total_tokens"],
-        opencode.total.tally.usage.total()
-    );
-    let with_tokens: Vec<&Value> = sessions.iter().filter(|s| s["messages"] != 0).collect();
-    assert_eq!(with_tokens.len(), rows.len());
-    for row in rows {
-        let s = sessions
-            .iter()
-            .find(|s| s["session"] == row["session"] && s["project"] == row["project"])
-            .unwrap();
-        assert_eq!(s["total_tokens"], row["total_tokens"], "{s}");
-    }
+    assert_rows_are_usage_rows(&sessions, &cli);
+    assert_eq!(sessions.len(), cli["rows"].as_array().unwrap().len());
     let (_, codex) = client.call("list_sessions", json!({"agent": "codex", "limit": 100}));
     let codex = codex["sessions"].as_array().unwrap();
     assert_eq!(codex.len(), 4);
@@ -538,4 +514,168 @@ fn usage_counts_an_archived_transcript_whose_original_is_gone() {
     assert_eq!(originals["rows"], cli["rows"]);
     assert_ne!(originals["totals"], before["totals"]);
     assert_eq!(originals["archive_only_sessions"], 0);
+}
+
+/// The listing's rows against `usage --by session --json`'s, one for one: each usage row is
+/// listed once with its figures; a listed session without a usage row has none.
+fn assert_rows_are_usage_rows(listed: &[Value], usage: &Value) {
+    let rows = usage["rows"].as_array().unwrap();
+    let same = |a: &Value, b: &Value| a["session"] == b["session"] && a["project"] == b["project"];
+    for row in rows {
+        let found: Vec<&Value> = listed.iter().filter(|s| same(s, row)).collect();
+        assert_eq!(found.len(), 1, "{row}");
+        for field in [
+            "agent",
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_tokens",
+            "cache_read_tokens",
+            "total_tokens",
+            "messages",
+            "cost_usd",
+            "models",
+            "last_activity",
+        ] {
+            assert_eq!(found[0][field], row[field], "{field} of {row}");
+        }
+    }
+    for s in listed.iter().filter(|s| !rows.iter().any(|r| same(s, r))) {
+        assert_eq!(s["total_tokens"], 0, "{s}");
+        assert_eq!(s["messages"], 0, "{s}");
+    }
+}
+
+/// Every `list_sessions` page of `args` followed to the end.
+fn all_sessions(client: &mut Client, mut args: Value) -> Vec<Value> {
+    let mut sessions = Vec::new();
+    loop {
+        let (error, page) = client.call("list_sessions", args.clone());
+        assert!(!error, "{page}");
+        let rows = page["sessions"].as_array().unwrap();
+        assert!(rows.len() as u64 <= args["limit"].as_u64().unwrap_or(20));
+        sessions.extend(rows.clone());
+        match page["next_cursor"].as_str() {
+            Some(next) => args["cursor"] = json!(next),
+            None => break,
+        }
+    }
+    sessions
+}
+
+/// Every file under `root` with its bytes and mtime.
+fn stat_snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    snapshot(root)
+        .into_iter()
+        .map(|(p, bytes)| {
+            let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+            (p, (bytes, mtime))
+        })
+        .collect()
+}
+
+#[test]
+fn list_sessions_lists_every_session_usage_counts_the_archive_opencode_and_stores() {
+    use agentlog::query::{SessionEvent, SessionHeader, Store, StoreConfig};
+    let (dir, root, cache) = setup();
+    let r = root.to_str().unwrap();
+    // A store with two sessions.
+    let store_root = dir.path().join("store");
+    {
+        let store = Store::open(&store_root, StoreConfig::default()).unwrap();
+        for (id, created) in [
+            ("first", 1_786_000_000_000_u64),
+            ("second", 1_786_000_100_000),
+        ] {
+            let mut header = SessionHeader::new(id, created);
+            header.cwd = Some("/work/stored".to_owned());
+            store.create_session(header).unwrap();
+            store
+                .append(
+                    id,
+                    vec![SessionEvent::new("turn/start", 0, 0, json!({"turn": 1}))],
+                )
+                .unwrap();
+            store.checkpoint(id).unwrap();
+        }
+    }
+    // One transcript archived, then deleted.
+    let gone = root.join("claude-code/agentlogs-crud.jsonl");
+    let archived = cli_json(&["archive", "--json", r], &cache);
+    assert!(archived["new_sources"].as_u64().unwrap() > 0, "{archived}");
+    std::fs::remove_file(&gone).unwrap();
+    let opencode_before = stat_snapshot(&root.join("opencode"));
+
+    let s = store_root.to_str().unwrap();
+    let mut client = Client::start(&[r, "--store", s], &cache);
+    let usage = cli_json(&["usage", "--by", "session", "--json", r], &cache);
+    assert_eq!(usage["archive_only_sessions"], 1);
+    let all = all_sessions(&mut client, json!({"limit": 4}));
+    let (stored, transcripts): (Vec<Value>, Vec<Value>) =
+        all.into_iter().partition(|s| s["agent"] == "store");
+    // The transcripts' sessions: usage's rows, one for one, the tokens adding up.
+    assert_rows_are_usage_rows(&transcripts, &usage);
+    assert_eq!(transcripts.len(), usage["rows"].as_array().unwrap().len());
+    let sum: u64 = transcripts
+        .iter()
+        .map(|s| s["total_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, usage["totals"]["total_tokens"].as_u64().unwrap());
+    // The store's: each session once, under its working directory, no tokens.
+    let mut ids: Vec<&str> = stored
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["first", "second"]);
+    assert!(
+        stored
+            .iter()
+            .all(|s| s["project"] == "/work/stored" && s["total_tokens"] == 0)
+    );
+    // The deleted transcript comes from the archive; OpenCode's session from its database.
+    let from_archive: Vec<&Value> = transcripts
+        .iter()
+        .filter(|s| s["from_archive"] == true)
+        .collect();
+    assert_eq!(from_archive.len(), 1);
+    assert_eq!(from_archive[0]["files"][0]["path"], gone.to_str().unwrap());
+    let opencode: Vec<&Value> = transcripts
+        .iter()
+        .filter(|s| s["agent"] == "opencode")
+        .collect();
+    assert_eq!(opencode.len(), 1);
+    assert!(opencode[0]["title"].is_string());
+    assert!(
+        opencode[0]["files"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("opencode.db")
+    );
+
+    // Each agent filter: that agent's rows.
+    for agent in [
+        "claude-code",
+        "codex",
+        "pi",
+        "gemini",
+        "copilot",
+        "opencode",
+        "qwen",
+        "kimi",
+        "store",
+    ] {
+        let got = all_sessions(&mut client, json!({"agent": agent, "limit": 100}));
+        let want = transcripts
+            .iter()
+            .chain(&stored)
+            .filter(|s| s["agent"].as_str().unwrap().split(',').any(|a| a == agent))
+            .count();
+        assert!(want > 0, "{agent}");
+        assert_eq!(got.len(), want, "{agent}");
+    }
+    let (error, answer) = client.call("list_sessions", json!({"agent": "nobody"}));
+    assert!(error);
+    assert_eq!(answer["error"], "invalid_arguments");
+    client.stop();
+    assert_eq!(stat_snapshot(&root.join("opencode")), opencode_before);
 }

@@ -58,17 +58,31 @@ async def run(root, env):
             assert len(hits) > 5, len(hits)
             checks += 1
 
-            error, sessions = await call("list_sessions", {"limit": 100})
-            assert not error and sessions["total"] == len(sessions["sessions"]) > 3, sessions
-            error, usage = await call("usage", {"by": "session"})
+            # list_sessions followed to its end: usage --by session's rows, one for one.
+            sessions, cursor = [], None
+            while True:
+                args = {"limit": 7}
+                if cursor:
+                    args["cursor"] = cursor
+                error, page = await call("list_sessions", args)
+                assert not error, page
+                sessions += page["sessions"]
+                cursor = page.get("next_cursor")
+                if not cursor:
+                    break
+            assert len(sessions) == page["total"] > 7, page
+            error, usage = await call("usage", {"by": "session", "limit": 500})
             assert not error
-            assert usage["totals"] == cli(env, "usage", "--by", "session", "--json", root)["totals"]
-            total = sum(s["total_tokens"] for s in sessions["sessions"])
-            # list_sessions lists line transcripts; OpenCode's database counts in usage alone.
-            error, agents = await call("usage", {"by": "agent"})
-            assert not error
-            opencode = sum(r["total_tokens"] for r in agents["rows"] if r.get("agent") == "opencode")
-            assert total == usage["totals"]["total_tokens"] - opencode, (total, usage["totals"])
+            cli_usage = cli(env, "usage", "--by", "session", "--json", root)
+            assert usage["totals"] == cli_usage["totals"]
+            key = lambda r: (r["project"], r["session"])
+            assert sorted(map(key, sessions)) == sorted(map(key, cli_usage["rows"]))
+            by_key = {key(r): r for r in cli_usage["rows"]}
+            for s in sessions:
+                assert s["total_tokens"] == by_key[key(s)]["total_tokens"], s
+            total = sum(s["total_tokens"] for s in sessions)
+            assert total == usage["totals"]["total_tokens"], (total, usage["totals"])
+            assert any(s["agent"] == "opencode" for s in sessions)
             checks += 1
 
             hit = hits[0]

@@ -239,15 +239,14 @@ fn the_guard_refuses_what_it_must() {
 fn sessions_lines_and_follow_match_the_files() {
     let v = start(|_| {});
     let before = tree(&v.root);
-    // Every main transcript is a session (subagents are listed under theirs).
-    let files: Vec<PathBuf> = before
-        .keys()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .filter(|p| !p.components().any(|c| c.as_os_str() == "subagents"))
-        .cloned()
-        .collect();
     let page = v.json("/api/sessions?limit=500");
-    assert_eq!(page["total"].as_u64().unwrap() as usize, files.len());
+    // Every session usage counts, one for one.
+    let cli = cli_json(&v.root, &["usage", "--by", "session"]);
+    assert_rows_are_usage_rows(page["sessions"].as_array().unwrap(), &cli);
+    assert_eq!(
+        page["total"].as_u64().unwrap() as usize,
+        cli["rows"].as_array().unwrap().len()
+    );
     let mut paged = Vec::new();
     let mut cursor = String::new();
     loop {
@@ -289,22 +288,7 @@ fn sessions_lines_and_follow_match_the_files() {
         .iter()
         .map(|s| s["total_tokens"].as_u64().unwrap())
         .sum();
-    // OpenCode databases count in usage but are not line transcripts the viewer lists: their
-    // own totals make up the rest.
-    let copies = tempfile::tempdir().unwrap();
-    let opencode: u64 = before
-        .keys()
-        .filter(|p| p.file_name().is_some_and(|n| n == "opencode.db"))
-        .map(|p| {
-            let r = agentlog::transcript::read_opencode(p, Some(copies.path())).unwrap();
-            r.total.tally.usage.total()
-        })
-        .sum();
-    assert!(opencode > 0, "the test data holds an OpenCode database");
-    assert_eq!(
-        sum + opencode,
-        usage["totals"]["total_tokens"].as_u64().unwrap()
-    );
+    assert_eq!(sum, usage["totals"]["total_tokens"].as_u64().unwrap());
 
     // Windows through a session, forward then backward, against the file's own lines.
     let id = "agentlogs-compact";
@@ -315,6 +299,8 @@ fn sessions_lines_and_follow_match_the_files() {
         .find(|s| s["id"] == id)
         .unwrap();
     let path = PathBuf::from(row["path"].as_str().unwrap());
+    assert_eq!(row["files"][0]["path"], row["path"]);
+    assert_eq!(row["from_archive"], false);
     let bytes = std::fs::read(&path).unwrap();
     let mut oracle = Vec::new();
     let mut at = 0u64;
@@ -591,4 +577,222 @@ fn usage_split_by_model_and_blocks_are_the_library_answers() {
     ] {
         assert_eq!(v.get(&format!("/api/usage?{bad}")).status(), 400, "{bad}");
     }
+}
+
+/// The listing's rows against `usage --by session --json`'s, one for one: each usage row is
+/// listed once with its figures; a listed session without a usage row has none.
+fn assert_rows_are_usage_rows(listed: &[Value], usage: &Value) {
+    let rows = usage["rows"].as_array().unwrap();
+    let same = |a: &Value, b: &Value| a["session"] == b["session"] && a["project"] == b["project"];
+    for row in rows {
+        let found: Vec<&Value> = listed.iter().filter(|s| same(s, row)).collect();
+        assert_eq!(found.len(), 1, "{row}");
+        for field in [
+            "agent",
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_tokens",
+            "cache_read_tokens",
+            "reasoning_output_tokens",
+            "total_tokens",
+            "messages",
+            "cost_usd",
+            "models",
+            "last_activity",
+        ] {
+            assert_eq!(found[0][field], row[field], "{field} of {row}");
+        }
+    }
+    for s in listed.iter().filter(|s| !rows.iter().any(|r| same(s, r))) {
+        assert_eq!(s["total_tokens"], 0, "{s}");
+        assert_eq!(s["messages"], 0, "{s}");
+    }
+}
+
+/// Every file under `dir` with its bytes and mtime.
+fn stat_tree(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    tree(dir)
+        .into_iter()
+        .map(|(p, bytes)| {
+            let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+            (p, (bytes, mtime))
+        })
+        .collect()
+}
+
+/// The messages of an `OpenCode` root session and its subagents' sessions, read from a copy of
+/// the database with SQLite itself.
+fn opencode_messages(db: &Path, root: &str) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{suffix}", db.display()));
+        if from.exists() {
+            std::fs::copy(&from, dir.path().join(format!("opencode.db{suffix}"))).unwrap();
+        }
+    }
+    let conn = rusqlite::Connection::open(dir.path().join("opencode.db")).unwrap();
+    let parents: Vec<(String, Option<String>)> = conn
+        .prepare("SELECT id, parent_id FROM session")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let root_of = |mut id: String| {
+        while let Some((_, Some(parent))) = parents.iter().find(|(i, _)| *i == id) {
+            id.clone_from(parent);
+        }
+        id
+    };
+    let sessions: Vec<String> = conn
+        .prepare("SELECT session_id FROM message")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    sessions
+        .into_iter()
+        .filter(|s| root_of(s.clone()) == root)
+        .count()
+}
+
+#[test]
+fn the_sessions_page_lists_every_session_usage_counts_and_opens_each() {
+    const GONE: &str = "claude-code/agentlogs-crud.jsonl";
+    let mut opencode_before = BTreeMap::new();
+    let mut gone_bytes = Vec::new();
+    let v = start(|root| {
+        let archived = cli_json(root, &["archive"]);
+        assert!(archived["new_sources"].as_u64().unwrap() > 0, "{archived}");
+        gone_bytes = std::fs::read(root.join(GONE)).unwrap();
+        std::fs::remove_file(root.join(GONE)).unwrap();
+        opencode_before = stat_tree(&root.join("opencode"));
+    });
+    let page = v.json("/api/sessions?limit=500");
+    let listed = page["sessions"].as_array().unwrap();
+    let usage = cli_json(&v.root, &["usage", "--by", "session"]);
+    assert_eq!(usage["archive_only_sessions"], 1);
+    assert_eq!(page["archive_only_sessions"], 1);
+    assert_rows_are_usage_rows(listed, &usage);
+    let sum: u64 = listed
+        .iter()
+        .map(|s| s["total_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, usage["totals"]["total_tokens"].as_u64().unwrap());
+    assert_eq!(page["next_cursor"], Value::Null);
+
+    // Newest first: by end, then start.
+    let ends: Vec<&str> = listed.iter().filter_map(|s| s["end"].as_str()).collect();
+    let mut sorted = ends.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(ends, sorted);
+
+    // Every agent name filters to the rows of that agent.
+    for agent in [
+        "claude-code",
+        "codex",
+        "pi",
+        "gemini",
+        "copilot",
+        "opencode",
+        "qwen",
+        "kimi",
+    ] {
+        let want: Vec<&Value> = listed
+            .iter()
+            .filter(|s| s["agent"].as_str().unwrap().split(',').any(|a| a == agent))
+            .map(|s| &s["id"])
+            .collect();
+        assert!(!want.is_empty(), "{agent} has sessions in the test data");
+        let got = v.json(&format!("/api/sessions?agent={agent}&limit=500"));
+        let got: Vec<&Value> = got["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["id"])
+            .collect();
+        assert_eq!(got, want, "{agent}");
+    }
+    assert_eq!(v.get("/api/sessions?agent=nobody").status(), 400);
+
+    // The archived-then-deleted transcript: listed from the archive, its lines the archived
+    // bytes' lines.
+    let gone_path = v.root.join(GONE);
+    let gone = listed
+        .iter()
+        .find(|s| s["path"].as_str() == Some(gone_path.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{GONE} is listed"));
+    assert_eq!(gone["from_archive"], true);
+    assert!(gone["files"][0]["copy"].is_string(), "{gone}");
+    assert!(gone["total_tokens"].as_u64().unwrap() > 0);
+    let id = gone["id"].as_str().unwrap();
+    let w = v.json(&format!("/api/sessions/{id}/lines?limit=500"));
+    let mut oracle = Vec::new();
+    let mut at = 0u64;
+    for line in gone_bytes.split_inclusive(|&b| b == b'\n') {
+        oracle.push(at);
+        at += line.len() as u64;
+    }
+    let offsets: Vec<u64> = w["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["offset"].as_u64().unwrap())
+        .collect();
+    assert_eq!(offsets, oracle);
+    assert_eq!(w["end"].as_u64().unwrap(), gone_bytes.len() as u64);
+    let meta = v.json(&format!("/api/sessions/{id}"));
+    assert!(meta["report"].is_object(), "{meta}");
+    assert!(meta["error"].is_null());
+
+    // The OpenCode session: its messages, a page at a time, by place; nothing to follow.
+    let db = v.root.join("opencode/JulesGuiCs-dda98e9/opencode.db");
+    let oc = listed.iter().find(|s| s["agent"] == "opencode").unwrap();
+    assert_eq!(oc["path"].as_str().unwrap(), db.to_str().unwrap());
+    assert!(oc["title"].is_string() && oc["start"].is_string() && oc["end"].is_string());
+    let id = oc["id"].as_str().unwrap();
+    let meta = v.json(&format!("/api/sessions/{id}"));
+    assert_eq!(meta["format"], "opencode");
+    let want = opencode_messages(&db, oc["session"].as_str().unwrap());
+    assert!(want > 5);
+    let (mut seen, mut next) = (Vec::new(), 0);
+    loop {
+        let w = v.json(&format!("/api/sessions/{id}/lines?offset={next}&limit=4"));
+        assert_eq!(w["end"].as_u64().unwrap() as usize, want);
+        let lines = w["lines"].as_array().unwrap();
+        for l in lines {
+            assert_eq!(l["type"], "message");
+            assert!(l["json"]["role"].is_string(), "{l}");
+            seen.push(l["offset"].as_u64().unwrap());
+        }
+        next = w["next_offset"].as_u64().unwrap();
+        if next >= want as u64 {
+            break;
+        }
+    }
+    assert_eq!(seen, (0..want as u64).collect::<Vec<_>>());
+    let tail = v.json(&format!("/api/sessions/{id}/lines?before=end&limit=3"));
+    let tail: Vec<u64> = tail["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["offset"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tail, [want as u64 - 3, want as u64 - 2, want as u64 - 1]);
+    let earlier = v.json(&format!("/api/sessions/{id}/lines?before=5&limit=3"));
+    let earlier: Vec<u64> = earlier["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["offset"].as_u64().unwrap())
+        .collect();
+    assert_eq!(earlier, [2, 3, 4]);
+    let follow = v.get(&format!("/api/sessions/{id}/follow"));
+    assert_eq!(follow.status(), 409);
+    let body: Value = follow.json().unwrap();
+    assert_eq!(body["error"], "not_line_addressable");
+
+    // The OpenCode directory is as it was: listing, bytes and mtimes.
+    assert_eq!(stat_tree(&v.root.join("opencode")), opencode_before);
 }

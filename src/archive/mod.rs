@@ -8,7 +8,8 @@
 //! * [`archive`] appends what is new (O(new bytes); one stat for a file with nothing new); a
 //!   source rewritten since (shorter, its head or archived tail changed) starts a new version.
 //! * [`Archive`] reads it: [`Archive::list`], [`Archive::read`], [`verify`], [`restore`].
-//! * The readers see it: [`usage`] and [`report`] read the archived versions the originals no
+//! * The readers see it (and [`session_catalog`], the sessions the viewer and the MCP server
+//!   list): [`usage`] and [`report`] read the archived versions the originals no
 //!   longer hold from copies in the cache directory, through the transcript machinery.
 
 mod catalog;
@@ -23,6 +24,7 @@ mod readers;
 mod record;
 mod restore;
 mod run;
+mod sessions;
 mod verify;
 mod writer;
 
@@ -38,6 +40,7 @@ pub use reader::{Archive, ArchiveDamage, ArchivedBytes};
 pub use readers::{copies_dir, gone_copies, report, usage};
 pub use restore::{RestoreOptions, Restored, RestoredFile, restore};
 pub use run::{ArchiveOptions, ArchiveReport, ArchiveSkipped, archive};
+pub use sessions::{CatalogOptions, session_catalog};
 pub use verify::{ArchiveVerification, IndexDamage, verify};
 
 #[cfg(test)]

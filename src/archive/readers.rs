@@ -55,21 +55,63 @@ pub fn usage(
     archive_dir: Option<&Path>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> UsageReport {
+    let reading = with_archive(paths, options.open.index_dir.as_deref(), archive_dir);
+    let mut report = usage_of_files(
+        &reading.request,
+        &reading.files,
+        reading.skipped,
+        options,
+        progress,
+    );
+    report.archive_only_sessions = reading.archive_only_sessions;
+    report
+}
+
+/// What a reader with the archive reads: the originals under the roots and the cache copies
+/// of the archived versions they no longer hold.
+pub(crate) struct WithArchive {
+    /// What names the run-level snapshot: the roots, and the copies' folder and archive when
+    /// the archive is read.
+    pub(crate) request: Vec<PathBuf>,
+    /// The files to read (canonical, sorted): originals and copies.
+    pub(crate) files: Vec<PathBuf>,
+    /// What could not be read or copied.
+    pub(crate) skipped: Vec<Skipped>,
+    /// The copies among `files`, with what they stand for.
+    pub(crate) copies: Vec<super::ArchivedCopy>,
+    /// Sessions every file of which is gone.
+    pub(crate) archive_only_sessions: u64,
+}
+
+/// The files under `paths` (the default roots when empty) and the archive's copies of what
+/// they no longer hold (none when `archive_dir` is `None`), copies kept under `index_dir`.
+pub(crate) fn with_archive(
+    paths: &[PathBuf],
+    index_dir: Option<&Path>,
+    archive_dir: Option<&Path>,
+) -> WithArchive {
     let roots = roots_or_default(paths);
     let (mut files, mut skipped_files) = discover(&roots);
+    let originals = |request, files, skipped| WithArchive {
+        request,
+        files,
+        skipped,
+        copies: Vec::new(),
+        archive_only_sessions: 0,
+    };
     let Some(archive_dir) = archive_dir else {
-        return usage_of_files(&roots, &files, skipped_files, options, progress);
+        return originals(roots, files, skipped_files);
     };
     let archive = match Archive::open(archive_dir) {
         Ok(archive) => archive,
         Err(e) => {
             skipped_files.push(skipped(archive_dir, "read the archive", e));
-            return usage_of_files(&roots, &files, skipped_files, options, progress);
+            return originals(roots, files, skipped_files);
         }
     };
-    let Some(copies) = copies_dir(options.open.index_dir.as_deref()) else {
+    let Some(copies) = copies_dir(index_dir) else {
         skipped_files.push(skipped(archive_dir, "copy", "no cache directory"));
-        return usage_of_files(&roots, &files, skipped_files, options, progress);
+        return originals(roots, files, skipped_files);
     };
     let scope: Vec<PathBuf> = if paths.is_empty() {
         Vec::new()
@@ -95,9 +137,13 @@ pub fn usage(
     let mut request = roots;
     request.push(copies);
     request.push(archive_dir.to_path_buf());
-    let mut report = usage_of_files(&request, &files, skipped_files, options, progress);
-    report.archive_only_sessions = sources.archive_only_sessions;
-    report
+    WithArchive {
+        request,
+        files,
+        skipped: skipped_files,
+        copies: sources.copies,
+        archive_only_sessions: sources.archive_only_sessions,
+    }
 }
 
 /// The report of [`read_report`]; when the file is gone and the archive in `archive_dir`

@@ -17,7 +17,8 @@ pub struct Args {
     /// An agent directory the `status` tool may read (repeat for several).
     #[arg(long = "agent-dir", value_name = "DIR")]
     agent_dirs: Vec<PathBuf>,
-    /// A session store the `search` and `read_session` tools may read (repeat for several).
+    /// A session store the `search`, `read_session` and `list_sessions` tools may read (repeat
+    /// for several).
     #[arg(long = "store", value_name = "ROOT")]
     stores: Vec<PathBuf>,
     #[command(flatten)]

@@ -25,8 +25,7 @@ use crate::search::{
 };
 use crate::transcript::sessions::{offset_cursor, parse_cursor, request_print};
 use crate::transcript::{
-    GroupBy, OpenOptions, ReportOptions, SessionListOptions, UsageOptions, list_sessions,
-    parse_agent,
+    FactsCache, GroupBy, OpenOptions, ReportOptions, SessionFilter, UsageOptions, parse_agent,
 };
 
 /// The most entries of a list beside the answer (files left out, skipped) a tool returns; the
@@ -48,6 +47,9 @@ pub struct Tools {
     /// The archive read beside the originals (`None`: the originals alone).
     archive_dir: Option<PathBuf>,
     search: Mutex<Option<TranscriptSearch>>,
+    /// The titles and times of the session catalog, kept across calls (a file is read again
+    /// only when it changed).
+    facts: Mutex<FactsCache>,
 }
 
 fn parse<T: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<T, ToolError> {
@@ -94,6 +96,7 @@ impl Tools {
                 .then(|| default_archive_dir().ok())
                 .flatten(),
             search: Mutex::new(None),
+            facts: Mutex::new(FactsCache::default()),
         }
     }
 
@@ -165,18 +168,38 @@ impl Tools {
     }
 
     fn list_sessions(&self, args: ListSessionsArgs) -> Result<Value, ToolError> {
-        let options = SessionListOptions {
-            open: self.open_options(),
+        let filter = SessionFilter {
             agent: args.agent,
             project: args.project,
             since: day("since", args.since.as_deref())?,
             until: day("until", args.until.as_deref())?,
-            limit: args.limit,
-            cursor: args.cursor,
         };
-        let list = list_sessions(&self.scope.transcripts, &options)
-            .map_err(|e| ToolError::bad("invalid_arguments", e.to_string()))?;
-        let mut answer = to_json(&list)?;
+        let invalid = |e: crate::transcript::SessionListError| {
+            ToolError::bad("invalid_arguments", e.to_string())
+        };
+        filter.check().map_err(invalid)?;
+        let options = archive::CatalogOptions {
+            open: self.open_options(),
+            stores: self.scope.stores().to_vec(),
+            prompt: Some(crate::search::user_prompt),
+        };
+        let catalog = {
+            // A poisoned lock only means an earlier call panicked: the cache is then rebuilt.
+            let mut facts = self
+                .facts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            archive::session_catalog(
+                &self.scope.transcripts,
+                &options,
+                self.archive_dir.as_deref(),
+                &mut facts,
+            )
+        };
+        let page = catalog
+            .page(&filter, args.limit, args.cursor.as_deref())
+            .map_err(invalid)?;
+        let mut answer = to_json(&page)?;
         cap_list(&mut answer, "skipped");
         Ok(answer)
     }

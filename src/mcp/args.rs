@@ -41,13 +41,15 @@ pub(crate) struct SearchArgs {
 #[serde(deny_unknown_fields)]
 #[schemars(crate = "rmcp::schemars")]
 pub(crate) struct ListSessionsArgs {
-    /// Only this agent: `claude-code`, `codex`, `pi`, ...
+    /// Only this agent: `claude-code`, `codex`, `pi`, `gemini`, `copilot`, `opencode`,
+    /// `qwen`, `kimi`, or `store` (the sessions of the session stores the server was started
+    /// with).
     pub agent: Option<String>,
     /// Only sessions whose project contains this text.
     pub project: Option<String>,
-    /// Only sessions active on or after this UTC day (YYYY-MM-DD); tokens from it on.
+    /// Only sessions active (from start to end) on or after this UTC day (YYYY-MM-DD).
     pub since: Option<String>,
-    /// Only sessions active on or before this UTC day (YYYY-MM-DD); tokens up to it.
+    /// Only sessions active (from start to end) on or before this UTC day (YYYY-MM-DD).
     pub until: Option<String>,
     /// Sessions per page, 1 to 100 (default 20).
     pub limit: Option<u64>,

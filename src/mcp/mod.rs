@@ -1,7 +1,7 @@
 //! `agentlog mcp`: the engine's answers as Model Context Protocol tools over stdio, on the
 //! official Rust SDK (rmcp). Read-only presenters of library calls: `search`
 //! ([`TranscriptSearch`](crate::search::TranscriptSearch)), `list_sessions`
-//! ([`list_sessions`](crate::transcript::list_sessions)), `read_session`
+//! ([`session_catalog`](crate::archive::session_catalog)), `read_session`
 //! ([`transcript_window`](crate::search::transcript_window)), `usage`
 //! ([`usage`](crate::transcript::usage)) and `status`
 //! ([`read_report`](crate::transcript::read_report)); each answer is the JSON the CLI's

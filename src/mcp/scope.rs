@@ -15,7 +15,7 @@ pub struct McpConfig {
     pub transcripts: Vec<PathBuf>,
     /// Agent directories (`DIR/logs/events.jsonl`) the `status` tool may read.
     pub agent_dirs: Vec<PathBuf>,
-    /// Session stores the `search` and `read_session` tools may read.
+    /// Session stores the `search`, `read_session` and `list_sessions` tools may read.
     pub stores: Vec<PathBuf>,
     /// Where index files go (default: the per-user cache directory).
     pub index_dir: Option<PathBuf>,
@@ -99,6 +99,11 @@ impl Scope {
                 format!("{arg} is not one of the session stores this server was started with"),
             ))
         }
+    }
+
+    /// The session stores configured, resolved.
+    pub(crate) fn stores(&self) -> &[PathBuf] {
+        &self.stores
     }
 
     /// The main transcripts (not subagents') of the session with this id.

@@ -57,9 +57,10 @@ pub fn tool_list() -> Vec<Tool> {
         ),
         Tool::new(
             "list_sessions",
-            "Sessions (a transcript with its subagents), most recently updated first, with \
-             agent, project, file, start and last-write times and tokens; filter by agent, \
-             project text and UTC days. At most 100 per page, the next via next_cursor.",
+            "Sessions as usage --by session counts them (every agent, the archive's too, and \
+             the sessions of --store stores as agent store), newest first, each its usage row \
+             with title, start, end, from_archive and files; filter by agent, project text and \
+             UTC days. At most 100 per page, the next via next_cursor.",
             schema_for_type::<ListSessionsArgs>(),
         ),
         Tool::new(

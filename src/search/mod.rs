@@ -90,4 +90,5 @@ pub use transcripts::{
     MAX_LINE_CHARS, MAX_SCAN_BYTES, MAX_WINDOW_SIDE, TRANSCRIPT_SEARCH_DIR, TranscriptLineText,
     TranscriptSearch, TranscriptSearchHit, TranscriptSearchPage, TranscriptSearchRequest,
     TranscriptWindow, UnreadableTranscript, WindowedLine, transcript_line_text, transcript_window,
+    user_prompt,
 };

@@ -14,8 +14,9 @@ use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
 use super::State as Shared;
-use super::catalog::{SessionQuery, SessionRow};
+use super::catalog::{SessionQuery, ViewRow};
 use super::reply::{ApiError, find, window_error};
+use super::window::LineView;
 use super::window::{self, LineWindow};
 use crate::archive::{report, usage};
 use crate::search::{
@@ -68,7 +69,7 @@ struct SessionAnswer {
     /// The id asked for.
     id: String,
     /// The session it belongs to.
-    session: SessionRow,
+    session: ViewRow,
     /// The transcript shown.
     path: std::path::PathBuf,
     /// Its format.
@@ -89,7 +90,22 @@ async fn session(
         format: viewable.format,
         ..OpenOptions::default()
     };
-    let main = viewable.path == row.path;
+    if viewable.opencode.is_some() {
+        // A database of many sessions: the row holds this session's figures; its messages
+        // come in pages from `/lines`.
+        return Ok(Json(SessionAnswer {
+            id,
+            session: row,
+            path: viewable.path,
+            format: viewable.format,
+            report: None,
+            error: None,
+        }));
+    }
+    let main = row
+        .row
+        .main_file()
+        .is_some_and(|f| f.read_path() == viewable.path);
     let options = ReportOptions {
         open,
         subagents: main && viewable.format == Some(Format::ClaudeCode),
@@ -129,6 +145,20 @@ async fn lines(
 ) -> Result<Json<LineWindow>, ApiError> {
     let (viewable, _) = find(&state, &id)?;
     let limit = query.limit.unwrap_or(100);
+    if let Some(session) = viewable.opencode.clone() {
+        let index_dir = state.index_dir.clone();
+        return blocking(move || {
+            opencode_window(
+                &viewable.path,
+                &session,
+                index_dir.as_deref(),
+                &query,
+                limit,
+            )
+        })
+        .await
+        .map(Json);
+    }
     let window = blocking(move || {
         let file = File::open(&viewable.path)
             .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unreadable", e.to_string()))?;
@@ -158,6 +188,72 @@ async fn lines(
     })
     .await?;
     Ok(Json(window))
+}
+
+/// A window of an `OpenCode` session's messages, shaped as a window of lines: a message's
+/// `offset` is its place in the session (0 the oldest), `end` the number of messages, `json`
+/// its data as stored (`type` `message`, `role`, `time` from it).
+fn opencode_window(
+    db: &std::path::Path,
+    session: &str,
+    index_dir: Option<&std::path::Path>,
+    query: &LinesQuery,
+    limit: usize,
+) -> Result<LineWindow, ApiError> {
+    let limit = limit.clamp(1, window::MAX_LINES);
+    let read = |offset: u64| {
+        crate::transcript::read_opencode_messages(db, session, index_dir, offset, limit)
+            .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unreadable", e.to_string()))
+    };
+    // Forward: one read. Backward: the count first, then the page before the place asked.
+    let (from, page) = match query.before.as_deref() {
+        None => {
+            let from = query.offset.unwrap_or(0);
+            (from, read(from)?)
+        }
+        Some(b) => {
+            let total = read(0)?.total;
+            let before = if b == "end" {
+                total
+            } else {
+                b.parse::<u64>()
+                    .map_err(|_| ApiError::bad(format!("before {b:?} is not an offset or end")))?
+            };
+            let from = before.min(total).saturating_sub(limit as u64);
+            (from, read(from)?)
+        }
+    };
+    let total = page.total;
+    if from > total {
+        return Err(ApiError::bad(format!(
+            "offset {from} is past the session's {total} messages"
+        )));
+    }
+    let until = match query.before.as_deref() {
+        Some(b) if b != "end" => b.parse::<u64>().unwrap_or(total).min(total),
+        _ => total,
+    };
+    let lines: Vec<LineView> = page
+        .messages
+        .into_iter()
+        .filter(|m| m.index < until)
+        .map(|m| LineView {
+            offset: m.index,
+            bytes: m.bytes,
+            kind: Some("message".to_owned()),
+            role: m.role,
+            time: m.time,
+            json: m.data,
+            text: None,
+            truncated: false,
+        })
+        .collect();
+    Ok(LineWindow {
+        next_offset: lines.last().map_or(from, |l| l.offset + 1),
+        first_offset: lines.first().map_or(from, |l| l.offset),
+        lines,
+        end: total,
+    })
 }
 
 /// `/api/search` parameters.

@@ -15,7 +15,7 @@ use futures_util::stream::{self, Stream};
 use serde::Deserialize;
 
 use super::State as Shared;
-use super::reply::{ApiError, find, window_error};
+use super::reply::{ApiError, find, not_line_addressable, window_error};
 use super::window::{self, LineWindow, MAX_LINES};
 use crate::transcript::Format;
 
@@ -71,6 +71,9 @@ pub(crate) async fn follow(
     Query(query): Query<FollowQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>>, ApiError> {
     let (viewable, _) = find(&state, &id)?;
+    if viewable.opencode.is_some() {
+        return Err(not_line_addressable(&id));
+    }
     let start = Following {
         path: viewable.path,
         format: viewable.format,

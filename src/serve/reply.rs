@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::State as Shared;
-use super::catalog::{SessionRow, Viewable};
+use super::catalog::{ViewRow, Viewable};
 use super::window::WindowError;
 
 /// An error answer.
@@ -57,7 +57,7 @@ impl IntoResponse for ApiError {
 }
 
 /// The viewable transcript named `id`.
-pub(crate) fn find(state: &Shared, id: &str) -> Result<(Viewable, SessionRow), ApiError> {
+pub(crate) fn find(state: &Shared, id: &str) -> Result<(Viewable, ViewRow), ApiError> {
     let listing = state.catalog.listing();
     let viewable = listing.by_id.get(id).ok_or_else(|| {
         ApiError::new(
@@ -72,6 +72,18 @@ pub(crate) fn find(state: &Shared, id: &str) -> Result<(Viewable, SessionRow), A
         .cloned()
         .ok_or_else(|| ApiError::internal("listing out of step"))?;
     Ok((viewable.clone(), row))
+}
+
+/// The answer for a line address of a transcript that has none (an `OpenCode` session: its
+/// messages are rows of a database, addressed by their place in the session).
+pub(crate) fn not_line_addressable(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "not_line_addressable",
+        format!(
+            "{id:?} is an OpenCode session: its messages are addressed by their place, not by byte offsets"
+        ),
+    )
 }
 
 /// The error of a window read, as the API answers it.

@@ -16,8 +16,9 @@
 //!
 //! * The answers, typed and serializable (the CLI's `--json` prints them as they serialize):
 //!   [`read_report`] ([`TranscriptReport`], one transcript), [`usage`] ([`UsageReport`], many),
-//!   [`statusline`] ([`StatusLine`], Claude Code's status line), [`list_sessions`]
-//!   ([`SessionList`], the sessions newest first).
+//!   [`statusline`] ([`StatusLine`], Claude Code's status line), [`catalog_of_files`]
+//!   ([`SessionCatalog`], the sessions newest first, each a usage row with its title and
+//!   times).
 //!
 //! These files belong to the agent: agentlog never writes beside them.
 
@@ -71,8 +72,9 @@ pub use fold::{
 pub use format::{Format, UnknownFormat};
 pub use native::{NativeValue, native};
 pub use opencode::{
-    NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeReport, OpenCodeSession,
-    parse_message as parse_opencode_message, read_opencode,
+    MAX_OPENCODE_MESSAGES, NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeMessageRow,
+    OpenCodeMessages, OpenCodeReport, OpenCodeSession, parse_message as parse_opencode_message,
+    read_opencode, read_opencode_messages,
 };
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
@@ -90,8 +92,9 @@ pub use report::{
 #[cfg(feature = "testing")]
 pub use report::report;
 pub use sessions::{
-    DEFAULT_SESSIONS_LIMIT, MAX_SESSIONS_LIMIT, SessionInfo, SessionList, SessionListError,
-    SessionListOptions, list_sessions,
+    CatalogFile, DEFAULT_SESSIONS_LIMIT, FactsCache, MAX_SESSIONS_LIMIT, PromptText, STORE_AGENT,
+    SessionCatalog, SessionFile, SessionFilter, SessionListError, SessionPage, SessionRow,
+    catalog_of_files,
 };
 pub use statusline::{
     MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,

@@ -31,12 +31,12 @@ def viewer():
     proc = subprocess.Popen([cli, "serve", "--port", "0", "--json", str(root)],
                             stdout=subprocess.PIPE, env=env, text=True)
     address = json.loads(proc.stdout.readline())
-    # The oracle for the session count: the CLI's own sessions over the same files, less
-    # OpenCode's database (the viewer lists line transcripts; docs/SERVE.md).
+    # The oracle for the session count: the CLI's own sessions over the same files (OpenCode's
+    # database included).
     usage = subprocess.run([cli, "usage", "--by", "session", "--json", str(root)],
                            capture_output=True, env=env, text=True, check=True)
     rows = json.loads(usage.stdout)["rows"]
-    address["sessions"] = sum(1 for r in rows if r.get("agent") != "opencode")
+    address["sessions"] = len(rows)
     # The oracles of the usage page: the CLI's day and block reports over the same files.
     address["usage"] = {by: json.loads(subprocess.run(
         [cli, "usage", "--by", by, "--json", str(root)],
@@ -109,6 +109,19 @@ def test_session_page_shows_messages_and_a_compaction_divider(browser, viewer):
     assert page.locator(".divider").count() == 1
     assert "compaction" in page.inner_text(".divider")
     page.wait_for_selector("#chart canvas")
+    watch.clean()
+
+
+def test_opencode_session_opens_with_its_messages(browser, viewer):
+    # Listed like every agent's session; its page shows the database's messages by place.
+    page, watch = open_page(browser, viewer, "/?agent=opencode")
+    page.wait_for_selector("#sessions tbody tr")
+    assert page.locator("#sessions tbody tr").count() == 1
+    page.click("#sessions .session-link")
+    page.wait_for_selector("#lines article")
+    assert page.locator("#lines article").count() >= 5
+    assert "assistant" in page.inner_text("#lines").lower()
+    assert page.locator("#follow").is_disabled()
     watch.clean()
 
 

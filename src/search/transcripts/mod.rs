@@ -28,7 +28,7 @@ use crate::transcript::{Format, default_index_dir, discover_lines, roots_or_defa
 use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
 use rank::rank;
 
-pub use text::{TranscriptLineText, transcript_line_text};
+pub use text::{TranscriptLineText, transcript_line_text, user_prompt};
 pub use window::{
     DEFAULT_LINE_CHARS, DEFAULT_WINDOW_SIDE, LineAnchor, LineWindowError, LineWindowRequest,
     MAX_LINE_CHARS, MAX_SCAN_BYTES, MAX_WINDOW_SIDE, TranscriptWindow, WindowedLine,

@@ -52,6 +52,14 @@ pub fn transcript_line_text(format: Format, line: &[u8]) -> Option<TranscriptLin
     })
 }
 
+/// The text of a line a user wrote (its role `user`), or `None`: how the session catalog
+/// finds a session's title (`agentlog::transcript::PromptText`).
+pub fn user_prompt(format: Format, line: &[u8]) -> Option<String> {
+    transcript_line_text(format, line)
+        .filter(|t| t.role.as_deref() == Some("user"))
+        .map(|t| t.text)
+}
+
 /// How the lines of `format` give their parts: the one place a format is registered.
 fn line_parts(format: Format) -> LineParts {
     match format {

@@ -7,7 +7,9 @@
 const WINDOW = 100;
 const id = decodeURIComponent(location.pathname.split('/')[2] || '');
 const base = `/api/sessions/${encodeURIComponent(id)}`;
-const state = { first: 0, next: 0, end: 0, boundaries: new Map(), generations: [], source: null };
+// `opencode`: an OpenCode session, whose `lines` are its messages by place (no byte offsets,
+// nothing to follow: the API answers `not_line_addressable`).
+const state = { first: 0, next: 0, end: 0, boundaries: new Map(), generations: [], source: null, opencode: false };
 
 // Text of a content value: a string, or the text parts of an array.
 function textOf(value) {
@@ -88,6 +90,11 @@ function entry(json) {
     }
     return { role, label: role, body: parts(msg.content) };
   }
+  // An OpenCode message row: its role, model and tokens at the top level.
+  if (typeof json.role === 'string' && (json.tokens || json.modelID || json.time)) {
+    const label = json.modelID ? `${json.role} · ${json.modelID}` : json.role;
+    return { role: json.role, label, body: [collapsed('message', 'other', pre(JSON.stringify(json, null, 2), 'code'))] };
+  }
   const p = json.payload;
   if (type === 'response_item' && p) {
     switch (p.type) {
@@ -166,7 +173,7 @@ async function loadEarlier() {
 
 // Follows the transcript once the window reaches its end.
 function follow() {
-  const on = document.getElementById('follow').checked;
+  const on = document.getElementById('follow').checked && !state.opencode;
   if (!on || state.next < state.end) {
     if (state.source) { state.source.close(); state.source = null; }
     return;
@@ -246,6 +253,7 @@ async function load() {
         : AL.api(`${base}/lines${AL.query({ offset: 0, limit: WINDOW })}`),
     ]);
     document.title = `agentlog: ${meta.session.title || meta.id}`;
+    state.opencode = meta.format === 'opencode';
     if (meta.report) {
       meta.report.boundaries.forEach((b, i) => state.boundaries.set(b.offset, { ...b, generation: i }));
       state.generations = meta.report.generations;
@@ -263,6 +271,11 @@ async function load() {
     state.end = w.end;
     appendLines(w.lines);
     updateButtons();
+    if (state.opencode) {
+      const box = document.getElementById('follow');
+      box.checked = false;
+      box.disabled = true;
+    }
     document.getElementById('more').addEventListener('click', () => loadMore().catch(show));
     document.getElementById('earlier').addEventListener('click', () => loadEarlier().catch(show));
     document.getElementById('follow').addEventListener('change', follow);

@@ -6,6 +6,7 @@
 //! `docs/TRANSCRIPTS.md, "OpenCode"`.
 
 mod answer;
+mod catalog;
 #[cfg(feature = "opencode")]
 mod db;
 mod message;
@@ -16,6 +17,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use answer::{OpenCodeDiagnostics, OpenCodeReport, OpenCodeSession, read_opencode};
+pub use catalog::{
+    MAX_OPENCODE_MESSAGES, OpenCodeMessageRow, OpenCodeMessages, read_opencode_messages,
+};
+pub(crate) use catalog::{OpenCodeFacts, opencode_facts, source_path};
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
 
 use super::error::TranscriptError;
