@@ -2,7 +2,7 @@
 headless Chromium, each page shot whole at 1100 px wide once its charts have drawn.
 
 Run: AGENTLOG_CLI=target/debug/agentlog CHROMIUM=/usr/bin/chromium python tests/browser/screenshots.py [PAGE...]
-PAGE is one of usage (default: every page this script knows).
+PAGE is one of sessions, session, search, usage (default: every page this script knows).
 """
 
 import json
@@ -17,9 +17,13 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "screenshots"
-# Each page: its address and what shows once it has drawn.
+# Each page: its address, what shows once it has drawn, and whether it is shot whole (the
+# others: the first screen, as a visitor sees it).
 PAGES = {
-    "usage": ("/usage", "#blocks-chart canvas"),
+    "sessions": ("/", "#sessions tbody tr", False),
+    "session": ("/sessions/agentlogs-compact", "#chart canvas", False),
+    "search": ("/search?q=how%20are%20you%20doing", "#hits .hit-link", False),
+    "usage": ("/usage", "#blocks-chart canvas", True),
 }
 
 
@@ -41,11 +45,11 @@ def main():
             page.goto(address["url"])
             OUT.mkdir(parents=True, exist_ok=True)
             for name in names:
-                path, ready = PAGES[name]
+                path, ready, whole = PAGES[name]
                 page.goto(f"http://127.0.0.1:{address['port']}{path}")
                 page.wait_for_selector(ready)
                 page.wait_for_timeout(300)
-                page.screenshot(path=str(OUT / f"{name}.png"), full_page=True)
+                page.screenshot(path=str(OUT / f"{name}.png"), full_page=whole)
                 print(OUT / f"{name}.png")
             browser.close()
     finally:
