@@ -398,6 +398,9 @@ pub(crate) fn read_files(
     let mut rows = Grouper::new(options);
     rows.add_extra(extra);
     for (t, file_buckets) in merged.read.iter().zip(&merged.buckets) {
+        if let Some(d) = &t.dedup {
+            rows.add_spans(t.format, &d.spans);
+        }
         let (session, project) = session_of(&t.path, t.format);
         for (&(quarter, model), tally) in file_buckets {
             let model_name = t
