@@ -24,7 +24,7 @@ const HOUR: i64 = 3_600_000;
 const BLOCK: i64 = 5 * HOUR;
 const QUARTER: i64 = 900_000;
 
-/// (start, end, total tokens, is_gap) of each block, in milliseconds.
+/// (start, end, total tokens, `is_gap`) of each block, in milliseconds.
 type Row = (i64, i64, u64, bool);
 
 /// ccusage's rule over (time, tokens) messages.
@@ -206,6 +206,7 @@ fn message_times(format: Format, bytes: &[u8]) -> Vec<i64> {
                 .and_then(|t| t.parse::<Timestamp>().ok())
                 .map(Timestamp::as_millisecond)
         };
+        #[allow(clippy::single_match_else)]
         match format {
             Format::ClaudeCode => {
                 if v["type"] != "assistant" || !v["message"]["usage"].is_object() {
@@ -259,7 +260,7 @@ fn the_real_transcripts_give_ccusages_blocks() {
     for want in [Format::ClaudeCode, Format::Codex] {
         let dir = tempfile::tempdir().unwrap();
         let mut times = Vec::new();
-        let mut quarters: std::collections::BTreeMap<i64, u64> = Default::default();
+        let mut quarters = std::collections::BTreeMap::<i64, u64>::new();
         let mut paths = Vec::new();
         for (i, (path, format)) in fixtures::all().into_iter().enumerate() {
             if format != want {

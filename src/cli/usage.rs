@@ -156,8 +156,12 @@ pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<u8, Failure> {
     let options = options(args)?;
+    let archive = (!args.no_archive)
+        .then(|| agentlog::archive::default_archive_dir().ok())
+        .flatten();
     if args.watch {
-        return super::watch::run(&args.paths, &options, args.interval, args.json);
+        let archive = archive.as_deref();
+        return super::watch::run(&args.paths, &options, archive, args.interval, args.json);
     }
     // A bar on a terminal, for a run that reads many files.
     let bar: OnceLock<Option<indicatif::ProgressBar>> = OnceLock::new();
@@ -176,9 +180,6 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
             bar.set_position(done as u64);
         }
     };
-    let archive = (!args.no_archive)
-        .then(|| agentlog::archive::default_archive_dir().ok())
-        .flatten();
     let report = agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &progress);
     if let Some(Some(bar)) = bar.get() {
         bar.finish_and_clear();

@@ -581,16 +581,12 @@ impl Fold {
     /// The quarter-hour of a timestamp field, counting one that cannot be read; its time
     /// widens the quarter-hour's [`Span`].
     pub(crate) fn quarter(&mut self, timestamp: Option<&str>) -> i64 {
-        match timestamp.and_then(super::json::quarter_and_millis) {
-            Some((quarter, millis)) => {
-                self.note_time(quarter, millis);
-                quarter
-            }
-            None => {
-                self.summary.diagnostics.invalid_timestamps += 1;
-                UNKNOWN_QUARTER
-            }
+        if let Some((quarter, millis)) = timestamp.and_then(super::json::quarter_and_millis) {
+            self.note_time(quarter, millis);
+            return quarter;
         }
+        self.summary.diagnostics.invalid_timestamps += 1;
+        UNKNOWN_QUARTER
     }
 
     /// Widens the span of `quarter` to hold `millis` (a time outside it is left out).

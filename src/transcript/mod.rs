@@ -100,6 +100,6 @@ pub use tokens::Usage;
 pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
     UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover,
-    discover_lines, live, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
-    session_of, usage, usage_of_files,
+    discover_lines, live, live_with, parse_agent, parse_cost_mode, parse_day, parse_group_by,
+    parse_timezone, session_of, usage, usage_of_files,
 };

@@ -265,7 +265,7 @@ mod tests {
         quarters
     }
 
-    /// ccusage's rule, literally: messages sorted by time; (start, end, tokens, is_gap) of each
+    /// ccusage's rule, literally: messages sorted by time; (start, end, tokens, `is_gap`) of each
     /// block and gap, in milliseconds.
     fn naive(messages: &[(i64, u64)]) -> Vec<(i64, i64, u64, bool)> {
         let mut sorted = messages.to_vec();

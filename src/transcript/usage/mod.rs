@@ -27,7 +27,7 @@ pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
 pub use files::{default_roots, discover, discover_lines, session_of};
 pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
-pub use live::{LiveView, live};
+pub use live::{LiveView, live, live_with};
 use merge::read_and_merge;
 
 use super::error::TranscriptError;
