@@ -309,3 +309,40 @@ fn readers_answer_from_the_archive_as_they_did_from_the_originals() {
     // Nothing was written beside the transcripts.
     assert_eq!(h.listing(), before);
 }
+
+/// `transcript PATH` of a file now shorter than its archived version (cut to half its lines)
+/// answers the archived version, whose lines the file no longer holds (as `usage` reads them):
+/// its figures equal the report of the whole file before the cut; `--no-archive` answers the
+/// short file alone, and a file as long as its archived version is answered as it is.
+#[test]
+fn transcript_of_a_shorter_file_answers_the_archived_lines() {
+    let h = home();
+    let main = h.project.join(format!("{SESSION}.jsonl"));
+    let path = main.to_str().unwrap();
+    let whole = h.json(&["transcript", path, "--json", "--no-archive"]);
+    let archived = h.run_with("data", &["archive", path]);
+    assert!(archived.status.success(), "{archived:?}");
+    let same = h.json(&["transcript", path, "--json"]);
+    assert_eq!(same["from_archive"], Value::Null);
+    assert_eq!(same["lifetime"], whole["lifetime"]);
+    shorten(&main);
+    let short = h.json(&["transcript", path, "--json", "--no-archive"]);
+    assert_eq!(short["from_archive"], Value::Null);
+    assert!(short["lines"].as_u64() < whole["lines"].as_u64());
+    let report = h.json(&["transcript", path, "--json"]);
+    assert_eq!(report["from_archive"], 1);
+    assert_eq!(report["path"], whole["path"]);
+    for field in [
+        "lifetime",
+        "since_compaction",
+        "lines",
+        "models",
+        "covered_bytes",
+    ] {
+        assert_eq!(report[field], whole[field], "{field}");
+    }
+    let text = h.run_with("data", &["transcript", path]);
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("(the file is shorter now)"), "{text}");
+}

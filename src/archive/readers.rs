@@ -146,34 +146,46 @@ pub(crate) fn with_archive(
     }
 }
 
-/// The report of [`read_report`]; when the file is gone and the archive in `archive_dir`
-/// holds it, the report of its latest archived version (with its archived subagent files when
-/// asked), [`TranscriptReport::from_archive`] naming the version and `path` the original.
+/// The report of [`read_report`]; when the file is gone, or shorter than its latest archived
+/// version (truncated or rewritten: the archive holds lines it no longer has), and the
+/// archive in `archive_dir` holds it, the report of that version (with its archived subagent
+/// files when asked) in place of the file's, as `usage` reads a shorter Codex original;
+/// [`TranscriptReport::from_archive`] names the version and `path` the original.
 pub fn report(
     path: &Path,
     options: &ReportOptions,
     archive_dir: Option<&Path>,
 ) -> Result<TranscriptReport, ReportError> {
-    let gone = match read_report(path, options) {
+    let found = match read_report(path, options) {
         Err(ReportError::Transcript(TranscriptError::NotFound { .. })) => {
-            ReportError::Transcript(TranscriptError::NotFound {
+            Err(ReportError::Transcript(TranscriptError::NotFound {
                 path: path.to_path_buf(),
-            })
+            }))
         }
+        Ok(report) => Ok(report),
         other => return other,
     };
     let Some(archive_dir) = archive_dir else {
-        return Err(gone);
+        return found;
     };
     let original = absolute(path);
     let Ok(archive) = Archive::open(archive_dir) else {
-        return Err(gone);
+        return found;
     };
-    let Some(version) = archive.versions(&original).last().copied() else {
-        return Err(gone);
+    let key = std::os::unix::ffi::OsStrExt::as_bytes(original.as_os_str());
+    let Some((latest, record)) = archive.catalog.latest(key) else {
+        return found;
     };
+    let version = latest.number;
+    if found.is_ok() {
+        // The file is there: the archive answers only for lines the file no longer holds.
+        let len = std::fs::metadata(&original).map(|m| m.len());
+        if len.is_ok_and(|len| len >= record.end) {
+            return found;
+        }
+    }
     let Some(copies) = copies_dir(options.open.index_dir.as_deref()) else {
-        return Err(gone);
+        return found;
     };
     let copy = copy_to(
         &archive,

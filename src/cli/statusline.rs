@@ -1,11 +1,12 @@
 //! `agentlog statusline`: one line for Claude Code's `statusLine` setting, from the JSON it
-//! passes on stdin (the figures: `transcript::statusline`).
+//! passes on stdin, or for any agent's transcript with `--transcript FILE` (the figures:
+//! `transcript::statusline`).
 
 use std::io::Read;
 use std::path::PathBuf;
 
 use agentlog::transcript::{
-    MAX_STATUS_INPUT, StatusOptions, parse_status_input, parse_timezone, statusline,
+    MAX_STATUS_INPUT, StatusInput, StatusOptions, parse_status_input, parse_timezone, statusline,
 };
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, print_json};
@@ -26,6 +27,10 @@ pub struct Args {
     /// The zone whose day "today" is (IANA name; default: the system's, as `usage`).
     #[arg(long, value_name = "TZ")]
     timezone: Option<String>,
+    /// Read this transcript (any agent's line format) instead of Claude Code's JSON on stdin:
+    /// for agents without a status-line hook (a shell prompt, a tmux status bar).
+    #[arg(long, value_name = "FILE")]
+    transcript: Option<PathBuf>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -33,13 +38,22 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<u8, Failure> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_STATUS_INPUT as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Failure::new("io_error", EXIT_FAILURE, format!("cannot read stdin: {e}")))?;
-    let input = parse_status_input(&bytes)
-        .map_err(|e| Failure::new("bad_input", EXIT_BAD_INPUT, e.to_string()))?;
+    let input = if let Some(path) = &args.transcript {
+        StatusInput {
+            transcript_path: path.clone(),
+            ..StatusInput::default()
+        }
+    } else {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(MAX_STATUS_INPUT as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| {
+                Failure::new("io_error", EXIT_FAILURE, format!("cannot read stdin: {e}"))
+            })?;
+        parse_status_input(&bytes)
+            .map_err(|e| Failure::new("bad_input", EXIT_BAD_INPUT, e.to_string()))?
+    };
     let options =
         StatusOptions {
             index_dir: args.index_dir.clone(),

@@ -211,10 +211,12 @@ pub(super) fn human(r: &TranscriptReport) -> String {
         r.index
     );
     if let Some(version) = r.from_archive {
-        let _ = writeln!(
-            out,
-            "from the archive: version {version} (the file is gone)\n"
-        );
+        let why = if r.path.exists() {
+            "the file is shorter now"
+        } else {
+            "the file is gone"
+        };
+        let _ = writeln!(out, "from the archive: version {version} ({why})\n");
     }
     let mut header: Vec<String> = ["gen", "offset", "line", "kind", "trigger", "pre_tokens"]
         .map(str::to_owned)

@@ -149,17 +149,17 @@ pub fn options(args: &Args) -> Result<UsageOptions, Failure> {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<u8, Failure> {
     let options = options(args)?;
+    let archive = archive_dir(args.cache.no_archive);
     if args.watch {
-        return super::watch::run(&args.paths, &options, args.interval, args.json);
+        let archive = archive.as_deref();
+        return super::watch::run(&args.paths, &options, archive, args.interval, args.json);
     }
     // A bar on a terminal, for a run that reads many files.
     let bar = FilesBar::new("reading transcripts", true);
-    let report = agentlog::archive::usage(
-        &args.paths,
-        &options,
-        archive_dir(args.cache.no_archive).as_deref(),
-        &|done, total| bar.update(done, total),
-    );
+    let report =
+        agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &|done, total| {
+            bar.update(done, total)
+        });
     bar.finish();
     warn_unarchived(&args.paths);
     if args.json {

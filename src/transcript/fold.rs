@@ -242,6 +242,52 @@ const MAX_MODELS: usize = 1024;
 /// A bucket: (quarter-hours since the epoch, model number).
 pub type BucketKey = (i64, u32);
 
+/// Milliseconds in a quarter-hour.
+pub(crate) const QUARTER_MILLIS: i64 = QUARTER_SECONDS * 1000;
+
+/// The first and last time (milliseconds since the epoch) of the usage lines read in one
+/// quarter-hour: what makes billing blocks exact to the millisecond while usage is kept by
+/// quarter-hour (docs/COST.md, "Billing blocks").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    /// The earliest time.
+    pub first: i64,
+    /// The latest time.
+    pub last: i64,
+}
+
+impl Span {
+    /// The span of one time.
+    pub fn at(millis: i64) -> Span {
+        Span {
+            first: millis,
+            last: millis,
+        }
+    }
+
+    /// Widens `self` to hold `other` too.
+    pub fn widen(&mut self, other: Span) {
+        self.first = self.first.min(other.first);
+        self.last = self.last.max(other.last);
+    }
+
+    /// Whether both times fall in quarter-hour `quarter`, in order (a span read from a
+    /// damaged index or snapshot may not).
+    pub(crate) fn is_in(self, quarter: i64) -> bool {
+        self.first <= self.last
+            && self.first.div_euclid(QUARTER_MILLIS) == quarter
+            && self.last.div_euclid(QUARTER_MILLIS) == quarter
+    }
+}
+
+/// Widens the span of quarter-hour `quarter` in `spans` to hold `span`.
+pub(crate) fn widen_span(spans: &mut HashMap<i64, Span>, quarter: i64, span: Span) {
+    spans
+        .entry(quarter)
+        .and_modify(|s| s.widen(span))
+        .or_insert(span);
+}
+
 /// A Claude Code message: the key it was merged under and its winning line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Message {
@@ -325,6 +371,9 @@ pub(crate) struct Dedup {
     pub(crate) buckets: HashMap<BucketKey, Tally>,
     /// Claude Code boundary and summary line uuids: for a fold, those it saw first.
     pub(crate) marks: HashSet<String>,
+    /// The span of the usage lines' times in each quarter-hour: for a catch-up, of the new
+    /// lines only (widened with the index's when written or answered).
+    pub(crate) spans: HashMap<i64, Span>,
 }
 
 /// Where a line is.
@@ -568,20 +617,31 @@ impl Fold {
         Ok(self.dedup.buckets.entry(key).or_default())
     }
 
-    /// The quarter-hour of a timestamp field, counting one that cannot be read.
+    /// The quarter-hour of a timestamp field, counting one that cannot be read; its time
+    /// widens the quarter-hour's [`Span`].
     pub(crate) fn quarter(&mut self, timestamp: Option<&str>) -> i64 {
-        timestamp
-            .and_then(super::json::quarter_hour)
-            .unwrap_or_else(|| {
-                self.summary.diagnostics.invalid_timestamps += 1;
-                UNKNOWN_QUARTER
-            })
+        if let Some((quarter, millis)) = timestamp.and_then(super::json::quarter_and_millis) {
+            self.note_time(quarter, millis);
+            return quarter;
+        }
+        self.summary.diagnostics.invalid_timestamps += 1;
+        UNKNOWN_QUARTER
+    }
+
+    /// Widens the span of `quarter` to hold `millis` (a time outside it is left out).
+    fn note_time(&mut self, quarter: i64, millis: i64) {
+        let span = Span::at(millis);
+        if span.is_in(quarter) {
+            widen_span(&mut self.dedup.spans, quarter, span);
+        }
     }
 
     /// The quarter-hour of a time in epoch milliseconds, counting one that cannot be read.
     pub(crate) fn quarter_of_millis(&mut self, millis: TokenValue) -> i64 {
         if let Some(ms) = millis.known().and_then(|ms| i64::try_from(ms).ok()) {
-            return ms.div_euclid(900_000);
+            let quarter = ms.div_euclid(QUARTER_MILLIS);
+            self.note_time(quarter, ms);
+            return quarter;
         }
         self.summary.diagnostics.invalid_timestamps += 1;
         UNKNOWN_QUARTER

@@ -301,11 +301,13 @@ pub(crate) fn parse_line<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Option<T> {
 }
 
 /// The quarter-hour of an ISO-8601 timestamp, as whole quarter-hours since the Unix epoch
-/// (UTC): usage is bucketed by it so that a report by local day can be made for any time zone
-/// whose offset is a whole number of quarter-hours. `None` if the text is not a timestamp.
-pub(crate) fn quarter_hour(text: &str) -> Option<i64> {
+/// (UTC), and its time in whole milliseconds since the epoch (as JavaScript's `Date` reads it).
+/// Usage is bucketed by quarter-hour so that a report by local day can be made for any time
+/// zone whose offset is a whole number of quarter-hours; the milliseconds make billing blocks
+/// exact. `None` if the text is not a timestamp.
+pub(crate) fn quarter_and_millis(text: &str) -> Option<(i64, i64)> {
     let ts: jiff::Timestamp = text.trim().parse().ok()?;
-    Some(ts.as_second().div_euclid(900))
+    Some((ts.as_second().div_euclid(900), ts.as_millisecond()))
 }
 
 #[cfg(test)]
@@ -411,9 +413,14 @@ mod tests {
 
     #[test]
     fn timestamps_fall_in_quarter_hours() {
+        let quarter_hour = |t| quarter_and_millis(t).map(|(q, _)| q);
         assert_eq!(quarter_hour("1970-01-01T00:14:59.999Z"), Some(0));
         assert_eq!(quarter_hour("1970-01-01T00:15:00Z"), Some(1));
         assert_eq!(quarter_hour("1969-12-31T23:59:59Z"), Some(-1));
         assert_eq!(quarter_hour("yesterday"), None);
+        assert_eq!(
+            quarter_and_millis("1970-01-01T00:14:59.9999Z"),
+            Some((0, 899_999))
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::fold::{BucketKey, Fold, Message, Recall, RecallError, Summary};
+use super::fold::{BucketKey, Fold, Message, Recall, RecallError, Span, Summary, widen_span};
 use super::format::Format;
 use super::store::schema::{decode, encode, encode_messages, encode_tally};
 use super::tally::Tally;
@@ -55,6 +55,8 @@ pub struct Pieces {
     pub buckets: Vec<(BucketKey, Tally)>,
     /// How many key rows were stored.
     pub keys: usize,
+    /// Every quarter-hour's span of times, sorted by quarter-hour.
+    pub spans: Vec<(i64, Span)>,
 }
 
 /// Folds `bytes` in pieces ending at each of `cuts` (any byte positions, sorted or not; a cut
@@ -66,6 +68,7 @@ pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pi
     cuts.sort_unstable();
     let mut rows = Rows::default();
     let mut summary = Summary::new(format);
+    let mut spans = HashMap::new();
     let mut end = 0usize;
     for cut in cuts {
         let mut fold = Fold::resume(encode_round_trip(&summary)?);
@@ -91,6 +94,10 @@ pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pi
         for uuid in &fold.dedup.marks {
             rows.marks.insert(uuid.clone(), encode(&()));
         }
+        // Each piece notes its own lines' times, widened into what the index holds.
+        for (&quarter, &span) in &fold.dedup.spans {
+            widen_span(&mut spans, quarter, span);
+        }
         summary = fold.summary;
         if rows.keys.len() as u64 != summary.keys
             || rows.buckets.len() as u64 != summary.buckets
@@ -108,6 +115,7 @@ pub fn fold_in_pieces(format: Format, bytes: &[u8], cuts: &[usize]) -> Result<Pi
         summary,
         buckets,
         keys: rows.keys.len(),
+        spans: sorted(spans),
     })
 }
 
@@ -126,5 +134,12 @@ pub fn fold_at_once(format: Format, bytes: &[u8]) -> Pieces {
         summary: fold.summary,
         buckets,
         keys,
+        spans: sorted(fold.dedup.spans),
     }
+}
+
+fn sorted(spans: HashMap<i64, Span>) -> Vec<(i64, Span)> {
+    let mut out: Vec<(i64, Span)> = spans.into_iter().collect();
+    out.sort_unstable_by_key(|(q, _)| *q);
+    out
 }

@@ -12,7 +12,7 @@ use crate::transcript::fold::UNKNOWN_MODEL;
 /// The first bytes of a snapshot file.
 const MAGIC: &[u8; 8] = b"AGLUSNAP";
 /// The snapshot layout; another one is rebuilt.
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 /// Magic, version, payload length, payload crc.
 const HEADER: usize = 8 + 4 + 8 + 4;
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::cache::default_index_dir;
-use super::fold::{BucketKey, Fold, UNKNOWN_MODEL, UNKNOWN_QUARTER};
+use super::fold::{BucketKey, Fold, Span, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
@@ -111,6 +111,8 @@ struct FileEntry {
     stat: Option<Stat>,
     own: Vec<(QuarterKey, Tally)>,
     correction: Vec<(QuarterKey, Delta)>,
+    /// The span of each quarter-hour's message times, sorted by quarter-hour (for blocks).
+    spans: Vec<(i64, Span)>,
 }
 
 /// The snapshot file's payload.
@@ -294,6 +296,17 @@ fn by_quarter(
     out
 }
 
+/// A file's spans of message times, sorted by quarter-hour.
+fn spans_of(t: &Transcript) -> Vec<(i64, Span)> {
+    let mut spans: Vec<(i64, Span)> = t
+        .dedup
+        .as_ref()
+        .map(|d| d.spans.iter().map(|(q, s)| (*q, *s)).collect())
+        .unwrap_or_default();
+    spans.sort_unstable_by_key(|(q, _)| *q);
+    spans
+}
+
 fn signed(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -380,6 +393,7 @@ fn full(
             stat: None,
             correction: correction(&own, &after),
             own: own.into_iter().collect(),
+            spans: spans_of(t),
         });
     }
     let mut keys: Vec<(u64, u32)> = holders.into_iter().collect();
@@ -424,6 +438,7 @@ fn answer(snapshot: &Snapshot, extra: Extra<'_>, options: &UsageOptions, report:
         *report.files.entry(f.format.name()).or_default() += 1;
         let path = PathBuf::from(std::ffi::OsString::from_vec(f.path.clone()));
         let (session, project) = session_of(&path, f.format);
+        rows.add_spans(f.format, f.spans.iter().map(|(q, s)| (q, s)));
         let mut buckets: BTreeMap<QuarterKey, Tally> = f.own.iter().copied().collect();
         for (key, delta) in &f.correction {
             let own = buckets.get(key).unwrap_or(&zero);
@@ -620,8 +635,10 @@ fn warm(
             .into_iter()
             .collect();
         // A torn line alone changes nothing worth writing.
-        changed |= own != entry.own || t.coverage != entry.coverage;
+        let spans = spans_of(&t);
+        changed |= own != entry.own || t.coverage != entry.coverage || spans != entry.spans;
         entry.own = own;
+        entry.spans = spans;
         entry.coverage = t.coverage;
         entry.stat = None;
     }

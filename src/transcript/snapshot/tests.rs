@@ -25,6 +25,13 @@ fn sample() -> Snapshot {
                 (20_000, 0),
                 Delta(tally(1, 2).counts().map(|c| -c.cast_signed())),
             )],
+            spans: vec![(
+                20_000,
+                Span {
+                    first: 20_000 * 900_000 + 1,
+                    last: 20_000 * 900_000 + 7,
+                },
+            )],
         }],
         skipped: vec![b"/b.jsonl".to_vec()],
         models: vec!["m".to_owned()],

@@ -1,5 +1,5 @@
 //! What a Claude Code status line shows: from the JSON Claude Code passes to a `statusLine`
-//! command ([`StatusInput`]), the model, the context and its share of the window, the tokens
+//! command ([`StatusInput`]; its transcript may be of any line format, detected), the model, the context and its share of the window, the tokens
 //! since the latest compaction, the session's and the day's totals ([`StatusLine`]). The
 //! decisions: docs/TRANSCRIPTS.md, "The status line".
 
@@ -165,26 +165,18 @@ pub fn statusline(
     let day_start = day_start(options.now.unwrap_or_else(jiff::Timestamp::now), &zone);
     // Usage is kept by UTC quarter-hour; every zone's midnight in use today falls on one.
     let from = day_start.div_euclid(QUARTER_SECONDS);
-    let open_options = OpenOptions {
+    let mut open_options = OpenOptions {
         index_dir: options.index_dir.clone(),
-        // Claude Code's own transcripts: read as such even before a line shows the format.
-        format: Some(Format::ClaudeCode),
         max_memory_tail: MEMORY_TAIL,
         buckets_from: Some(from),
         ..OpenOptions::default()
     };
     let path = &input.transcript_path;
-    // The session's own buckets all (its cost), the others' from today on.
-    let main_options = OpenOptions {
-        buckets_from: Some(UNKNOWN_QUARTER),
-        ..open_options.clone()
-    };
-    let main = match open(path, &main_options) {
-        Ok(t) => Some(t),
-        // A session that has not written its transcript yet: nothing counted so far.
-        Err(TranscriptError::NotFound { .. } | TranscriptError::Empty { .. }) => None,
-        Err(e) => return Err(e),
-    };
+    let main = open_session(path, &open_options)?;
+    // The format the session's lines show (Claude Code's, whose hook this is, until one does):
+    // the files beside it are its agent's too.
+    let format = main.as_ref().map_or(Format::ClaudeCode, |t| t.format);
+    open_options.format = Some(format);
     let table = options.prices.clone().unwrap_or_else(PriceTable::embedded);
     let mut pricer = Pricer::new(table, CostMode::Auto);
     let (mut session_cost, mut today_cost) = (RowCost::default(), RowCost::default());
@@ -243,11 +235,12 @@ pub fn statusline(
             .model_name
             .clone()
             .or_else(|| input.model_id.clone())
+            .or_else(|| main.as_ref().and_then(|t| t.summary.models.last().cloned()))
             .unwrap_or_else(|| "?".to_owned()),
         session_id: input.session_id.clone(),
         session_total_tokens: main.as_ref().map_or(0, |t| t.lifetime().usage.total()),
         since_compaction: UsageFigures::new(
-            Format::ClaudeCode,
+            format,
             main.as_ref()
                 .map(Transcript::since_compaction)
                 .unwrap_or_default(),
@@ -260,6 +253,32 @@ pub fn statusline(
         today_transcripts,
         transcript_path: path.clone(),
     })
+}
+
+/// The session's transcript, with all its buckets (its cost): of the format its lines show,
+/// any line format; read as Claude Code's while no line shows one yet (the hook is Claude
+/// Code's, and its first lines may not tell). `None` for a transcript not written yet.
+fn open_session(path: &Path, options: &OpenOptions) -> Result<Option<Transcript>, TranscriptError> {
+    let options = OpenOptions {
+        buckets_from: Some(UNKNOWN_QUARTER),
+        ..options.clone()
+    };
+    let opened = match open(path, &options) {
+        Err(TranscriptError::UnknownFormat { .. }) => open(
+            path,
+            &OpenOptions {
+                format: Some(Format::ClaudeCode),
+                ..options
+            },
+        ),
+        other => other,
+    };
+    match opened {
+        Ok(t) => Ok(Some(t)),
+        // A session that has not written its transcript yet: nothing counted so far.
+        Err(TranscriptError::NotFound { .. } | TranscriptError::Empty { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The first second of `now`'s day in `zone` (of its UTC day if the zone has no such

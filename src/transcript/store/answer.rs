@@ -15,7 +15,7 @@ use crate::index::derived::contain::{Close, Held, Leak};
 use crate::index::{IndexOutcome, ReadOnlyReason};
 use crate::log::{Coverage, CoverageBuilder};
 use crate::transcript::error::TranscriptError;
-use crate::transcript::fold::{Dedup, Fold, Summary};
+use crate::transcript::fold::{Dedup, Fold, Summary, widen_span};
 
 pub(super) fn not_writable(detail: &str) -> ReadOnlyReason {
     ReadOnlyReason::NotWritable(detail.to_owned())
@@ -53,6 +53,10 @@ fn overlay(rows: Option<Dedup>, touched: &Dedup) -> Option<Dedup> {
     rows.entries.extend(touched.entries);
     rows.buckets.extend(touched.buckets);
     rows.marks.extend(touched.marks);
+    // A catch-up noted the new lines' times only: widened, not replaced.
+    for (quarter, span) in touched.spans {
+        widen_span(&mut rows.spans, quarter, span);
+    }
     Some(rows)
 }
 

@@ -5,9 +5,11 @@ use redb::{
     TableDefinition, WriteTransaction,
 };
 
-use super::schema::{BUCKETS, KEYS, MARKS, decode};
+use super::schema::{BUCKETS, KEYS, MARKS, SPANS, decode};
 use crate::index::derived::contain::Leak;
-use crate::transcript::fold::{BucketKey, Dedup, Entry, Message, Recall, RecallError};
+use crate::transcript::fold::{
+    BucketKey, Dedup, Entry, Message, Recall, RecallError, Span, widen_span,
+};
 use crate::transcript::tally::Tally;
 
 /// The index's key, bucket and mark tables, read through any transaction.
@@ -200,7 +202,35 @@ pub(crate) fn load_rows(
             last = Some(key);
         }
     }
+    load_spans(txn, i64::MIN, &mut dedup)?;
     Ok(dedup)
+}
+
+/// The spans from quarter-hour `from` on, in order (a row out of order is damage: a damaged
+/// tree could otherwise go round in circles); a span outside its quarter-hour is damage too.
+fn load_spans(txn: &ReadTransaction, from: i64, dedup: &mut Dedup) -> Result<(), RecallError> {
+    let Some(spans) = open(txn, SPANS)? else {
+        return Ok(());
+    };
+    let mut last = None;
+    for row in spans
+        .get()
+        .map_err(storage)?
+        .range(from..)
+        .map_err(storage)?
+    {
+        let (key, value) = row.map_err(storage)?;
+        let quarter = key.value();
+        if last.is_some_and(|l| l >= quarter) {
+            return Err(damaged("span (out of order)"));
+        }
+        let span = decode::<Span>(value.value())
+            .filter(|s| s.is_in(quarter))
+            .ok_or_else(|| damaged("span"))?;
+        widen_span(&mut dedup.spans, quarter, span);
+        last = Some(quarter);
+    }
+    Ok(())
 }
 
 /// The Claude Code messages filed under `ids` (an id the index does not hold is left out).
@@ -234,5 +264,6 @@ pub(crate) fn load_buckets_from(txn: &ReadTransaction, from: i64) -> Result<Dedu
             dedup.buckets.insert(key.value(), tally);
         }
     }
+    load_spans(txn, from, &mut dedup)?;
     Ok(dedup)
 }

@@ -15,7 +15,7 @@ use crate::transcript::format::Format;
 use crate::transcript::tally::Tally;
 
 /// Bumped whenever the tables or their encodings change; an index of another format is rebuilt.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+pub(crate) const FORMAT_VERSION: u32 = 5;
 
 /// Bumped whenever a reader could give a different answer for the same bytes.
 pub(crate) const PARSER_VERSION: u32 = 2;
@@ -25,6 +25,9 @@ pub(crate) const PARSER_VERSION: u32 = 2;
 pub(crate) const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("keys");
 /// (quarter-hours since the epoch, model number) → [`Tally`].
 pub(crate) const BUCKETS: TableDefinition<(i64, u32), &[u8]> = TableDefinition::new("buckets");
+/// Quarter-hours since the epoch → the [`Span`](crate::transcript::fold::Span) of the usage
+/// lines' times in it (billing blocks exact to the millisecond).
+pub(crate) const SPANS: TableDefinition<i64, &[u8]> = TableDefinition::new("spans");
 /// Claude Code boundary and summary line uuids seen → an empty value: a replayed boundary is
 /// recognized by its uuid. Kept out of the meta record, which every open reads.
 pub(crate) const MARKS: TableDefinition<&str, &[u8]> = TableDefinition::new("marks");

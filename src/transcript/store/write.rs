@@ -2,16 +2,17 @@
 //! lines after what it covers, each in one write transaction of the core's contained handle
 //! (`index/derived/contain.rs`). A file redb panics in is replaced by a new one.
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use redb::{Database, ReadableTableMetadata, WriteTransaction};
+use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 
 use super::answer::{after_commit, answer, covered, fresh, memory_tail, not_writable};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
 use super::schema::{
-    BUCKETS, FORMAT_VERSION, KEYS, MARKS, Meta, PARSER_VERSION, encode, encode_messages,
-    encode_tally,
+    BUCKETS, FORMAT_VERSION, KEYS, MARKS, Meta, PARSER_VERSION, SPANS, decode, encode,
+    encode_messages, encode_tally,
 };
 use super::source::Source;
 use super::validate::{SourceChecks, unreadable};
@@ -24,7 +25,7 @@ use crate::index::derived::validate::Unread;
 use crate::index::{IndexOutcome, ReadOnlyReason, StaleReason};
 use crate::log::{Coverage, CoverageBuilder};
 use crate::transcript::error::TranscriptError;
-use crate::transcript::fold::{Dedup, Fold};
+use crate::transcript::fold::{Dedup, Fold, Span};
 
 /// The answer through an index this process holds for writing: catch it up, build it, or
 /// rebuild it.
@@ -245,6 +246,24 @@ pub(super) fn catch_up(
     Ok(after_commit(source, index, fold, coverage, rows, outcome))
 }
 
+/// Writes the spans a fold noted, each widened with the one the index holds (a catch-up notes
+/// the new lines' times only). A row that fails its checksum is replaced.
+fn write_spans(txn: &WriteTransaction, noted: &HashMap<i64, Span>) -> Result<(), redb::Error> {
+    let mut table = Leak::new(txn.open_table(SPANS)?);
+    let table = table.get_mut()?;
+    for (&quarter, &span) in noted {
+        let mut span = span;
+        if let Some(old) = table
+            .get(quarter)?
+            .and_then(|row| decode::<Span>(row.value()))
+        {
+            span.widen(old);
+        }
+        table.insert(quarter, encode(&span).as_slice())?;
+    }
+    Ok(())
+}
+
 /// Writes what a fold touched and the meta record (after emptying every table, for a fold
 /// from the first line). A catch-up's lookups were made in the same transaction.
 fn write_rows(
@@ -259,6 +278,7 @@ fn write_rows(
         txn.delete_table(KEYS)?;
         txn.delete_table(BUCKETS)?;
         txn.delete_table(MARKS)?;
+        txn.delete_table(SPANS)?;
         txn.delete_table(META)?;
     }
     let mut tables = Leak::new(Tables::write(txn)?);
@@ -289,6 +309,7 @@ fn write_rows(
         ));
     }
     drop(tables);
+    write_spans(txn, &fold.dedup.spans)?;
     let record = Meta {
         parser: PARSER_VERSION,
         transcript: source.path_bytes(),

@@ -2,10 +2,11 @@
 //! message's time floored to the hour; a message more than 5 hours after the block's start,
 //! or more than 5 hours after the previous message, starts a new block, and a gap of more
 //! than 5 hours between messages is reported as a gap block (from 5 hours after the last
-//! message to the next). Usage is kept by quarter-hour, so the times of a block's messages are
-//! known to the quarter-hour: block starts and ends are exact (a block starts on the hour), a
-//! gap's edges, the last activity and the burn rate are at quarter-hour resolution
-//! (docs/COST.md, "Billing blocks").
+//! message to the next). Usage is kept by quarter-hour with the first and last time of each
+//! quarter-hour's messages ([`Span`]), to the millisecond: a quarter-hour lies wholly inside a
+//! block or wholly after its 5 hours except when a message falls exactly on the 5-hour line
+//! and others follow it in the same quarter-hour; that quarter-hour starts the next block
+//! whole (docs/COST.md, "Billing blocks").
 
 use std::collections::BTreeMap;
 
@@ -14,13 +15,15 @@ use serde::Serialize;
 use serde::ser::Serializer;
 
 use super::{GroupBy, UsageOptions, UsageRow, insert_agent};
-use crate::transcript::fold::QUARTER_SECONDS;
+use crate::transcript::fold::{QUARTER_MILLIS, Span};
 use crate::transcript::format::Format;
 use crate::transcript::price::RowCost;
 use crate::transcript::tally::Tally;
 
 /// A block's length: 5 hours.
 pub const BLOCK_SECONDS: i64 = 5 * 3600;
+const BLOCK_MILLIS: i64 = BLOCK_SECONDS * 1000;
+const HOUR_MILLIS: i64 = 3_600_000;
 
 /// What a quarter-hour adds up to.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +32,9 @@ pub(crate) struct Slot {
     pub(crate) cost: RowCost,
     /// The agents whose usage it holds, in name order.
     pub(crate) agents: Vec<Format>,
+    /// The first and last time of its messages (`None`: not known, the quarter-hour's start
+    /// stands for both).
+    pub(crate) span: Option<Span>,
 }
 
 /// A billing block's times and, for the active one, its pace. In JSON beside the row's
@@ -39,13 +45,13 @@ pub struct Block {
     /// The block's start (a gap's: 5 hours after the last message before it).
     #[serde(serialize_with = "rfc3339")]
     pub start: Timestamp,
-    /// The block's end: start + 5 hours (a gap's: the next message's quarter-hour).
+    /// The block's end: start + 5 hours (a gap's: the next message's time).
     #[serde(serialize_with = "rfc3339")]
     pub end: Timestamp,
-    /// The end of the last quarter-hour with usage in the block (at most now).
+    /// The time of the block's last message.
     #[serde(serialize_with = "rfc3339")]
     pub last_activity: Timestamp,
-    /// Whether the block is still running: less than 5 hours since its last activity, and
+    /// Whether the block is still running: less than 5 hours since its last message, and
     /// before its end.
     pub is_active: bool,
     /// Whether this is a gap between blocks (no usage).
@@ -56,7 +62,7 @@ pub struct Block {
     pub projection: Option<Projection>,
 }
 
-/// How fast a block is spending: over the time from its first to its last activity.
+/// How fast a block is spending: over the time from its first to its last message.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct BurnRate {
     /// Tokens (all four kinds) per minute.
@@ -80,40 +86,37 @@ fn rfc3339<S: Serializer>(t: &Timestamp, serializer: S) -> Result<S::Ok, S::Erro
     serializer.collect_str(t)
 }
 
-/// A timestamp `seconds` after the epoch (the epoch itself when out of range).
-fn at(seconds: i64) -> Timestamp {
-    Timestamp::from_second(seconds).unwrap_or(Timestamp::UNIX_EPOCH)
+/// A timestamp `millis` after the epoch (the epoch itself when out of range).
+fn at(millis: i64) -> Timestamp {
+    Timestamp::from_millisecond(millis).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// A block being built.
+/// A block being built (times in milliseconds since the epoch).
 struct Open {
     start: i64,
     first: i64,
-    last_quarter: i64,
+    last: i64,
     slot: Slot,
 }
 
 /// The block rows of `quarters` (quarter-hour -> usage, in time order), oldest first.
 pub(crate) fn blocks(quarters: &BTreeMap<i64, Slot>, options: &UsageOptions) -> Vec<UsageRow> {
-    let now = options.now.unwrap_or_else(Timestamp::now).as_second();
+    let now = options.now.unwrap_or_else(Timestamp::now).as_millisecond();
     let mut rows = Vec::new();
     let mut open: Option<Open> = None;
     for (&quarter, slot) in quarters {
-        let t = quarter.saturating_mul(QUARTER_SECONDS);
-        if let Some(b) = open.take() {
-            let last = b.last_quarter.saturating_mul(QUARTER_SECONDS);
-            // A quarter starting 5 h or more after the block's start (on the hour) holds only
-            // messages more than 5 h after it; a gap of more than 20 quarter-hours between the
-            // quarters is more than 5 h between the messages.
-            let gap = t.saturating_sub(last) > BLOCK_SECONDS;
-            if t.saturating_sub(b.start) >= BLOCK_SECONDS || gap {
-                rows.push(row(b, now));
-                if gap {
-                    rows.push(gap_row(last + QUARTER_SECONDS + BLOCK_SECONDS, t));
-                }
-            } else {
-                let mut b = b;
-                b.last_quarter = quarter;
+        let span = slot
+            .span
+            .filter(|s| s.is_in(quarter))
+            .unwrap_or_else(|| Span::at(quarter.saturating_mul(QUARTER_MILLIS)));
+        if let Some(mut b) = open.take() {
+            let line = b.start.saturating_add(BLOCK_MILLIS);
+            let gap = span.first.saturating_sub(b.last) > BLOCK_MILLIS;
+            // Every message of the quarter-hour is at most 5 h after the block's start; else
+            // (the quarter-hour's messages are all past the line, or one is on it and later
+            // ones past it) the quarter-hour starts the next block.
+            if !gap && span.last <= line {
+                b.last = b.last.max(span.last);
                 b.slot.tally.add(&slot.tally);
                 b.slot.cost.merge(&slot.cost);
                 for &agent in &slot.agents {
@@ -122,11 +125,19 @@ pub(crate) fn blocks(quarters: &BTreeMap<i64, Slot>, options: &UsageOptions) -> 
                 open = Some(b);
                 continue;
             }
+            let last = b.last;
+            rows.push(row(b, now));
+            if gap {
+                rows.push(gap_row(last.saturating_add(BLOCK_MILLIS), span.first));
+            }
         }
         open = Some(Open {
-            start: t.div_euclid(3600).saturating_mul(3600),
-            first: t,
-            last_quarter: quarter,
+            start: span
+                .first
+                .div_euclid(HOUR_MILLIS)
+                .saturating_mul(HOUR_MILLIS),
+            first: span.first,
+            last: span.last,
             slot: slot.clone(),
         });
     }
@@ -141,6 +152,7 @@ fn block_row(key: String, slot: Slot, block: Block) -> UsageRow {
         tally,
         cost,
         agents,
+        ..
     } = slot;
     UsageRow {
         by: GroupBy::Block,
@@ -174,15 +186,10 @@ fn gap_row(start: i64, end: i64) -> UsageRow {
     clippy::cast_sign_loss
 )]
 fn row(b: Open, now: i64) -> UsageRow {
-    let end = b.start.saturating_add(BLOCK_SECONDS);
-    let last = b
-        .last_quarter
-        .saturating_mul(QUARTER_SECONDS)
-        .saturating_add(QUARTER_SECONDS)
-        .min(now.max(b.first));
-    let is_active = now.saturating_sub(last) < BLOCK_SECONDS && now < end;
+    let end = b.start.saturating_add(BLOCK_MILLIS);
+    let is_active = now.saturating_sub(b.last) < BLOCK_MILLIS && now < end;
     let (mut burn_rate, mut projection) = (None, None);
-    let minutes = (last - b.first) as f64 / 60.0;
+    let minutes = b.last.saturating_sub(b.first) as f64 / 60_000.0;
     if is_active && minutes > 0.0 {
         let tokens = b.slot.tally.usage.total();
         let usd = b.slot.cost.usd();
@@ -190,7 +197,7 @@ fn row(b: Open, now: i64) -> UsageRow {
             tokens_per_minute: tokens as f64 / minutes,
             cost_usd_per_hour: usd.map(|c| c / minutes * 60.0),
         };
-        let remaining = (end.saturating_sub(now)).max(0) as f64 / 60.0;
+        let remaining = end.saturating_sub(now).max(0) as f64 / 60_000.0;
         projection = Some(Projection {
             total_tokens: (tokens as f64 + rate.tokens_per_minute * remaining).round() as u64,
             cost_usd: usd.map(|c| c + c / minutes * remaining),
@@ -201,7 +208,7 @@ fn row(b: Open, now: i64) -> UsageRow {
     let block = Block {
         start: at(b.start),
         end: at(end),
-        last_activity: at(last),
+        last_activity: at(b.last),
         is_active,
         is_gap: false,
         burn_rate,
@@ -223,7 +230,7 @@ mod tests {
         }
     }
 
-    fn slot(tokens: u64) -> Slot {
+    fn slot(tokens: u64, span: Option<Span>) -> Slot {
         let mut cost = RowCost::default();
         cost.add("m", Some(Money::from_picodollars(tokens)));
         Slot {
@@ -236,59 +243,106 @@ mod tests {
             ),
             cost,
             agents: vec![Format::Kimi],
+            span,
         }
     }
 
-    /// ccusage's rule, applied to messages one second into their quarter-hours: (start, end,
-    /// tokens) of each block and (start, end) of each gap.
+    /// Messages (time in ms, tokens) as the grouper keeps them: by quarter-hour, with the
+    /// span of their times.
+    fn quarters_of(messages: &[(i64, u64)]) -> BTreeMap<i64, Slot> {
+        let mut quarters: BTreeMap<i64, Slot> = BTreeMap::new();
+        for &(t, tokens) in messages {
+            let one = slot(tokens, Some(Span::at(t)));
+            let q = quarters.entry(t.div_euclid(QUARTER_MILLIS)).or_default();
+            q.tally.add(&one.tally);
+            q.cost.merge(&one.cost);
+            q.agents = one.agents;
+            q.span = Some(q.span.map_or(Span::at(t), |mut s| {
+                s.widen(Span::at(t));
+                s
+            }));
+        }
+        quarters
+    }
+
+    /// ccusage's rule, literally: messages sorted by time; (start, end, tokens, `is_gap`) of each
+    /// block and gap, in milliseconds.
     fn naive(messages: &[(i64, u64)]) -> Vec<(i64, i64, u64, bool)> {
+        let mut sorted = messages.to_vec();
+        sorted.sort_unstable();
         let mut out = Vec::new();
         let mut block: Option<(i64, i64, u64)> = None; // start, last message, tokens
-        for &(quarter, tokens) in messages {
-            let t = quarter * 900 + 1;
+        for (t, tokens) in sorted {
             if let Some((start, last, sum)) = block {
-                if t - start > BLOCK_SECONDS || t - last > BLOCK_SECONDS {
-                    out.push((start, start + BLOCK_SECONDS, sum, false));
-                    if t - last > BLOCK_SECONDS {
-                        // At quarter-hour resolution: the gap from the end of the last
-                        // message's quarter-hour + 5 h to the next one's start.
-                        out.push((last - 1 + 900 + BLOCK_SECONDS, t - 1, 0, true));
+                if t - start > BLOCK_MILLIS || t - last > BLOCK_MILLIS {
+                    out.push((start, start + BLOCK_MILLIS, sum, false));
+                    if t - last > BLOCK_MILLIS {
+                        out.push((last + BLOCK_MILLIS, t, 0, true));
                     }
                 } else {
                     block = Some((start, t, sum + tokens));
                     continue;
                 }
             }
-            block = Some((t - t.rem_euclid(3600), t, tokens));
+            block = Some((t - t.rem_euclid(HOUR_MILLIS), t, tokens));
         }
         if let Some((start, _, sum)) = block {
-            out.push((start, start + BLOCK_SECONDS, sum, false));
+            out.push((start, start + BLOCK_MILLIS, sum, false));
         }
         out
     }
 
+    fn got(rows: &[UsageRow]) -> Vec<(i64, i64, u64, bool)> {
+        rows.iter()
+            .map(|r| {
+                let b = r.block.as_ref().unwrap();
+                let (start, end) = (b.start.as_millisecond(), b.end.as_millisecond());
+                (start, end, r.tally.usage.input, b.is_gap)
+            })
+            .collect()
+    }
+
+    /// Whether a message falls exactly on a block's 5-hour line with a later one in the same
+    /// quarter-hour: the one case blocks by quarter-hour cannot split (see the module's docs).
+    fn on_the_line(messages: &[(i64, u64)]) -> bool {
+        let rows = naive(messages);
+        rows.iter().filter(|r| !r.3).any(|&(_, end, _, _)| {
+            messages.iter().any(|m| m.0 == end)
+                && messages
+                    .iter()
+                    .any(|m| m.0 > end && m.0.div_euclid(QUARTER_MILLIS) == end / QUARTER_MILLIS)
+        })
+    }
+
+    /// Steps between messages: any size, and some landing next to the 5-hour marks.
+    fn step() -> impl proptest::strategy::Strategy<Value = i64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            0i64..QUARTER_MILLIS,
+            0i64..(2 * BLOCK_MILLIS),
+            (-2000i64..2000).prop_map(|d| BLOCK_MILLIS + d),
+            (-2000i64..2000).prop_map(|d| BLOCK_MILLIS - QUARTER_MILLIS + d),
+            (0i64..20).prop_map(|h| h * HOUR_MILLIS),
+        ]
+    }
+
     proptest::proptest! {
-        /// Blocks equal ccusage's rule on any sequence of quarter-hours, and their tokens and
+        /// Blocks equal ccusage's rule on messages at any millisecond, and their tokens and
         /// costs add up to the whole.
         #[test]
-        fn blocks_follow_ccusages_rule(steps in proptest::collection::vec((1i64..40, 1u64..1000), 1..60)) {
-            let mut quarters = BTreeMap::new();
-            let mut q = 1_900_000;
+        fn blocks_follow_ccusages_rule(
+            steps in proptest::collection::vec((step(), 1u64..1000), 1..60),
+            origin in 0i64..HOUR_MILLIS,
+        ) {
+            let mut t = 1_800_000_000_000 + origin;
             let mut messages = Vec::new();
             for (step, tokens) in steps {
-                q += step;
-                quarters.insert(q, slot(tokens));
-                messages.push((q, tokens));
+                t += step;
+                messages.push((t, tokens));
             }
-            let rows = blocks(&quarters, &options(0));
-            let got: Vec<(i64, i64, u64, bool)> = rows
-                .iter()
-                .map(|r| {
-                    let b = r.block.as_ref().unwrap();
-                    (b.start.as_second(), b.end.as_second(), r.tally.usage.input, b.is_gap)
-                })
-                .collect();
-            proptest::prop_assert_eq!(got, naive(&messages));
+            proptest::prop_assume!(!on_the_line(&messages));
+            let rows = blocks(&quarters_of(&messages), &options(0));
+            proptest::prop_assert_eq!(got(&rows), naive(&messages));
             let total: u64 = messages.iter().map(|m| m.1).sum();
             let cost: u64 = rows.iter().filter_map(|r| r.cost.cost).map(Money::picodollars).sum();
             proptest::prop_assert_eq!(cost, total);
@@ -296,22 +350,71 @@ mod tests {
     }
 
     #[test]
+    fn edges_are_exact_to_the_millisecond() {
+        let h = 1_800_000_000_000 / HOUR_MILLIS * HOUR_MILLIS;
+        let min = 60_000;
+        for messages in [
+            // 5 h 13 min apart, their quarter-hours 5 h apart: two blocks and a gap.
+            vec![(h + 10 * min, 1), (h + 5 * 60 * min + 23 * min, 2)],
+            // Exactly 5 h after the block's start: still in it; 1 ms later: the next block.
+            vec![(h, 1), (h + 4 * 60 * min, 2), (h + BLOCK_MILLIS, 4)],
+            vec![(h, 1), (h + 4 * 60 * min, 2), (h + BLOCK_MILLIS + 1, 4)],
+            // Exactly 5 h after the previous message: no gap; 1 ms more: a gap.
+            vec![(h + 30 * min, 1), (h + 30 * min + BLOCK_MILLIS, 2)],
+            vec![(h + 30 * min, 1), (h + 30 * min + BLOCK_MILLIS + 1, 2)],
+        ] {
+            let rows = blocks(&quarters_of(&messages), &options(0));
+            assert_eq!(got(&rows), naive(&messages), "{messages:?}");
+        }
+        let two = [(h + 10 * min, 1), (h + 5 * 60 * min + 23 * min, 2)];
+        let rows = got(&blocks(&quarters_of(&two), &options(0)));
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            rows[1],
+            (
+                h + 10 * min + BLOCK_MILLIS,
+                h + 5 * 60 * min + 23 * min,
+                0,
+                true
+            )
+        );
+    }
+
+    #[test]
+    fn a_quarter_hour_holding_the_line_and_later_messages_starts_the_next_block() {
+        let h = 1_800_000_000_000 / HOUR_MILLIS * HOUR_MILLIS;
+        let messages = [(h, 1), (h + BLOCK_MILLIS, 2), (h + BLOCK_MILLIS + 1, 4)];
+        assert!(on_the_line(&messages));
+        let rows = got(&blocks(&quarters_of(&messages), &options(0)));
+        // ccusage keeps the message on the line in the first block (1 + 2, then 4); the
+        // quarter-hour moves whole.
+        assert_eq!(
+            rows,
+            vec![
+                (h, h + BLOCK_MILLIS, 1, false),
+                (h + BLOCK_MILLIS, h + 2 * BLOCK_MILLIS, 6, false)
+            ]
+        );
+    }
+
+    #[test]
     fn the_active_block_has_a_burn_rate_and_a_projection() {
-        // Usage at 10:00 and 10:30 (quarters); now 11:00, the block runs to 15:00.
-        let base: i64 = 1_900_000 * 900; // on the hour
-        let q = base / 900;
-        let quarters: BTreeMap<i64, Slot> = [(q, slot(600)), (q + 2, slot(600))].into();
-        let rows = blocks(&quarters, &options(base + 3600));
+        // Messages at 10:00 and 10:45; now 11:00, the block runs to 15:00.
+        let base: i64 = 1_900_000 * QUARTER_MILLIS; // on the hour
+        let messages = [(base, 600), (base + 45 * 60_000, 600)];
+        let quarters = quarters_of(&messages);
+        let rows = blocks(&quarters, &options(base + HOUR_MILLIS));
         let b = rows[0].block.as_ref().unwrap();
         assert!(b.is_active && !b.is_gap);
-        // From 10:00 to the end of the 10:30 quarter (10:45): 1200 tokens in 45 minutes.
+        assert_eq!(b.last_activity.as_millisecond(), base + 45 * 60_000);
+        // From 10:00 to 10:45: 1200 tokens in 45 minutes.
         let rate = b.burn_rate.unwrap();
         assert!((rate.tokens_per_minute - 1200.0 / 45.0).abs() < 1e-9);
         let p = b.projection.unwrap();
         assert_eq!(p.remaining_minutes, 240);
         // 1200 + 1200 / 45 * 240 = 7600
         assert_eq!(p.total_tokens, 7600);
-        let later = blocks(&quarters, &options(base + 6 * 3600));
+        let later = blocks(&quarters, &options(base + 6 * HOUR_MILLIS));
         assert!(!later[0].block.as_ref().unwrap().is_active);
         assert!(later[0].block.as_ref().unwrap().burn_rate.is_none());
     }

@@ -2,14 +2,14 @@
 //! zone, by session, project, model, or 5-hour billing block ([`super::blocks`]), within the
 //! report's day range; each bucket priced as it is added.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use super::blocks::{Slot, blocks};
 use super::{GroupBy, UsageOptions, UsageReport, UsageRow, insert_agent};
-use crate::transcript::fold::{QUARTER_SECONDS, UNKNOWN_QUARTER};
+use crate::transcript::fold::{QUARTER_SECONDS, Span, UNKNOWN_QUARTER, widen_span};
 use crate::transcript::format::Format;
 use crate::transcript::price::{Pricer, RowCost};
 use crate::transcript::tally::{Money, Tally};
@@ -44,6 +44,8 @@ pub(crate) struct Grouper<'a> {
     by_model: BTreeMap<String, BTreeMap<String, UsageRow>>,
     /// By quarter-hour, for blocks.
     quarters: BTreeMap<i64, Slot>,
+    /// The span of each quarter-hour's message times, for blocks.
+    spans: HashMap<i64, Span>,
     totals: Tally,
     cost: RowCost,
 }
@@ -56,6 +58,7 @@ impl<'a> Grouper<'a> {
             groups: BTreeMap::new(),
             by_model: BTreeMap::new(),
             quarters: BTreeMap::new(),
+            spans: HashMap::new(),
             totals: Tally::default(),
             cost: RowCost::default(),
         }
@@ -129,6 +132,24 @@ impl<'a> Grouper<'a> {
         add_to(row, format, (model, cost), tally, end);
     }
 
+    /// Adds the span of a quarter-hour's message times in a file of `format` (for blocks; the
+    /// agents filtered out are left out).
+    pub(crate) fn add_spans<'s>(
+        &mut self,
+        format: Format,
+        spans: impl IntoIterator<Item = (&'s i64, &'s Span)>,
+    ) {
+        let options = self.options;
+        if options.by != GroupBy::Block
+            || !(options.agents.is_empty() || options.agents.contains(&format))
+        {
+            return;
+        }
+        for (&quarter, &span) in spans {
+            widen_span(&mut self.spans, quarter, span);
+        }
+    }
+
     /// Adds the usage read beside the line transcripts: each bucket of each session.
     pub(crate) fn add_extra(&mut self, extra: super::Extra<'_>) {
         for s in extra {
@@ -140,7 +161,10 @@ impl<'a> Grouper<'a> {
     }
 
     /// Puts the rows and totals in `report`.
-    pub(crate) fn finish(self, report: &mut UsageReport) {
+    pub(crate) fn finish(mut self, report: &mut UsageReport) {
+        for (quarter, slot) in &mut self.quarters {
+            slot.span = self.spans.get(quarter).copied();
+        }
         let mut rows = blocks(&self.quarters, self.options);
         rows.extend(self.groups.into_values());
         report.rows = rows;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::{GroupBy, UsageOptions, UsageRow, usage};
+use super::{GroupBy, UsageOptions, UsageReport, UsageRow, usage};
 
 /// What the live view shows. In JSON: `block`, `today`, `session` (each a usage row or
 /// `null`), `at` (when it was made, RFC 3339).
@@ -24,6 +24,15 @@ pub struct LiveView {
 
 /// The live view of the transcripts under `paths` (as [`usage`] finds them).
 pub fn live(paths: &[PathBuf], options: &UsageOptions) -> LiveView {
+    live_with(options, &|o| usage(paths, o, &|_, _| {}))
+}
+
+/// The live view of what `report` answers for the options it is given (one call per
+/// grouping): [`live`] passes [`usage`]; the CLI passes the usage with the archive read too.
+pub fn live_with(
+    options: &UsageOptions,
+    report: &dyn Fn(&UsageOptions) -> UsageReport,
+) -> LiveView {
     let now = options.now.unwrap_or_else(Timestamp::now);
     let with = |by: GroupBy| {
         let o = UsageOptions {
@@ -31,7 +40,7 @@ pub fn live(paths: &[PathBuf], options: &UsageOptions) -> LiveView {
             now: Some(now),
             ..options.clone()
         };
-        usage(paths, &o, &|_, _| {}).rows
+        report(&o).rows
     };
     let today = options.timezone.to_datetime(now).date();
     let block = with(GroupBy::Block)

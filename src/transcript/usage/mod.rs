@@ -28,7 +28,7 @@ pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
 pub use files::{default_roots, discover, discover_lines, roots_or_default, session_of};
 pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
-pub use live::{LiveView, live};
+pub use live::{LiveView, live, live_with};
 use merge::read_and_merge;
 pub use run::{usage, usage_of_files};
 
@@ -407,6 +407,9 @@ pub(crate) fn read_files(
     let mut rows = Grouper::new(options);
     rows.add_extra(extra);
     for (t, file_buckets) in merged.read.iter().zip(&merged.buckets) {
+        if let Some(d) = &t.dedup {
+            rows.add_spans(t.format, &d.spans);
+        }
         let (session, project) = session_of(&t.path, t.format);
         for (&(quarter, model), tally) in file_buckets {
             let model_name = t
