@@ -63,10 +63,14 @@ pub use fold::{
     UNKNOWN_MODEL, UNKNOWN_QUARTER,
 };
 pub use format::{Format, UnknownFormat, detect_format};
+// Search and the export read `OpenCode` databases' messages and parts.
 pub use opencode::{
-    NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeReport, OpenCodeSession,
-    parse_message as parse_opencode_message, read_opencode,
+    NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodePart, OpenCodeReport,
+    OpenCodeSession, parse_message as parse_opencode_message, parse_part as parse_opencode_part,
+    read_opencode,
 };
+#[cfg(any(feature = "search", feature = "export"))]
+pub(crate) use opencode::{conversation_of_database, is_database};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use price::{
@@ -101,5 +105,5 @@ pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
     UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover,
     discover_lines, live, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
-    session_of, usage, usage_of_files,
+    read_by_lines, session_of, usage, usage_of_files,
 };

@@ -8,6 +8,7 @@
 //! transcripts' own indexes in the per-user cache directory (never beside a transcript), and
 //! is caught up before every search exactly as a store's is.
 
+mod databases;
 mod files;
 mod formats;
 mod rank;
@@ -24,7 +25,9 @@ use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
 use crate::search::request::{MatchMode, Query, transcript_fingerprint};
-use crate::transcript::{Format, default_index_dir, default_roots, discover_lines};
+use crate::transcript::{
+    Format, default_index_dir, default_roots, discover, is_database, read_by_lines,
+};
 use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
 use rank::rank;
 
@@ -219,7 +222,13 @@ fn scope(paths: &[PathBuf]) -> Scope {
     } else {
         paths.to_vec()
     };
-    let (files, skipped) = discover_lines(&paths);
+    // Line transcripts and `OpenCode` databases (each to its source); the older `OpenCode`
+    // storage files and Gemini CLI session documents are not searched.
+    let (found, skipped) = discover(&paths);
+    let (databases, lines): (Vec<PathBuf>, Vec<PathBuf>) = found
+        .into_iter()
+        .filter(|f| is_database(f) || read_by_lines(f))
+        .partition(|f| is_database(f));
     let canonical: Vec<PathBuf> = paths
         .iter()
         .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
@@ -227,7 +236,8 @@ fn scope(paths: &[PathBuf]) -> Scope {
     let roots = canonical.iter().filter(|p| p.is_dir()).cloned().collect();
     Scope {
         paths: canonical,
-        files,
+        files: lines,
+        databases,
         roots,
         skipped: skipped
             .into_iter()

@@ -33,9 +33,10 @@ pub(super) fn rank(
         "WITH cand AS (
            SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
                   d.type AS type, d.role AS role, d.time AS time, d.length AS length,
+                  d.session AS session,
                   fts.rowid AS doc, {counted} AS mc
            FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict})
-         SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
+         SELECT f.path, f.format, COALESCE(c.session, f.session), c.offset, c.line, c.gen, c.type, c.role, c.time,
                 c.doc
          FROM cand c JOIN files f ON f.key = c.file
          ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC

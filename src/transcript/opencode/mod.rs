@@ -9,6 +9,9 @@ mod answer;
 #[cfg(feature = "opencode")]
 mod db;
 mod message;
+// Messages with their parts are read by search and the export only.
+#[cfg_attr(not(any(feature = "search", feature = "export")), allow(dead_code))]
+mod part;
 mod storage;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -16,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 pub use answer::{OpenCodeDiagnostics, OpenCodeReport, OpenCodeSession, read_opencode};
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
+pub(crate) use part::{Conversation, ConversationMessage, conversation};
+pub use part::{OpenCodePart, parse_part};
 
 use super::error::TranscriptError;
 use super::fold::{BoundaryKind, RecallError, UNKNOWN_QUARTER};
@@ -88,6 +93,13 @@ pub(crate) struct Row {
     pub(crate) file: Option<PathBuf>,
 }
 
+/// A part row as stored: its id, its message and `data`.
+pub(crate) struct PartRow {
+    pub(crate) id: String,
+    pub(crate) message: String,
+    pub(crate) data: Vec<u8>,
+}
+
 /// A session's own record: title, working directory, parent (a subagent's session).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SessionInfo {
@@ -102,6 +114,10 @@ pub(crate) struct Store {
     /// The database file or the storage directory.
     pub(crate) path: PathBuf,
     pub(crate) rows: Vec<Row>,
+    /// The parts of the messages (text, reasoning, tools).
+    pub(crate) parts: Vec<PartRow>,
+    /// Part rows that could not be read (a missing column, a non-text id).
+    pub(crate) skipped_parts: u64,
     pub(crate) sessions: Vec<SessionInfo>,
     /// Whether a `-wal` was read with the database.
     pub(crate) wal: bool,
@@ -199,6 +215,18 @@ pub(crate) fn read_source(source: &Source, work: Option<&Path>) -> Result<Store,
             })
         }
     }
+}
+
+#[cfg_attr(not(any(feature = "search", feature = "export")), allow(dead_code))]
+/// The messages and parts of the database `db` (through a private copy under `index_dir`'s
+/// work directory, as every read of a database).
+pub(crate) fn conversation_of_database(
+    db: &Path,
+    index_dir: Option<&Path>,
+) -> Result<Conversation, TranscriptError> {
+    let work = work_dir(index_dir);
+    let store = read_source(&Source::Database(db.to_path_buf()), work.as_deref())?;
+    Ok(conversation(&store))
 }
 
 /// One counted assistant message.

@@ -1,12 +1,13 @@
 //! `OpenCode`'s older JSON storage: `storage/message/<session>/msg_*.json` (one message each,
-//! the same `data` as a database row) and `storage/session/<project>/<session>.json` (a
-//! session's title, directory and parent). Read in place; nothing is written.
+//! the same `data` as a database row), `storage/part/<message>/prt_*.json` (one part each) and
+//! `storage/session/<project>/<session>.json` (a session's title, directory and parent). Read
+//! in place; nothing is written.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Row, SessionInfo, Store};
+use super::{PartRow, Row, SessionInfo, Store};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::json::{Text, parse_line};
 
@@ -65,9 +66,34 @@ pub(crate) fn read_storage(storage: &Path) -> Result<Store, TranscriptError> {
             }
         }
     }
+    // A part file that cannot be read is skipped (its message still counts).
+    let mut parts = Vec::new();
+    let mut skipped_parts = 0;
+    for message in entries(&storage.join("part")) {
+        let message_id = message.file_name().to_string_lossy().into_owned();
+        for file in entries(&message.path()) {
+            let path = file.path();
+            if !is_json(&path) || !file.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(data) = std::fs::read(&path) else {
+                skipped_parts += 1;
+                continue;
+            };
+            parts.push(PartRow {
+                id: path
+                    .file_stem()
+                    .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+                message: message_id.clone(),
+                data,
+            });
+        }
+    }
     Ok(Store {
         path: storage.to_path_buf(),
         rows,
+        parts,
+        skipped_parts,
         sessions,
         wal: false,
     })
