@@ -1,6 +1,6 @@
 //! `OpenCode` databases as a source of the transcript search index: one document per part
 //! with text, each addressed by its message's index within its session (docs/SEARCH.md,
-//! "OpenCode"); the catch-up is [`crate::search::catch_up`]'s, in the same tables as the
+//! `OpenCode`); the catch-up is [`crate::search::catch_up`]'s, in the same tables as the
 //! line transcripts.
 //!
 //! A database is not append-only: any change is read whole. Its cheap identity is the stat of
@@ -8,6 +8,7 @@
 //! the WAL is found and a change to the WAL alone is seen. The database is read through the
 //! `OpenCode` reader's private copy: nothing is opened in place.
 
+use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::io;
@@ -19,6 +20,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Transaction};
 
 use crate::search::catch_up::{CaughtUp, Chunk, Listed, Read, Source, Step, Table, catch_up};
+use crate::search::documents::doc_id;
 use crate::search::error::SearchError;
 use crate::search::request::sanitize;
 use crate::search::stamp::Stamp;
@@ -34,6 +36,109 @@ struct Databases<'a> {
     index_dir: &'a Path,
     /// The directories searched.
     roots: &'a [PathBuf],
+    /// The documents of the database last read to compare with the index, kept for the whole
+    /// read that follows when they differ (so a database is read once per catch-up).
+    last: RefCell<Option<(PathBuf, Documents)>>,
+}
+
+/// A database's documents and how many messages it holds.
+type Documents = (Vec<Doc>, u64);
+
+impl Databases<'_> {
+    /// Reads the database at `path` into documents: every part with text of every message,
+    /// numbered in the database's order (session, message index, part id).
+    fn documents(&self, path: &Path) -> Result<Documents, TranscriptError> {
+        let conversation = conversation_of_database(path, Some(self.index_dir))?;
+        if conversation.skipped_parts > 0 || conversation.odd_messages > 0 {
+            tracing::warn!(
+                file = %path.display(),
+                parts = conversation.skipped_parts,
+                messages = conversation.odd_messages,
+                "OpenCode rows that could not be read were left out of search"
+            );
+        }
+        let mut docs = Vec::new();
+        for message in &conversation.messages {
+            for part in &message.parts {
+                let mut parts = Vec::new();
+                let Some(kind) = opencode_part(part, &mut parts) else {
+                    continue;
+                };
+                let text = crate::query::join_parts(&parts);
+                if text.is_empty() {
+                    continue;
+                }
+                docs.push(Doc {
+                    number: docs.len() as u64,
+                    offset: message.index,
+                    line: message.index + 1,
+                    generation: 0,
+                    kind,
+                    role: message.role.clone(),
+                    time: message.created_ms.and_then(|t| i64::try_from(t).ok()),
+                    session: Some(message.session.clone()),
+                    text: sanitize(&text),
+                });
+            }
+        }
+        Ok((docs, conversation.messages.len() as u64))
+    }
+}
+
+/// A document as the index keeps it: offset, line, type, role, time, session, text.
+type Kept = (
+    i64,
+    i64,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    String,
+);
+
+fn kept(doc: &Doc) -> Kept {
+    (
+        doc.offset.cast_signed(),
+        doc.line.cast_signed(),
+        doc.kind.clone(),
+        doc.role.clone(),
+        doc.time,
+        doc.session.clone(),
+        doc.text.clone(),
+    )
+}
+
+/// Whether the index holds exactly `docs` for the file `key`.
+fn holds(tx: &Transaction<'_>, key: i64, docs: &[Doc]) -> Result<bool, SearchError> {
+    let (lo, hi) = (doc_id(key, 0)?, doc_id(key, u64::from(u32::MAX))?);
+    let fail = |e| SearchError::index("comparing a database's documents", e);
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT d.offset, d.line, d.type, d.role, d.time, d.session, f.text
+             FROM docs d JOIN fts f ON f.rowid = d.id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
+        )
+        .map_err(fail)?;
+    let stored = stmt
+        .query_map([lo, hi], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })
+        .map_err(fail)?;
+    let mut now = docs.iter();
+    for row in stored {
+        let row: Kept = row.map_err(fail)?;
+        if now.next().map(kept) != Some(row) {
+            return Ok(false);
+        }
+    }
+    Ok(now.next().is_none())
 }
 
 /// `<db>-wal`.
@@ -102,55 +207,47 @@ impl Source for Databases<'_> {
         refuse(path, metadata)
     }
 
-    /// Reads the database whole: every part with text of every message, numbered in the
-    /// database's order (session, message index, part id).
-    fn read(&self, _: &Transaction<'_>, chunk: Chunk<'_, Self>) -> Result<Step<Self>, SearchError> {
-        if chunk.resumed.is_some() {
-            return Ok(Step::Whole);
-        }
-        let conversation = match conversation_of_database(chunk.path, Some(self.index_dir)) {
-            Ok(c) => c,
-            Err(e) => return Ok(Step::Unreadable(e)),
+    /// Reads the database whole. A database the index holds (its stamp changed, or had not
+    /// settled) whose documents are the ones indexed keeps its generation (cursors stay
+    /// valid); any difference replaces them all.
+    fn read(
+        &self,
+        tx: &Transaction<'_>,
+        chunk: Chunk<'_, Self>,
+    ) -> Result<Step<Self>, SearchError> {
+        let stashed = self
+            .last
+            .borrow_mut()
+            .take()
+            .filter(|(path, _)| path == chunk.path);
+        let read = match stashed {
+            Some((_, read)) => read,
+            None => match self.documents(chunk.path) {
+                Ok(read) => read,
+                Err(e) => return Ok(Step::Unreadable(e)),
+            },
         };
-        if conversation.skipped_parts > 0 || conversation.odd_messages > 0 {
-            tracing::warn!(
-                file = %chunk.path.display(),
-                parts = conversation.skipped_parts,
-                messages = conversation.odd_messages,
-                "OpenCode rows that could not be read were left out of search"
-            );
-        }
-        let mut docs = Vec::new();
-        for message in &conversation.messages {
-            for part in &message.parts {
-                let mut parts = Vec::new();
-                let Some(kind) = opencode_part(part, &mut parts) else {
-                    continue;
-                };
-                let text = crate::query::join_parts(&parts);
-                if text.is_empty() {
-                    continue;
-                }
-                docs.push(Doc {
-                    number: docs.len() as u64,
-                    offset: message.index,
-                    line: message.index + 1,
-                    generation: 0,
-                    kind,
-                    role: message.role.clone(),
-                    time: message.created_ms.and_then(|t| i64::try_from(t).ok()),
-                    session: Some(message.session.clone()),
-                    text: sanitize(&text),
-                });
+        let (docs, messages) = read;
+        let position = TranscriptPosition {
+            lines: messages,
+            format: Some(Format::OpenCode),
+        };
+        if let Some((key, _)) = chunk.resumed {
+            if holds(tx, key, &docs)? {
+                return Ok(Step::Read(Read {
+                    end: 0,
+                    docs: Vec::new(),
+                    position,
+                    extra: (),
+                }));
             }
+            *self.last.borrow_mut() = Some((chunk.path.to_path_buf(), (docs, messages)));
+            return Ok(Step::Whole);
         }
         Ok(Step::Read(Read {
             end: 0,
             docs,
-            position: TranscriptPosition {
-                lines: conversation.messages.len() as u64,
-                format: Some(Format::OpenCode),
-            },
+            position,
             extra: (),
         }))
     }
@@ -178,7 +275,11 @@ pub(super) fn catch_up_databases(
             refused: None,
         })
         .collect();
-    let source = Databases { index_dir, roots };
+    let source = Databases {
+        index_dir,
+        roots,
+        last: RefCell::new(None),
+    };
     catch_up(conn, &source, &listed, settled)
 }
 

@@ -1,5 +1,6 @@
 //! The ranking statement of a transcript search: match count descending, length ascending,
-//! time descending (unknown last), then file ascending and offset descending; match counts and
+//! time descending (unknown last), then file ascending, offset descending and document
+//! ascending (an `OpenCode` message's parts share its offset: in part order); match counts and
 //! marked texts as a store search's ([`crate::search::rank`]).
 
 use crate::search::count::counted_sql;
@@ -39,7 +40,7 @@ pub(super) fn rank(
          SELECT f.path, f.format, COALESCE(c.session, f.session), c.offset, c.line, c.gen, c.type, c.role, c.time,
                 c.doc
          FROM cand c JOIN files f ON f.key = c.file
-         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
+         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC, c.doc ASC
          LIMIT ?2 OFFSET ?3"
     );
     // A search of some of the indexed files counts with highlight(): its candidates may be

@@ -107,6 +107,9 @@ pub(crate) struct Conversation {
     pub(crate) skipped_parts: u64,
 }
 
+/// A message row with its role and time.
+type Head<'a> = (&'a Row, Option<String>, Option<u64>);
+
 /// The messages of `store` with their parts. A session's messages are in the order of their
 /// `time.created` (a message without one last), then of their ids; that order's 0-based index
 /// addresses a message (search hits, export rows).
@@ -115,15 +118,12 @@ pub(crate) fn conversation(store: &Store) -> Conversation {
         skipped_parts: store.skipped_parts,
         ..Conversation::default()
     };
-    let mut sessions: BTreeMap<&str, Vec<(&Row, Option<String>, Option<u64>)>> = BTreeMap::new();
+    let mut sessions: BTreeMap<&str, Vec<Head<'_>>> = BTreeMap::new();
     for row in &store.rows {
-        let (role, created) = match parse_head(&row.data) {
-            Ok(head) => head,
-            Err(NotAnObject) => {
-                out.odd_messages += 1;
-                (None, None)
-            }
-        };
+        let (role, created) = parse_head(&row.data).unwrap_or_else(|NotAnObject| {
+            out.odd_messages += 1;
+            (None, None)
+        });
         sessions
             .entry(row.session.as_str())
             .or_default()
@@ -131,15 +131,14 @@ pub(crate) fn conversation(store: &Store) -> Conversation {
     }
     let mut parts: HashMap<&str, Vec<(&PartRow, OpenCodePart)>> = HashMap::new();
     for part in &store.parts {
-        match parse_part(&part.data) {
-            Ok(p) => parts
+        if let Ok(p) = parse_part(&part.data) {
+            parts
                 .entry(part.message.as_str())
                 .or_default()
-                .push((part, p)),
-            Err(NotAnObject) => {
-                tracing::debug!(part = %part.id, "an OpenCode part that is not a JSON object");
-                out.skipped_parts += 1;
-            }
+                .push((part, p));
+        } else {
+            tracing::debug!(part = %part.id, "an OpenCode part that is not a JSON object");
+            out.skipped_parts += 1;
         }
     }
     for (session, mut messages) in sessions {
