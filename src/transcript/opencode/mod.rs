@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub use answer::{OpenCodeDiagnostics, OpenCodeReport, OpenCodeSession, read_opencode};
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
-pub(crate) use part::{Conversation, conversation};
+pub(crate) use part::{Conversation, ConversationMessage, conversation};
 pub use part::{OpenCodePart, parse_part};
 
 use super::error::TranscriptError;

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::message::{NotAnObject, parse_head};
-use super::{PartRow, Row, Store};
+use super::{PartRow, Row, SessionInfo, Store};
 use crate::transcript::json::{Obj, Text, parse_line};
 
 /// The fields of a part the rules read (every one tolerant).
@@ -94,6 +94,10 @@ pub(crate) struct ConversationMessage {
     pub(crate) created_ms: Option<u64>,
     /// Its readable parts, by part id (ids grow with time).
     pub(crate) parts: Vec<OpenCodePart>,
+    /// The message's `data` as stored.
+    pub(crate) data: Vec<u8>,
+    /// Each readable part's `data` as stored (a JSON object), in the order of `parts`.
+    pub(crate) part_data: Vec<Vec<u8>>,
 }
 
 /// A store's messages with their parts.
@@ -105,6 +109,8 @@ pub(crate) struct Conversation {
     pub(crate) odd_messages: u64,
     /// Parts skipped: not a JSON object, or of no message of the store.
     pub(crate) skipped_parts: u64,
+    /// The sessions' own records.
+    pub(crate) sessions: Vec<SessionInfo>,
 }
 
 /// A message row with its role and time.
@@ -116,6 +122,7 @@ type Head<'a> = (&'a Row, Option<String>, Option<u64>);
 pub(crate) fn conversation(store: &Store) -> Conversation {
     let mut out = Conversation {
         skipped_parts: store.skipped_parts,
+        sessions: store.sessions.clone(),
         ..Conversation::default()
     };
     let mut sessions: BTreeMap<&str, Vec<Head<'_>>> = BTreeMap::new();
@@ -152,6 +159,8 @@ pub(crate) fn conversation(store: &Store) -> Conversation {
                 index,
                 role,
                 created_ms,
+                data: row.data.clone(),
+                part_data: own.iter().map(|(row, _)| row.data.clone()).collect(),
                 parts: own.into_iter().map(|(_, p)| p).collect(),
             });
         }
