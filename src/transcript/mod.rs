@@ -64,16 +64,15 @@ pub use fold::{
 };
 pub use format::{Format, UnknownFormat, detect_format};
 // Search and the export read `OpenCode` databases' messages and parts.
-#[cfg(any(feature = "search", feature = "export"))]
-pub(crate) use opencode::{
-    Conversation, ConversationMessage, conversation_of_database, is_database,
-    root_of as opencode_root_of,
-};
+#[cfg(feature = "export")]
+pub(crate) use opencode::{Conversation, ConversationMessage, root_of as opencode_root_of};
 pub use opencode::{
     NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodePart, OpenCodeReport,
     OpenCodeSession, parse_message as parse_opencode_message, parse_part as parse_opencode_part,
     read_opencode,
 };
+#[cfg(any(feature = "search", feature = "export"))]
+pub(crate) use opencode::{conversation_of_database, is_database};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use price::{

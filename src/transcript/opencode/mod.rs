@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub use answer::{OpenCodeDiagnostics, OpenCodeReport, OpenCodeSession, read_opencode};
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
+#[cfg_attr(not(feature = "export"), allow(unused_imports))]
 pub(crate) use part::{Conversation, ConversationMessage, conversation};
 pub use part::{OpenCodePart, parse_part};
 
