@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(part.text, text("text"));
     assert_eq!(part.tool, text("tool"));
     if v["state"].is_object() {
-        assert_eq!(part.input, Some(v["state"]["input"].clone()).filter(|i| !i.is_null()));
+        assert_eq!(
+            part.input,
+            Some(v["state"]["input"].clone()).filter(|i| !i.is_null())
+        );
     } else {
         assert_eq!(part.input, None);
     }
