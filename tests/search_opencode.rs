@@ -346,3 +346,33 @@ fn search_leaves_the_directory_byte_identical_with_and_without_a_wal() {
         assert_eq!(state(&root), before, "{files:?}");
     }
 }
+
+#[test]
+fn cursors_survive_an_unchanged_database_and_go_stale_when_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("opencode");
+    copy_real(&root, &["opencode.db", "opencode.db-wal"]);
+    let db = fs::canonicalize(root.join("opencode.db")).unwrap();
+    let mut s =
+        TranscriptSearch::new(Some(dir.path().join("cache")), SearchConfig::default()).unwrap();
+    let request = |cursor: Option<String>| TranscriptSearchRequest {
+        query: "diff".into(),
+        paths: vec![root.clone()],
+        limit: Some(1),
+        cursor,
+        mode: MatchMode::Phrase,
+    };
+    let first = s.search(&request(None)).unwrap();
+    let cursor = first.next_cursor.clone().expect("more than one hit");
+    // Re-read (the copy had not settled) but the same documents: the cursor holds.
+    let second = s.search(&request(Some(cursor.clone()))).unwrap();
+    assert_eq!(second.hits.len(), 1);
+    let session = oracle(&db, true)[0].session.clone();
+    let conn = write_part(&db, &session, 9, "a diff written later");
+    let stale = s.search(&request(Some(cursor)));
+    assert!(
+        matches!(stale, Err(agentlog::search::SearchError::StaleCursor)),
+        "{stale:?}"
+    );
+    drop(conn);
+}
