@@ -49,8 +49,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Its key ([`source_key`]); an `OpenCode` session's takes in its session id (one
-    /// database holds many sessions).
+    /// Its key in state and part file names: a hash of its kind and log path; an `OpenCode`
+    /// session's takes in its session id (one database holds many sessions).
     pub fn key(&self) -> String {
         if is_opencode(self) {
             let mut log = self.log.as_os_str().to_owned();
