@@ -122,3 +122,38 @@ fn session_info(bytes: &[u8]) -> Option<SessionInfo> {
         directory: text(&s.directory),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_files_are_read_beside_the_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = dir.path().join("storage");
+        let write = |rel: &str, body: &str| {
+            let path = storage.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
+        };
+        write(
+            "message/ses_1/msg_1.json",
+            r#"{"role":"user","time":{"created":5}}"#,
+        );
+        write("part/msg_1/prt_2.json", r#"{"type":"text","text":"two"}"#);
+        write("part/msg_1/prt_1.json", r#"{"type":"text","text":"one"}"#);
+        write("part/msg_1/prt_3.json", "not json");
+        write("part/msg_1/notes.txt", "ignored");
+        let store = read_storage(&storage).unwrap();
+        assert_eq!(store.parts.len(), 3);
+        let c = super::super::conversation(&store);
+        assert_eq!(c.messages.len(), 1);
+        let texts: Vec<_> = c.messages[0]
+            .parts
+            .iter()
+            .map(|p| p.text.as_deref())
+            .collect();
+        assert_eq!(texts, [Some("one"), Some("two")]);
+        assert_eq!(c.skipped_parts, 1, "the part that is not JSON");
+    }
+}
