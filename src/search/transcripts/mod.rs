@@ -1,9 +1,10 @@
 //! [`TranscriptSearch`]: the same search over the Claude Code, Codex and pi transcripts
 //! agentlog reads (docs/SEARCH.md, "Transcript search").
 //!
-//! A document is one line with message text ([`transcript_line_text`]); a hit names its file,
-//! the line's offset and number, and its generation (0-based, counted by the transcript
-//! readers' own compaction boundaries). Queries, match modes, ranking, snippets and cursors are
+//! A document is one line with message text ([`transcript_line_text`]), or one part of an
+//! `OpenCode` message (`databases`); a hit names its file, the line's offset and number (an
+//! `OpenCode` message's index in its session), and its generation (0-based, counted by the
+//! transcript readers' own compaction boundaries). Queries, match modes, ranking, snippets and cursors are
 //! the store search's own. The index is SQLite FTS5 in `<index dir>/search/`, beside the
 //! transcripts' own indexes in the per-user cache directory (never beside a transcript), and
 //! is caught up before every search exactly as a store's is.
@@ -46,8 +47,8 @@ pub const TRANSCRIPT_SEARCH_DIR: &str = "search";
 pub struct TranscriptSearchRequest {
     /// The text to find.
     pub query: String,
-    /// Transcript files, or directories searched for `*.jsonl` (default: the places the agents
-    /// keep theirs, as `usage` finds them).
+    /// Transcript files, or directories searched for `*.jsonl` and `OpenCode` databases
+    /// (default: the places the agents keep theirs, as `usage` finds them).
     pub paths: Vec<PathBuf>,
     /// Page size (default [`DEFAULT_LIMIT`](crate::search::DEFAULT_LIMIT), at most
     /// [`MAX_LIMIT`](crate::search::MAX_LIMIT)).
@@ -69,9 +70,10 @@ pub struct TranscriptSearchHit {
     pub format: Format,
     /// The session it belongs to, as `usage` names it.
     pub session: String,
-    /// The byte offset of the line.
+    /// The byte offset of the line (an `OpenCode` part: its message's 0-based index in its
+    /// session, in time order).
     pub offset: u64,
-    /// The 1-based line number.
+    /// The 1-based line number (an `OpenCode` part: its message's index + 1).
     pub line: u64,
     /// The generation of the line: how many compaction boundaries precede it or are it.
     pub generation: u32,
