@@ -10,7 +10,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")"
 seconds="${1:-${SMOKE_SECONDS:-30}}"
-targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests transcript_claude transcript_codex transcript_pi transcript_text transcript_index_file statusline_input usage_snapshot status_file price_table usage_args transcript_copilot transcript_gemini transcript_qwen opencode_message transcript_kimi)
+targets=(extract_line index_file log_bytes log_ops session_log query_requests export_state search_requests transcript_claude transcript_codex transcript_pi transcript_text transcript_index_file statusline_input usage_snapshot status_file price_table usage_args transcript_copilot transcript_gemini transcript_qwen opencode_message opencode_part transcript_kimi)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked

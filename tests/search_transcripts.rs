@@ -48,8 +48,12 @@ struct Hit {
 fn scan(root: &Path, query: &str, mode: MatchMode) -> Vec<Hit> {
     let wanted = phrases(query, mode == MatchMode::All);
     let (files, _) = discover(&[root.to_path_buf()]);
-    let mut found: Vec<(usize, usize, Hit)> = Vec::new();
+    let mut found: Vec<(usize, usize, u64, Hit)> = Vec::new();
     for file in files {
+        if file.extension().is_some_and(|e| e == "db") {
+            found.extend(opencode_hits(&file, &wanted));
+            continue;
+        }
         let bytes = fs::read(&file).unwrap();
         let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let bytes = &bytes[..complete];
@@ -76,6 +80,7 @@ fn scan(root: &Path, query: &str, mode: MatchMode) -> Vec<Hit> {
             found.push((
                 ranges.len(),
                 text.chars().count(),
+                0,
                 Hit {
                     file: file.clone(),
                     session: session.clone(),
@@ -93,16 +98,115 @@ fn scan(root: &Path, query: &str, mode: MatchMode) -> Vec<Hit> {
     found.sort_by(|a, b| {
         b.0.cmp(&a.0)
             .then(a.1.cmp(&b.1))
-            .then(b.2.time.cmp(&a.2.time))
+            .then(b.3.time.cmp(&a.3.time))
             .then(
-                a.2.file
+                a.3.file
                     .as_os_str()
                     .as_bytes()
-                    .cmp(b.2.file.as_os_str().as_bytes()),
+                    .cmp(b.3.file.as_os_str().as_bytes()),
             )
-            .then(b.2.offset.cmp(&a.2.offset))
+            .then(b.3.offset.cmp(&a.3.offset))
+            .then(a.2.cmp(&b.2))
     });
-    found.into_iter().map(|(_, _, hit)| hit).collect()
+    found.into_iter().map(|(_, _, _, hit)| hit).collect()
+}
+
+/// The parts of an `OpenCode` database (with its WAL) as the search reads them, by a plain
+/// reading of the rule: SQLite on a copy; a session's messages in the order of their
+/// `time.created` (none last), then id; a `text` part's text, a `tool` part's tool, input and
+/// output (strings as they are, anything else as JSON), trimmed, empty ones dropped, joined by
+/// newlines. Each with its ordinal in the database (session, message, part id).
+fn opencode_parts(db: &Path) -> Vec<(u64, Hit, String)> {
+    let copy = tempfile::tempdir().unwrap();
+    let target = copy.path().join("opencode.db");
+    fs::copy(db, &target).unwrap();
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    if Path::new(&wal).exists() {
+        fs::copy(&wal, copy.path().join("opencode.db-wal")).unwrap();
+    }
+    let conn = rusqlite::Connection::open(&target).unwrap();
+    let rows = |sql: &str| -> Vec<(String, String, String)> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let mut messages = rows("SELECT id, session_id, data FROM message");
+    let time = |data: &str| {
+        serde_json::from_str::<serde_json::Value>(data).unwrap()["time"]["created"].as_i64()
+    };
+    messages.sort_by_key(|(id, session, data)| {
+        let t = time(data);
+        (session.clone(), t.is_none(), t, id.clone())
+    });
+    let mut parts = rows("SELECT id, message_id, data FROM part");
+    parts.sort();
+    let mut out = Vec::new();
+    let mut index = 0u64;
+    let mut last_session = None;
+    for (id, session, data) in &messages {
+        if last_session.as_ref() != Some(session) {
+            index = 0;
+            last_session = Some(session.clone());
+        }
+        let m: serde_json::Value = serde_json::from_str(data).unwrap();
+        for (_, _, part) in parts.iter().filter(|(_, msg, _)| msg == id) {
+            let p: serde_json::Value = serde_json::from_str(part).unwrap();
+            let as_text = |v: &serde_json::Value| match v {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let pieces = match p["type"].as_str() {
+                Some("text") => vec![as_text(&p["text"])],
+                Some("tool") => vec![
+                    as_text(&p["tool"]),
+                    as_text(&p["state"]["input"]),
+                    as_text(&p["state"]["output"]),
+                ],
+                _ => continue,
+            };
+            let pieces: Vec<&str> = pieces
+                .iter()
+                .map(|s| s.trim())
+                .filter(|s| !s.is_empty())
+                .collect();
+            if pieces.is_empty() {
+                continue;
+            }
+            let hit = Hit {
+                file: db.to_path_buf(),
+                session: session.clone(),
+                offset: index,
+                line: index + 1,
+                generation: 0,
+                kind: p["type"].as_str().unwrap().to_owned(),
+                role: m["role"].as_str().map(str::to_owned),
+                time: time(data),
+                snippet: String::new(),
+            };
+            out.push((out.len() as u64, hit, pieces.join("\n")));
+        }
+        index += 1;
+    }
+    out
+}
+
+/// The hits of an `OpenCode` database: its parts' texts matched as a line's.
+fn opencode_hits(db: &Path, wanted: &[Vec<String>]) -> Vec<(usize, usize, u64, Hit)> {
+    let mut found = Vec::new();
+    for (ordinal, mut hit, text) in opencode_parts(db) {
+        let text = sanitize(&text);
+        let toks = tokens(&text);
+        let Some(ranges) = matches(&toks, wanted) else {
+            continue;
+        };
+        hit.snippet = snippet(&text, &toks, &ranges, 240);
+        found.push((ranges.len(), text.chars().count(), ordinal, hit));
+    }
+    found
 }
 
 /// Every hit of the index, page by page.

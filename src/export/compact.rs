@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::commit::{Applied, Place, apply, create_dir, write_state};
 use super::error::ExportError;
-use super::layout::{Table, source_key, state_dir};
+use super::layout::{Table, state_dir};
 use super::part::Written;
 use super::schema::{EVENT_COLUMNS, message_type, writer_properties};
 use super::source::resolve;
@@ -49,8 +49,9 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
     let mut steps = options.steps();
     let mut report = CompactReport::default();
     for path in sources {
-        for source in resolve(path)? {
-            let key = source_key(source.kind, &source.log);
+        let index_dir = options.transcript_index_dir.as_ref();
+        for source in super::source::expand(resolve(path)?, index_dir)? {
+            let key = source.key();
             let state_path = states.join(format!("{key}.state"));
             let Ok(bytes) = std::fs::read(&state_path) else {
                 continue;

@@ -32,6 +32,7 @@ mod commit;
 mod compact;
 mod error;
 mod layout;
+mod opencode;
 mod part;
 mod probe;
 mod rows;
@@ -57,7 +58,7 @@ pub use source::{Source, SourceKind, resolve};
 pub use state::{Part, STATE_MAGIC, STATE_VERSION, SourceState, StateError};
 
 use commit::{Steps, create_dir};
-use layout::{list_ours, source_key, state_dir};
+use layout::{list_ours, state_dir};
 
 /// How to export.
 #[derive(Clone, Debug)]
@@ -156,8 +157,12 @@ pub fn export(
     validate_host(&options.host)?;
     let mut logs: Vec<Source> = Vec::new();
     for path in sources {
-        for source in resolve(path)? {
-            if !logs.iter().any(|s| s.log == source.log) {
+        let index_dir = options.transcript_index_dir.as_ref();
+        for source in source::expand(resolve(path)?, index_dir)? {
+            if !logs
+                .iter()
+                .any(|s| s.log == source.log && s.id == source.id)
+            {
                 logs.push(source);
             }
         }
@@ -174,6 +179,7 @@ pub fn export(
         json_text: options.json_text,
         transcript_index_dir: options.transcript_index_dir.as_ref(),
         found: &found,
+        opencode: std::cell::RefCell::new(None),
     };
     let total = logs.iter().map(|s| pending_bytes(&states, s)).sum();
     let mut steps = options.steps();
@@ -214,8 +220,12 @@ pub fn export(
 /// Bytes of `source`'s log not yet exported, for progress (an estimate: the state is only
 /// checked when the source's turn comes).
 fn pending_bytes(states: &Path, source: &Source) -> u64 {
+    if opencode::is_opencode(source) {
+        // A database is read whole, not by bytes.
+        return 0;
+    }
     let len = std::fs::metadata(&source.log).map_or(0, |m| m.len());
-    let key = source_key(source.kind, &source.log);
+    let key = source.key();
     let exported = std::fs::read(states.join(format!("{key}.state")))
         .ok()
         .and_then(|bytes| SourceState::decode(&bytes).ok())

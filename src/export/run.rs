@@ -1,15 +1,18 @@
 //! One source's export: recover its last commit, compare its log with what was exported,
 //! write the new rows, commit.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::commit::{Applied, Place, Steps, apply, create_dir, sweep, write_state};
 use super::error::ExportError;
-use super::layout::{Found, Table, source_key, utc_date};
+use super::layout::{Found, Table, utc_date};
+use super::opencode;
 use super::part::write_all;
 use super::rows::{SessionRow, Sourced, SourcedRow};
 use super::scan::{Batch, Resume, ScanOptions, scan};
@@ -17,6 +20,7 @@ use super::source::{Source, SourceKind};
 use super::state::{MAX_STATE_BYTES, Part, SourceState, take_serial};
 use super::transcript;
 use crate::log::{CoverageCheck, open_for_read};
+use crate::transcript::Conversation;
 
 /// What an export did with one source.
 #[derive(Clone, Debug, Serialize)]
@@ -84,9 +88,23 @@ pub struct Context<'a> {
     pub transcript_index_dir: Option<&'a PathBuf>,
     /// Files of ours found in the dataset when the run started.
     pub found: &'a [Found],
+    /// The `OpenCode` database read last (its sessions are exported one after the other).
+    pub opencode: RefCell<Option<(PathBuf, Arc<Conversation>)>>,
 }
 
 impl Context<'_> {
+    /// The messages of the `OpenCode` database `db`, read once for all its sessions.
+    fn opencode(&self, db: &Path) -> Result<Arc<Conversation>, ExportError> {
+        if let Some((path, read)) = &*self.opencode.borrow()
+            && path == db
+        {
+            return Ok(Arc::clone(read));
+        }
+        let read = opencode::read(db, self.transcript_index_dir)?;
+        *self.opencode.borrow_mut() = Some((db.to_path_buf(), Arc::clone(&read)));
+        Ok(read)
+    }
+
     fn place<'k>(&'k self, source: &Source, key: &'k str) -> Place<'k> {
         Place {
             out: self.out,
@@ -104,11 +122,11 @@ pub fn prepare(
     source: Source,
     steps: &mut Steps,
 ) -> Result<Prepared, ExportError> {
-    let key = source_key(source.kind, &source.log);
+    let key = source.key();
     let place = ctx.place(&source, &key);
     let (mut previous, mut reason) = load_state(ctx.state_dir, &key);
     if let Some(state) = &previous
-        && (state.kind != source.kind || state.log != source.log)
+        && (state.kind != source.kind || state.log != source.log || state.source_id != source.id)
     {
         reason = Some("the export state belongs to another log".to_owned());
         previous = None;
@@ -194,10 +212,42 @@ pub fn run(
     } = prepared;
     let place = ctx.place(&source, &key);
     let mut incremental = check.is_some_and(|c| c.is_intact());
+    // An OpenCode session is read whole: unchanged (its checksum and message count as
+    // exported), or exported whole again.
+    let conversation = if opencode::is_opencode(&source) {
+        let read = ctx.opencode(&source.log)?;
+        let same = previous.as_ref().is_some_and(|p| {
+            (p.coverage.crc, p.fold.lines) == opencode::fingerprint(&read, &source.id)
+        });
+        if incremental && same {
+            return Ok(SourceReport {
+                kind: source.kind.as_str(),
+                source_id: source.id,
+                log: source.log,
+                action: "unchanged",
+                reason,
+                from: 0,
+                to: 0,
+                rows: 0,
+                files: Vec::new(),
+                removed,
+                stopped_at: None,
+            });
+        }
+        if previous.is_some() && reason.is_none() {
+            reason = Some("the database changed".to_owned());
+        }
+        incremental = false;
+        Some(read)
+    } else {
+        None
+    };
     // A transcript's generations come from its own index, caught up now; the event rows
     // exported before must agree with its boundaries to be continued.
     let answer = match source.kind {
-        SourceKind::Transcript => transcript::open(&source.log, ctx.transcript_index_dir)?,
+        SourceKind::Transcript if conversation.is_none() => {
+            transcript::open(&source.log, ctx.transcript_index_dir)?
+        }
         _ => None,
     };
     if source.kind == SourceKind::Transcript
@@ -241,7 +291,9 @@ pub fn run(
         json_text: ctx.json_text,
     };
     let batch = Batch::new(&place, &mut next_serial, steps, progress, from);
-    let scanned = if source.kind == SourceKind::Transcript {
+    let scanned = if let Some(read) = &conversation {
+        opencode::scan(&source, read, &options, batch)?
+    } else if source.kind == SourceKind::Transcript {
         transcript::scan(&source, &log, resume, answer.as_ref(), &options, batch)?
     } else {
         scan(&source, &log, resume, &options, batch)?

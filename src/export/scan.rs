@@ -95,7 +95,8 @@ impl<'p> Batch<'p> {
         offset: u64,
     ) -> Result<(), ExportError> {
         self.write(date, row)?;
-        if offset - self.reported >= PROGRESS_EVERY {
+        // A database's rows carry no byte offset (0): nothing to tell.
+        if offset.saturating_sub(self.reported) >= PROGRESS_EVERY {
             (self.progress)(offset - self.reported);
             self.reported = offset;
         }

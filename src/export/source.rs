@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::ExportError;
+use super::layout::source_key;
+use super::opencode::is_opencode;
 use super::probe::{Probe, probe, transcript_id};
 use crate::query::{JsonlSource, PersistedSource};
-use crate::transcript::discover_lines;
+use crate::transcript::{discover, is_database, read_by_lines};
 
 /// The kinds of log an export reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -19,7 +21,8 @@ pub enum SourceKind {
     Agent,
     /// One session of a dsh-style session store.
     Session,
-    /// A Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript.
+    /// A Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript, or an `OpenCode`
+    /// session (its log the database).
     Transcript,
 }
 
@@ -45,7 +48,40 @@ pub struct Source {
     pub log: PathBuf,
 }
 
-/// The logs a SOURCE argument names.
+impl Source {
+    /// Its key in state and part file names: a hash of its kind and log path; an `OpenCode`
+    /// session's takes in its session id (one database holds many sessions).
+    pub fn key(&self) -> String {
+        if is_opencode(self) {
+            let mut log = self.log.as_os_str().to_owned();
+            log.push("\0");
+            log.push(&self.id);
+            source_key(self.kind, Path::new(&log))
+        } else {
+            source_key(self.kind, &self.log)
+        }
+    }
+}
+
+/// Each `OpenCode` database among `sources` (named by [`resolve`], its sessions unknown yet)
+/// as one source per session, read through its private copy under `index_dir`.
+pub(crate) fn expand(
+    sources: Vec<Source>,
+    index_dir: Option<&PathBuf>,
+) -> Result<Vec<Source>, ExportError> {
+    let mut out = Vec::with_capacity(sources.len());
+    for source in sources {
+        if is_opencode(&source) {
+            out.extend(super::opencode::sources(&source.log, index_dir)?);
+        } else {
+            out.push(source);
+        }
+    }
+    Ok(out)
+}
+
+/// The logs a SOURCE argument names (an `OpenCode` database as one source whose sessions
+/// the export lists).
 ///
 /// # Errors
 ///
@@ -67,6 +103,9 @@ pub fn resolve(path: &Path) -> Result<Vec<Source>, ExportError> {
         reason: reason.to_owned(),
     };
     if meta.is_file() {
+        if is_database(path) {
+            return Ok(vec![transcript_source(canonical(path)?)]);
+        }
         if path.extension().is_none_or(|e| e != "jsonl") {
             return Err(not_a_source("a file that is not a .jsonl transcript"));
         }
@@ -158,10 +197,15 @@ fn transcript_source(log: PathBuf) -> Source {
     }
 }
 
-/// Every transcript under `dir`, found as `agentlog usage` finds them (every `*.jsonl`, in
-/// path order); files whose first lines are no transcript's are left out, with a warning.
+/// Every transcript under `dir`, found as `agentlog usage` finds them (every `*.jsonl` and
+/// `OpenCode` database, in path order); files whose first lines are no transcript's are left
+/// out, with a warning.
 fn transcripts_under(dir: &Path) -> Result<Vec<Source>, ExportError> {
-    let (files, skipped) = discover_lines(&[dir.to_path_buf()]);
+    let (files, skipped) = discover(&[dir.to_path_buf()]);
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| is_database(f) || read_by_lines(f))
+        .collect();
     if let Some(first) = skipped.into_iter().next() {
         // A directory we cannot list would silently drop its transcripts from the dataset.
         return Err(ExportError::Transcript {
@@ -171,6 +215,10 @@ fn transcripts_under(dir: &Path) -> Result<Vec<Source>, ExportError> {
     }
     let mut sources = Vec::new();
     for log in files {
+        if is_database(&log) {
+            sources.push(transcript_source(log));
+            continue;
+        }
         if probe(&log)? == Probe::Other {
             tracing::warn!(file = %log.display(), "not a transcript; left out of the export");
             continue;

@@ -15,6 +15,7 @@ use super::rows::{ExportedGeneration, SessionRow};
 use super::source::SourceKind;
 use crate::event::FoldState;
 use crate::log::Coverage;
+use crate::transcript::is_database;
 
 /// The first word of a state file.
 pub const STATE_MAGIC: &str = "agentlog-export-state";
@@ -169,7 +170,15 @@ impl SourceState {
         if self.source_id.is_empty() {
             return fail("empty source_id");
         }
-        if !self.coverage.is_well_formed() {
+        // An `OpenCode` session is read from a database, not by bytes: its state covers no
+        // bytes and keeps its messages' checksum as the crc and their count as the lines.
+        let database = self.kind == SourceKind::Transcript
+            && is_database(&self.log)
+            && self.coverage.end == 0
+            && self.coverage.head.len == 0
+            && self.coverage.tail.len == 0
+            && self.coverage.tail.start == 0;
+        if !self.coverage.is_well_formed() && !database {
             return fail("coverage windows do not match its end");
         }
         if self.fold.end != self.coverage.end {
@@ -179,7 +188,7 @@ impl SourceState {
         // least one byte of a file that exists.
         let f = &self.fold;
         let d = &f.diagnostics;
-        let lines_ok = f.lines <= f.end
+        let lines_ok = (f.lines <= f.end || database)
             && f.events <= f.lines
             && f.boundaries <= f.events
             && d.blank_lines <= f.lines

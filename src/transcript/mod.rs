@@ -71,11 +71,17 @@ pub use fold::{
 };
 pub use format::{Format, UnknownFormat};
 pub use native::{NativeValue, native};
+// Search and the export read `OpenCode` databases' messages and parts.
+#[cfg(feature = "export")]
+pub(crate) use opencode::{Conversation, ConversationMessage, root_of as opencode_root_of};
 pub use opencode::{
     MAX_OPENCODE_MESSAGES, NotAnObject, OpenCodeDiagnostics, OpenCodeMessage, OpenCodeMessageRow,
-    OpenCodeMessages, OpenCodeReport, OpenCodeSession, parse_message as parse_opencode_message,
-    read_opencode, read_opencode_messages,
+    OpenCodeMessages, OpenCodePart, OpenCodeReport, OpenCodeSession,
+    parse_message as parse_opencode_message, parse_part as parse_opencode_part, read_opencode,
+    read_opencode_messages,
 };
+#[cfg(any(feature = "search", feature = "export"))]
+pub(crate) use opencode::{conversation_of_database, is_database};
 #[cfg(feature = "testing")]
 pub use pieces::{Pieces, fold_at_once, fold_in_pieces};
 pub use price::{
@@ -110,5 +116,6 @@ pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, SnapshotOutcome,
     UnknownGroupBy, UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of,
     default_roots, discover, discover_lines, live, live_with, parse_agent, parse_cost_mode,
-    parse_day, parse_group_by, parse_timezone, roots_or_default, session_of, usage, usage_of_files,
+    parse_day, parse_group_by, parse_timezone, read_by_lines, roots_or_default, session_of, usage,
+    usage_of_files,
 };

@@ -87,6 +87,10 @@ pub(crate) trait Source {
     /// Its table.
     const TABLE: Table;
 
+    /// Whether its reader reads a file's bytes (an SQLite database is read through SQLite:
+    /// the catch-up hands its reader no bytes, and covers none).
+    const BYTES: bool = true;
+
     /// The file named `name`.
     fn path(&self, name: &Self::Name) -> PathBuf;
 
@@ -101,6 +105,12 @@ pub(crate) trait Source {
 
     /// A failure reading the file at `path`.
     fn io_error(path: &Path, error: io::Error) -> Self::Error;
+
+    /// The stamp of an opened file, compared with the one recorded (default: the file's own;
+    /// a database's takes in its WAL's).
+    fn stamp(&self, _path: &Path, metadata: &Metadata) -> Stamp {
+        Stamp::of(metadata)
+    }
 
     /// Why an opened file is not to be read, if it is not.
     fn refuse(&self, _path: &Path, _metadata: &Metadata) -> Option<Self::Error> {

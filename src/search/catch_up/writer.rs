@@ -83,7 +83,7 @@ impl<S: Source> Writer<'_, S> {
             }
             Err(e) => return self.unreadable(&at, row, &S::io_error(&path, e)),
         };
-        at.stamp = Stamp::of(&metadata);
+        at.stamp = self.source.stamp(&path, &metadata);
         at.settled = at.stamp.settled_at(self.taken_at, self.settled);
         if let Some(refused) = self.source.refuse(&path, &metadata) {
             return self.unreadable(&at, row, &refused);
@@ -122,7 +122,12 @@ impl<S: Source> Writer<'_, S> {
         row: Option<&Row<S::Position>>,
     ) -> Result<Outcome<S>, SearchError> {
         let start = row.map_or(0, |r| r.coverage.end);
-        let bytes = match read_range(file, start, at.stamp.size) {
+        let bytes = if S::BYTES {
+            read_range(file, start, at.stamp.size)
+        } else {
+            Ok(Vec::new())
+        };
+        let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => return Ok(Outcome::Unreadable(S::io_error(at.path, e))),
         };

@@ -26,12 +26,14 @@ use crate::search::error::SearchError;
 use crate::search::request::sanitize;
 use crate::search::stamp::Stamp;
 use crate::search::transcripts::UnreadableTranscript;
+use crate::search::transcripts::databases::catch_up_databases;
 use crate::search::transcripts::text::transcript_line_text;
-use crate::transcript::{Format, OpenOptions, TranscriptError, session_of};
+use crate::transcript::{Format, OpenOptions, TranscriptError, is_database, session_of};
 
 /// The schema of the transcript search index.
 pub(super) const TRANSCRIPT_SCHEMA: Schema = Schema {
-    version: 1,
+    // 2: a document's own session (an `OpenCode` database holds many).
+    version: 2,
     sql: index_schema!(
         files: "files",
         name: "path BLOB NOT NULL UNIQUE",
@@ -49,7 +51,8 @@ pub(super) const TRANSCRIPT_SCHEMA: Schema = Schema {
   type TEXT NOT NULL,
   role TEXT,
   time INTEGER,
-  length INTEGER NOT NULL",
+  length INTEGER NOT NULL,
+  session TEXT",
     ),
     tables: &["docs", "files", "state"],
 };
@@ -77,26 +80,32 @@ pub(super) struct Scope {
     pub paths: Vec<PathBuf>,
     /// Canonical transcript files.
     pub files: Vec<PathBuf>,
+    /// Canonical `OpenCode` databases.
+    pub databases: Vec<PathBuf>,
     /// Canonical directories searched: a known file under one that was not found is gone.
     pub roots: Vec<PathBuf>,
     /// Paths that could not be listed or read at all.
     pub skipped: Vec<UnreadableTranscript>,
 }
 
-/// One document: a line with text.
+/// One document: a line with text, or an `OpenCode` part with text.
 pub(crate) struct Doc {
-    offset: u64,
-    line: u64,
-    generation: u32,
-    kind: String,
-    role: Option<String>,
-    time: Option<i64>,
-    text: String,
+    /// Its number in its file: the line number, or the part's ordinal in its database.
+    pub(super) number: u64,
+    pub(super) offset: u64,
+    pub(super) line: u64,
+    pub(super) generation: u32,
+    pub(super) kind: String,
+    pub(super) role: Option<String>,
+    pub(super) time: Option<i64>,
+    /// Its own session, when its file holds many (else the file's).
+    pub(super) session: Option<String>,
+    pub(super) text: String,
 }
 
 impl Document for Doc {
     fn number(&self) -> u64 {
-        self.line
+        self.number
     }
 
     fn text(&self) -> &str {
@@ -112,6 +121,7 @@ impl Document for Doc {
             self.role.clone().into(),
             self.time.into(),
             SqlValue::Integer((self.text.chars().count() as u64).cast_signed()),
+            self.session.clone().into(),
         ]
     }
 }
@@ -119,10 +129,10 @@ impl Document for Doc {
 /// Where a read of a transcript stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TranscriptPosition {
-    /// Lines read.
-    lines: u64,
+    /// Lines read (an `OpenCode` database: its messages).
+    pub(super) lines: u64,
     /// The format it was read as (none for a file without a complete line).
-    format: Option<Format>,
+    pub(super) format: Option<Format>,
 }
 
 impl Position for TranscriptPosition {
@@ -143,6 +153,39 @@ impl Position for TranscriptPosition {
     }
 }
 
+/// The table of files and documents both sources of the transcript search index keep: a
+/// database's documents carry their own session.
+pub(super) const TABLE: Table = Table {
+    files: "files",
+    name: "path",
+    position: &["lines", "format"],
+    named: &["session"],
+    docs: DocTables {
+        docs: "docs",
+        fts: "fts",
+        file: "file",
+        columns: &[
+            "offset",
+            "line",
+            "generation",
+            "type",
+            "role",
+            "time",
+            "length",
+            "session",
+        ],
+    },
+    states: true,
+};
+
+/// Why a listed file is not read: it is not a regular file.
+pub(super) fn refuse(path: &Path, metadata: &Metadata) -> Option<TranscriptError> {
+    (!metadata.is_file()).then(|| TranscriptError::NotAFile {
+        path: path.to_path_buf(),
+        kind: "directory or special file",
+    })
+}
+
 /// The transcripts of a search.
 struct Transcripts<'a> {
     /// Where the transcript readers keep their indexes.
@@ -159,35 +202,17 @@ impl Source for Transcripts<'_> {
     type Doc = Doc;
     type Extra = ();
 
-    const TABLE: Table = Table {
-        files: "files",
-        name: "path",
-        position: &["lines", "format"],
-        named: &["session"],
-        docs: DocTables {
-            docs: "docs",
-            fts: "fts",
-            file: "file",
-            columns: &[
-                "offset",
-                "line",
-                "generation",
-                "type",
-                "role",
-                "time",
-                "length",
-            ],
-        },
-        states: true,
-    };
+    const TABLE: Table = TABLE;
 
     fn path(&self, name: &Vec<u8>) -> PathBuf {
         stored_path(name.clone())
     }
 
+    /// A file under a searched directory, but not a database (the databases' source owns
+    /// those: both keep their rows in one table).
     fn owns(&self, name: &Vec<u8>) -> bool {
         let path = Path::new(OsStr::from_bytes(name));
-        self.roots.iter().any(|root| path.starts_with(root))
+        !is_database(path) && self.roots.iter().any(|root| path.starts_with(root))
     }
 
     fn code(error: &TranscriptError) -> &'static str {
@@ -199,10 +224,7 @@ impl Source for Transcripts<'_> {
     }
 
     fn refuse(&self, path: &Path, metadata: &Metadata) -> Option<TranscriptError> {
-        (!metadata.is_file()).then(|| TranscriptError::NotAFile {
-            path: path.to_path_buf(),
-            kind: "directory or special file",
-        })
+        refuse(path, metadata)
     }
 
     /// Takes the complete lines of `bytes`, each with its generation from the transcript's
@@ -271,12 +293,14 @@ impl Source for Transcripts<'_> {
             };
             let generation = boundaries.partition_point(|b| *b <= offset);
             docs.push(Doc {
+                number: line,
                 offset,
                 line,
                 generation: u32::try_from(generation).unwrap_or(u32::MAX),
                 kind: found.kind,
                 role: found.role,
                 time: found.time,
+                session: None,
                 text: sanitize(&found.text),
             });
         }
@@ -322,11 +346,18 @@ pub(super) fn reconcile(
         index_dir,
         roots: &scope.roots,
     };
-    let caught_up = catch_up(conn, &source, &listed, settled)?;
+    let lines = catch_up(conn, &source, &listed, settled)?;
+    // The databases second, in the same tables: its total counts every file.
+    let dbs = catch_up_databases(conn, &scope.databases, &scope.roots, index_dir, settled)?;
+    let caught = Caught {
+        read: lines.caught.read + dbs.caught.read,
+        changed: lines.caught.changed || dbs.caught.changed,
+    };
     let mut searched = Searched::default();
     // FNV-1a over (key, generation) of every file searched, in order.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for (path, state) in scope.files.iter().zip(caught_up.files) {
+    let states = (scope.files.iter().zip(lines.files)).chain(scope.databases.iter().zip(dbs.files));
+    for (path, state) in states {
         let Some(state) = state else {
             continue;
         };
@@ -348,10 +379,10 @@ pub(super) fn reconcile(
             });
         }
     }
-    searched.all = searched.keys.len() == caught_up.total;
+    searched.all = searched.keys.len() == dbs.total;
     searched.state = format!("{}-{hash:016x}", searched.keys.len());
     searched.unreadable.extend(scope.skipped.iter().cloned());
-    Ok((caught_up.caught, searched))
+    Ok((caught, searched))
 }
 
 /// The stable code of a transcript that cannot be read, or of a path `discover` could not

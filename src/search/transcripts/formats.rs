@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use crate::query::{blocks_text, push_call, push_value};
+use crate::transcript::OpenCodePart;
 
 /// A line's type and role.
 type Kind = (String, Option<String>);
@@ -19,6 +20,23 @@ pub(crate) type LineParts = fn(kind: &str, line: &Value, parts: &mut Vec<String>
 
 fn role_of(value: Option<&Value>) -> Option<String> {
     value.and_then(Value::as_str).map(str::to_owned)
+}
+
+/// `OpenCode`: a part of a message (not a line) whose `type` is `text` (its `text`) or `tool`
+/// (its `tool`, `state.input` and `state.output`); reasoning and bookkeeping parts
+/// (`step-start`, `patch`, ...) hold no conversation. Gives the part's type.
+pub(crate) fn opencode_part(part: &OpenCodePart, parts: &mut Vec<String>) -> Option<String> {
+    let kind = part.kind.as_deref()?;
+    match kind {
+        "text" => parts.extend(part.text.iter().cloned()),
+        "tool" => {
+            parts.extend(part.tool.iter().cloned());
+            push_value(part.input.as_ref(), parts);
+            push_value(part.output.as_ref(), parts);
+        }
+        _ => return None,
+    }
+    Some(kind.to_owned())
 }
 
 /// Claude Code: `user` and `assistant` lines, their `message.content` (a string, or blocks).

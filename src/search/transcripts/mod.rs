@@ -1,13 +1,15 @@
 //! [`TranscriptSearch`]: the same search over the Claude Code, Codex and pi transcripts
 //! agentlog reads (docs/SEARCH.md, "Transcript search").
 //!
-//! A document is one line with message text ([`transcript_line_text`]); a hit names its file,
-//! the line's offset and number, and its generation (0-based, counted by the transcript
-//! readers' own compaction boundaries). Queries, match modes, ranking, snippets and cursors are
+//! A document is one line with message text ([`transcript_line_text`]), or one part of an
+//! `OpenCode` message (`databases`); a hit names its file, the line's offset and number (an
+//! `OpenCode` message's index in its session), and its generation (0-based, counted by the
+//! transcript readers' own compaction boundaries). Queries, match modes, ranking, snippets and cursors are
 //! the store search's own. The index is SQLite FTS5 in `<index dir>/search/`, beside the
 //! transcripts' own indexes in the per-user cache directory (never beside a transcript), and
 //! is caught up before every search exactly as a store's is.
 
+mod databases;
 mod files;
 mod formats;
 mod rank;
@@ -24,7 +26,9 @@ use crate::search::db::{Db, Handle};
 use crate::search::error::SearchError;
 use crate::search::index::SearchConfig;
 use crate::search::request::{MatchMode, Query, transcript_fingerprint};
-use crate::transcript::{Format, default_index_dir, discover_lines, roots_or_default};
+use crate::transcript::{
+    Format, default_index_dir, discover, is_database, read_by_lines, roots_or_default,
+};
 use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
 use rank::rank;
 
@@ -43,8 +47,8 @@ pub const TRANSCRIPT_SEARCH_DIR: &str = "search";
 pub struct TranscriptSearchRequest {
     /// The text to find.
     pub query: String,
-    /// Transcript files, or directories searched for `*.jsonl` (default: the places the agents
-    /// keep theirs, as `usage` finds them).
+    /// Transcript files, or directories searched for `*.jsonl` and `OpenCode` databases
+    /// (default: the places the agents keep theirs, as `usage` finds them).
     pub paths: Vec<PathBuf>,
     /// Page size (default [`DEFAULT_LIMIT`](crate::search::DEFAULT_LIMIT), at most
     /// [`MAX_LIMIT`](crate::search::MAX_LIMIT)).
@@ -66,9 +70,10 @@ pub struct TranscriptSearchHit {
     pub format: Format,
     /// The session it belongs to, as `usage` names it.
     pub session: String,
-    /// The byte offset of the line.
+    /// The byte offset of the line (an `OpenCode` part: its message's 0-based index in its
+    /// session, in time order).
     pub offset: u64,
-    /// The 1-based line number.
+    /// The 1-based line number (an `OpenCode` part: its message's index + 1).
     pub line: u64,
     /// The generation of the line: how many compaction boundaries precede it or are it.
     pub generation: u32,
@@ -215,7 +220,13 @@ impl TranscriptSearch {
 /// The files under `paths` (or the agents' default places), and the directories searched.
 fn scope(paths: &[PathBuf]) -> Scope {
     let paths = roots_or_default(paths);
-    let (files, skipped) = discover_lines(&paths);
+    // Line transcripts and `OpenCode` databases (each to its source); the older `OpenCode`
+    // storage files and Gemini CLI session documents are not searched.
+    let (found, skipped) = discover(&paths);
+    let (databases, lines): (Vec<PathBuf>, Vec<PathBuf>) = found
+        .into_iter()
+        .filter(|f| is_database(f) || read_by_lines(f))
+        .partition(|f| is_database(f));
     let canonical: Vec<PathBuf> = paths
         .iter()
         .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
@@ -223,7 +234,8 @@ fn scope(paths: &[PathBuf]) -> Scope {
     let roots = canonical.iter().filter(|p| p.is_dir()).cloned().collect();
     Scope {
         paths: canonical,
-        files,
+        files: lines,
+        databases,
         roots,
         skipped: skipped
             .into_iter()

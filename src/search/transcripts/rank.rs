@@ -1,5 +1,6 @@
 //! The ranking statement of a transcript search: match count descending, length ascending,
-//! time descending (unknown last), then file ascending and offset descending; match counts and
+//! time descending (unknown last), then file ascending, offset descending and document
+//! ascending (an `OpenCode` message's parts share its offset: in part order); match counts and
 //! marked texts as a store search's ([`crate::search::rank`]).
 
 use crate::search::count::counted_sql;
@@ -33,12 +34,13 @@ pub(super) fn rank(
         "WITH cand AS (
            SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
                   d.type AS type, d.role AS role, d.time AS time, d.length AS length,
+                  d.session AS session,
                   fts.rowid AS doc, {counted} AS mc
            FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?1{restrict})
-         SELECT f.path, f.format, f.session, c.offset, c.line, c.gen, c.type, c.role, c.time,
+         SELECT f.path, f.format, COALESCE(c.session, f.session), c.offset, c.line, c.gen, c.type, c.role, c.time,
                 c.doc
          FROM cand c JOIN files f ON f.key = c.file
-         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC
+         ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC, c.doc ASC
          LIMIT ?2 OFFSET ?3"
     );
     // A search of some of the indexed files counts with highlight(): its candidates may be

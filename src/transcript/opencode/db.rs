@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{Row, SessionInfo, Store};
+use super::{PartRow, Row, SessionInfo, Store};
 use crate::transcript::cache::ensure_private_dir;
 use crate::transcript::error::TranscriptError;
 
@@ -155,12 +155,43 @@ pub(crate) fn read_database(db: &Path, work: &Path) -> Result<Store, TranscriptE
     }
     // Sessions are names and parents only: a database without the table still has usage.
     let sessions = sessions(&conn).unwrap_or_default();
+    // Parts are the messages' text: a database without the table has usage but no text.
+    let (parts, skipped_parts) = parts(&conn).unwrap_or_default();
     Ok(Store {
         path: db.to_path_buf(),
         rows,
+        parts,
+        skipped_parts,
         sessions,
         wal,
     })
+}
+
+/// Every part row, and how many rows could not be read (a NULL or non-text id; `data` that
+/// is not text reads as nothing, and its part is skipped when parsed).
+fn parts(conn: &Connection) -> rusqlite::Result<(Vec<PartRow>, u64)> {
+    let mut stmt = conn.prepare("SELECT id, message_id, data FROM part")?;
+    let mut found = stmt.query([])?;
+    let mut parts = Vec::new();
+    let mut skipped = 0;
+    while let Some(r) = found.next()? {
+        let text = |i: usize| match r.get_ref(i) {
+            Ok(rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t)) => {
+                Some(t.to_vec())
+            }
+            _ => None,
+        };
+        let name = |i: usize| text(i).and_then(|t| String::from_utf8(t).ok());
+        match (name(0), name(1)) {
+            (Some(id), Some(message)) => parts.push(PartRow {
+                id,
+                message,
+                data: text(2).unwrap_or_default(),
+            }),
+            _ => skipped += 1,
+        }
+    }
+    Ok((parts, skipped))
 }
 
 fn sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionInfo>> {

@@ -142,6 +142,18 @@ pub fn parse_message(data: &[u8]) -> Result<Option<OpenCodeMessage>, NotAnObject
     }))
 }
 
+/// A message's `role` and `time.created` (ms since the Unix epoch), whatever its role.
+///
+/// # Errors
+/// [`NotAnObject`] when `data` is not a JSON object.
+pub(crate) fn parse_head(data: &[u8]) -> Result<(Option<String>, Option<u64>), NotAnObject> {
+    let d: Data = parse_line(data).ok_or(NotAnObject)?;
+    Ok((
+        d.role.non_empty().map(str::to_owned),
+        d.time.get().and_then(|t| t.created.known()),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@ mod catalog;
 #[cfg(feature = "opencode")]
 mod db;
 mod message;
+// Messages with their parts are read by search and the export only.
+#[cfg_attr(not(any(feature = "search", feature = "export")), allow(dead_code))]
+mod part;
 pub(crate) mod rules;
 mod storage;
 
@@ -22,6 +25,9 @@ pub use catalog::{
 };
 pub(crate) use catalog::{OpenCodeFacts, opencode_facts, source_path};
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
+#[cfg_attr(not(feature = "export"), allow(unused_imports))]
+pub(crate) use part::{Conversation, ConversationMessage, conversation};
+pub use part::{OpenCodePart, parse_part};
 
 use super::error::TranscriptError;
 use super::fold::UNKNOWN_QUARTER;
@@ -34,6 +40,13 @@ pub(crate) struct Row {
     pub(crate) session: String,
     pub(crate) data: Vec<u8>,
     pub(crate) file: Option<PathBuf>,
+}
+
+/// A part row as stored: its id, its message and `data`.
+pub(crate) struct PartRow {
+    pub(crate) id: String,
+    pub(crate) message: String,
+    pub(crate) data: Vec<u8>,
 }
 
 /// A session's own record: title, working directory, parent (a subagent's session).
@@ -50,6 +63,10 @@ pub(crate) struct Store {
     /// The database file or the storage directory.
     pub(crate) path: PathBuf,
     pub(crate) rows: Vec<Row>,
+    /// The parts of the messages (text, reasoning, tools).
+    pub(crate) parts: Vec<PartRow>,
+    /// Part rows that could not be read (a missing column, a non-text id).
+    pub(crate) skipped_parts: u64,
     pub(crate) sessions: Vec<SessionInfo>,
     /// Whether a `-wal` was read with the database.
     pub(crate) wal: bool,
@@ -147,6 +164,18 @@ pub(crate) fn read_source(source: &Source, work: Option<&Path>) -> Result<Store,
             })
         }
     }
+}
+
+#[cfg_attr(not(any(feature = "search", feature = "export")), allow(dead_code))]
+/// The messages and parts of the database `db` (through a private copy under `index_dir`'s
+/// work directory, as every read of a database).
+pub(crate) fn conversation_of_database(
+    db: &Path,
+    index_dir: Option<&Path>,
+) -> Result<Conversation, TranscriptError> {
+    let work = work_dir(index_dir);
+    let store = read_source(&Source::Database(db.to_path_buf()), work.as_deref())?;
+    Ok(conversation(&store))
 }
 
 /// One counted assistant message.

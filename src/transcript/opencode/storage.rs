@@ -1,12 +1,13 @@
 //! `OpenCode`'s older JSON storage: `storage/message/<session>/msg_*.json` (one message each,
-//! the same `data` as a database row) and `storage/session/<project>/<session>.json` (a
-//! session's title, directory and parent). Read in place; nothing is written.
+//! the same `data` as a database row), `storage/part/<message>/prt_*.json` (one part each) and
+//! `storage/session/<project>/<session>.json` (a session's title, directory and parent). Read
+//! in place; nothing is written.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Row, SessionInfo, Store};
+use super::{PartRow, Row, SessionInfo, Store};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::json::{Text, parse_line};
 
@@ -61,9 +62,34 @@ pub(crate) fn read_storage(storage: &Path) -> Result<Store, TranscriptError> {
             }
         }
     }
+    // A part file that cannot be read is skipped (its message still counts).
+    let mut parts = Vec::new();
+    let mut skipped_parts = 0;
+    for message in entries(&storage.join("part")) {
+        let message_id = message.file_name().to_string_lossy().into_owned();
+        for file in entries(&message.path()) {
+            let path = file.path();
+            if !is_json(&path) || !file.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(data) = std::fs::read(&path) else {
+                skipped_parts += 1;
+                continue;
+            };
+            parts.push(PartRow {
+                id: path
+                    .file_stem()
+                    .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+                message: message_id.clone(),
+                data,
+            });
+        }
+    }
     Ok(Store {
         path: storage.to_path_buf(),
         rows,
+        parts,
+        skipped_parts,
         sessions,
         wal: false,
     })
@@ -91,4 +117,39 @@ fn session_info(bytes: &[u8]) -> Option<SessionInfo> {
         title: text(&s.title),
         directory: text(&s.directory),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_files_are_read_beside_the_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = dir.path().join("storage");
+        let write = |rel: &str, body: &str| {
+            let path = storage.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
+        };
+        write(
+            "message/ses_1/msg_1.json",
+            r#"{"role":"user","time":{"created":5}}"#,
+        );
+        write("part/msg_1/prt_2.json", r#"{"type":"text","text":"two"}"#);
+        write("part/msg_1/prt_1.json", r#"{"type":"text","text":"one"}"#);
+        write("part/msg_1/prt_3.json", "not json");
+        write("part/msg_1/notes.txt", "ignored");
+        let store = read_storage(&storage).unwrap();
+        assert_eq!(store.parts.len(), 3);
+        let c = super::super::conversation(&store);
+        assert_eq!(c.messages.len(), 1);
+        let texts: Vec<_> = c.messages[0]
+            .parts
+            .iter()
+            .map(|p| p.text.as_deref())
+            .collect();
+        assert_eq!(texts, [Some("one"), Some("two")]);
+        assert_eq!(c.skipped_parts, 1, "the part that is not JSON");
+    }
 }

@@ -56,14 +56,14 @@ pub fn roots_or_default(paths: &[PathBuf]) -> Vec<PathBuf> {
 /// no older Gemini CLI session document (search, the export and the viewer read lines).
 pub fn discover_lines(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
     let (files, skipped) = discover(paths);
-    let lines = files
-        .into_iter()
-        .filter(|f| {
-            !crate::transcript::opencode::wanted(f)
-                && !crate::transcript::gemini::is_session_document(f)
-        })
-        .collect();
+    let lines = files.into_iter().filter(|f| read_by_lines(f)).collect();
     (lines, skipped)
+}
+
+/// Whether a file [`discover`] found is read line by line: not an `OpenCode` database or
+/// storage file, not an older Gemini CLI session document.
+pub fn read_by_lines(file: &Path) -> bool {
+    !crate::transcript::opencode::wanted(file) && !is_session_document(file)
 }
 
 /// Every `*.jsonl` file (and Gemini CLI `chats/session-*.json` document, `OpenCode` database or

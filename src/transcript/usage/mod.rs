@@ -25,7 +25,9 @@ pub use args::{
     UsageArgError, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
 };
 pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
-pub use files::{default_roots, discover, discover_lines, roots_or_default, session_of};
+pub use files::{
+    default_roots, discover, discover_lines, read_by_lines, roots_or_default, session_of,
+};
 pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
 pub use live::{LiveView, live, live_with};
