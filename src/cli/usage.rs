@@ -158,7 +158,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let bar = FilesBar::new("reading transcripts", true);
     let report =
         agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &|done, total| {
-            bar.update(done, total)
+            bar.update(done, total);
         });
     bar.finish();
     warn_unarchived(&args.paths);
