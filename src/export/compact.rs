@@ -50,7 +50,7 @@ pub fn compact(sources: &[PathBuf], options: &ExportOptions) -> Result<CompactRe
     let mut report = CompactReport::default();
     for path in sources {
         let index_dir = options.transcript_index_dir.as_ref();
-        for source in super::source::expand(resolve(path)?, index_dir)? {
+        for source in super::opencode::expand(resolve(path)?, index_dir)? {
             let key = source.key();
             let state_path = states.join(format!("{key}.state"));
             let Ok(bytes) = std::fs::read(&state_path) else {

@@ -222,22 +222,6 @@ pub fn state_dir(out: &Path, host: &str) -> PathBuf {
     out.join(STATE_DIR).join(host)
 }
 
-/// The key of a source: 16 hex digits of a 64-bit FNV-1a hash of its kind and log path, so
-/// the same log always maps to the same state and file names, even after a state is lost.
-pub fn source_key(kind: SourceKind, log: &Path) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let bytes = kind
-        .as_str()
-        .bytes()
-        .chain([0])
-        .chain(log.as_os_str().as_encoded_bytes().iter().copied());
-    for b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

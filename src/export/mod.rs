@@ -158,7 +158,7 @@ pub fn export(
     let mut logs: Vec<Source> = Vec::new();
     for path in sources {
         let index_dir = options.transcript_index_dir.as_ref();
-        for source in source::expand(resolve(path)?, index_dir)? {
+        for source in opencode::expand(resolve(path)?, index_dir)? {
             if !logs
                 .iter()
                 .any(|s| s.log == source.log && s.id == source.id)
@@ -220,7 +220,7 @@ pub fn export(
 /// Bytes of `source`'s log not yet exported, for progress (an estimate: the state is only
 /// checked when the source's turn comes).
 fn pending_bytes(states: &Path, source: &Source) -> u64 {
-    if opencode::is_opencode(source) {
+    if source.is_opencode() {
         // A database is read whole, not by bytes.
         return 0;
     }

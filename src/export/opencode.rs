@@ -20,14 +20,9 @@ use super::source::{Source, SourceKind};
 use crate::event::FoldState;
 use crate::log::Coverage;
 use crate::transcript::{
-    Conversation, ConversationMessage, Format, Money, conversation_of_database, is_database,
-    opencode_root_of, parse_opencode_message,
+    Conversation, ConversationMessage, Format, Money, conversation_of_database, opencode_root_of,
+    parse_opencode_message,
 };
-
-/// Whether a source is an `OpenCode` session (its log a database).
-pub fn is_opencode(source: &Source) -> bool {
-    source.kind == SourceKind::Transcript && is_database(&source.log)
-}
 
 /// Reads a database for export.
 pub fn read(db: &Path, index_dir: Option<&PathBuf>) -> Result<Arc<Conversation>, ExportError> {
@@ -222,4 +217,21 @@ pub fn scan(
         parts,
         stopped_at: None,
     })
+}
+
+/// Each `OpenCode` database among `found` (named by [`resolve`](super::source::resolve), its sessions unknown yet)
+/// as one source per session, read through its private copy under `index_dir`.
+pub(crate) fn expand(
+    found: Vec<Source>,
+    index_dir: Option<&PathBuf>,
+) -> Result<Vec<Source>, ExportError> {
+    let mut out = Vec::with_capacity(found.len());
+    for source in found {
+        if source.is_opencode() {
+            out.extend(sources(&source.log, index_dir)?);
+        } else {
+            out.push(source);
+        }
+    }
+    Ok(out)
 }

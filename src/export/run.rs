@@ -214,7 +214,7 @@ pub fn run(
     let mut incremental = check.is_some_and(|c| c.is_intact());
     // An OpenCode session is read whole: unchanged (its checksum and message count as
     // exported), or exported whole again.
-    let conversation = if opencode::is_opencode(&source) {
+    let conversation = if source.is_opencode() {
         let read = ctx.opencode(&source.log)?;
         let same = previous.as_ref().is_some_and(|p| {
             (p.coverage.crc, p.fold.lines) == opencode::fingerprint(&read, &source.id)

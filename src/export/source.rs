@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::ExportError;
-use super::layout::source_key;
-use super::opencode::is_opencode;
 use super::probe::{Probe, probe, transcript_id};
 use crate::query::{JsonlSource, PersistedSource};
 use crate::transcript::{discover, is_database, read_by_lines};
@@ -49,10 +47,15 @@ pub struct Source {
 }
 
 impl Source {
+    /// Whether it is an `OpenCode` database (or one session of one).
+    pub fn is_opencode(&self) -> bool {
+        self.kind == SourceKind::Transcript && is_database(&self.log)
+    }
+
     /// Its key in state and part file names: a hash of its kind and log path; an `OpenCode`
     /// session's takes in its session id (one database holds many sessions).
     pub fn key(&self) -> String {
-        if is_opencode(self) {
+        if self.is_opencode() {
             let mut log = self.log.as_os_str().to_owned();
             log.push("\0");
             log.push(&self.id);
@@ -61,23 +64,6 @@ impl Source {
             source_key(self.kind, &self.log)
         }
     }
-}
-
-/// Each `OpenCode` database among `sources` (named by [`resolve`], its sessions unknown yet)
-/// as one source per session, read through its private copy under `index_dir`.
-pub(crate) fn expand(
-    sources: Vec<Source>,
-    index_dir: Option<&PathBuf>,
-) -> Result<Vec<Source>, ExportError> {
-    let mut out = Vec::with_capacity(sources.len());
-    for source in sources {
-        if is_opencode(&source) {
-            out.extend(super::opencode::sources(&source.log, index_dir)?);
-        } else {
-            out.push(source);
-        }
-    }
-    Ok(out)
 }
 
 /// The logs a SOURCE argument names (an `OpenCode` database as one source whose sessions
@@ -226,4 +212,20 @@ fn transcripts_under(dir: &Path) -> Result<Vec<Source>, ExportError> {
         sources.push(transcript_source(log));
     }
     Ok(sources)
+}
+
+/// The key of a source: 16 hex digits of a 64-bit FNV-1a hash of its kind and log path, so
+/// the same log always maps to the same state and file names, even after a state is lost.
+pub(crate) fn source_key(kind: SourceKind, log: &Path) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = kind
+        .as_str()
+        .bytes()
+        .chain([0])
+        .chain(log.as_os_str().as_encoded_bytes().iter().copied());
+    for b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
 }

@@ -18,7 +18,7 @@ use rusqlite::{Connection, Transaction};
 
 use crate::log::DEFAULT_MAX_LINE;
 use crate::search::catch_up::{
-    Caught, Chunk, Listed, Position, Read, Source, Step, Table, catch_up,
+    CaughtUp, Chunk, Listed, Position, Read, Source, Step, Table, catch_up,
 };
 use crate::search::db::{Schema, index_schema};
 use crate::search::documents::{DocTables, Document};
@@ -26,7 +26,6 @@ use crate::search::error::SearchError;
 use crate::search::request::sanitize;
 use crate::search::stamp::Stamp;
 use crate::search::transcripts::UnreadableTranscript;
-use crate::search::transcripts::databases::catch_up_databases;
 use crate::search::transcripts::text::transcript_line_text;
 use crate::transcript::{Format, OpenOptions, TranscriptError, is_database, session_of};
 
@@ -322,14 +321,14 @@ impl Source for Transcripts<'_> {
     }
 }
 
-/// Brings the index in `conn` up to the files of `scope`; the transcripts' own indexes are
-/// kept in `index_dir`.
-pub(super) fn reconcile(
+/// Brings the index in `conn` up to the line transcripts of `scope`; the transcripts' own
+/// indexes are kept in `index_dir`.
+pub(super) fn catch_up_lines(
     conn: &mut Connection,
     scope: &Scope,
     index_dir: &Path,
     settled: Duration,
-) -> Result<(Caught, Searched), SearchError> {
+) -> Result<CaughtUp, SearchError> {
     let listed: Vec<Listed<Transcripts<'_>>> = scope
         .files
         .iter()
@@ -346,43 +345,7 @@ pub(super) fn reconcile(
         index_dir,
         roots: &scope.roots,
     };
-    let lines = catch_up(conn, &source, &listed, settled)?;
-    // The databases second, in the same tables: its total counts every file.
-    let dbs = catch_up_databases(conn, &scope.databases, &scope.roots, index_dir, settled)?;
-    let caught = Caught {
-        read: lines.caught.read + dbs.caught.read,
-        changed: lines.caught.changed || dbs.caught.changed,
-    };
-    let mut searched = Searched::default();
-    // FNV-1a over (key, generation) of every file searched, in order.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let states = (scope.files.iter().zip(lines.files)).chain(scope.databases.iter().zip(dbs.files));
-    for (path, state) in states {
-        let Some(state) = state else {
-            continue;
-        };
-        for b in state
-            .key
-            .to_le_bytes()
-            .iter()
-            .chain(&state.generation.to_le_bytes())
-        {
-            hash ^= u64::from(*b);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        searched.keys.push(state.key);
-        if let Some((code, message)) = state.error {
-            searched.unreadable.push(UnreadableTranscript {
-                file: path.clone(),
-                error: code,
-                message,
-            });
-        }
-    }
-    searched.all = searched.keys.len() == dbs.total;
-    searched.state = format!("{}-{hash:016x}", searched.keys.len());
-    searched.unreadable.extend(scope.skipped.iter().cloned());
-    Ok((caught, searched))
+    catch_up(conn, &source, &listed, settled)
 }
 
 /// The stable code of a transcript that cannot be read, or of a path `discover` could not

@@ -13,6 +13,7 @@ mod databases;
 mod files;
 mod formats;
 mod rank;
+mod reconcile;
 mod text;
 mod window;
 
@@ -29,8 +30,9 @@ use crate::search::request::{MatchMode, Query, transcript_fingerprint};
 use crate::transcript::{
     Format, default_index_dir, discover, is_database, read_by_lines, roots_or_default,
 };
-use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code, reconcile};
+use files::{Scope, Searched, TRANSCRIPT_SCHEMA, error_code};
 use rank::rank;
+use reconcile::reconcile;
 
 pub use text::{TranscriptLineText, transcript_line_text, user_prompt};
 pub use window::{
