@@ -2,7 +2,8 @@
 """Generates a home directory holding the transcripts of every supported agent, for the
 benchmarks against ccusage: Claude Code sessions from gen_claude_transcripts.py, and every other
 agent's files made by copying the real files vendored in tests/data/transcripts/ again and again,
-each copy with fresh ids (every UUID and OpenCode id changed, so no copy merges with another),
+each copy with fresh ids (every UUID, pi entry id and OpenCode id changed, so no copy merges
+with another) and its times moved on 37 minutes a copy (ccusage merges Codex events by time),
 written where the agent keeps them:
 
   codex     ~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl
@@ -26,10 +27,18 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timedelta
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests/data/transcripts")
 UUID = re.compile(rb"([0-9a-f]{8})(-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+# pi's entry ids: eight hex digits.
+SHORT_ID = re.compile(rb'("(?:id|parentId)":")([0-9a-f]{8})"')
+ISO = re.compile(rb"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?Z")
+EPOCH_MS = re.compile(rb'("(?:time|created_at|created|timestamp)":)(1\d{12})\b')
+# Each copy's times move on by this much (wrapping after 150 days): ccusage takes Codex events
+# with the same time and tokens for one, so copies must differ in time as well as in ids.
+SHIFT = timedelta(minutes=37)
 AGENTS = ["claude", "codex", "gemini", "copilot", "opencode", "qwen", "kimi", "pi"]
 
 
@@ -40,14 +49,27 @@ def arg(name, default=None):
 
 
 def fresh(data, copy):
-    """The bytes with every UUID's first eight hex digits mixed with the copy number: the same
-    UUID maps to the same new one within a copy, to different ones across copies."""
+    """The bytes with every UUID's first eight hex digits (and pi's short ids) mixed with the
+    copy number, so the same id maps to the same new one within a copy and to different ones
+    across copies, and every time moved on by the copy's shift."""
     mix = (copy + 1) * 0x9E3779B1 & 0xFFFFFFFF
+    shift = SHIFT * (copy % (150 * 24 * 60 // 37))
 
-    def sub(m):
+    def uuid(m):
         return b"%08x" % (int(m.group(1), 16) ^ mix) + m.group(2)
 
-    return UUID.sub(sub, data)
+    def short(m):
+        return m.group(1) + b"%08x" % (int(m.group(2), 16) ^ mix) + b'"'
+
+    def iso(m):
+        t = datetime.strptime(m.group(1).decode(), "%Y-%m-%dT%H:%M:%S") + shift
+        return t.strftime("%Y-%m-%dT%H:%M:%S").encode() + (m.group(2) or b"") + b"Z"
+
+    def epoch(m):
+        return m.group(1) + str(int(m.group(2)) + int(shift.total_seconds()) * 1000).encode()
+
+    data = SHORT_ID.sub(short, UUID.sub(uuid, data))
+    return EPOCH_MS.sub(epoch, ISO.sub(iso, data)) if copy else data
 
 
 def first_uuid(data):
