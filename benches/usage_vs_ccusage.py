@@ -117,7 +117,7 @@ class Bench:
         ours = json.loads(output([self.agentlog, "usage", "--json", *agent_args], env))
         theirs = json.loads(output([self.ccusage, *cc_args, "--json", "--offline"], env))
         t, c = ours["totals"], theirs.get("totals", {})
-        return {"agentlog_tokens": t.get("total_tokens"), "agentlog_cost": t.get("cost_usd"),
+        return {"agentlog_tokens": t.get("total_tokens"), "agentlog_cost": ours.get("cost_usd", t.get("cost_usd")),
                 "ccusage_tokens": c.get("totalTokens"),
                 "ccusage_cost": c.get("totalCost", c.get("costUSD"))}
 
@@ -126,7 +126,7 @@ def fmt_row(r):
     f = lambda s: "" if s is None else (f"{s * 1e3:.2f} ms" if s < 0.1 else f"{s:.2f} s")
     ratio = "" if r["ratio"] is None else f"{r['ratio']:.1f}x"
     return (f"| {r['what']} | {f(r['agentlog_s'])} (CPU {f(r['agentlog_cpu_s'])}) | "
-            f"{f(r['ccusage_s'])} | {ratio} | {r['target']} | {r['load'][0]}-{r['load'][1]} |")
+            f"{f(r['ccusage_s'])} (CPU {f(r['ccusage_cpu_s'])}) | {ratio} | {r['target']} | {r['load'][0]}-{r['load'][1]} |")
 
 
 def grow_one(home):

@@ -101,5 +101,5 @@ pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, UnknownGroupBy,
     UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of, default_roots, discover,
     discover_lines, live, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
-    session_of, usage, usage_of_files,
+    session_of, system_zone, usage, usage_of_files, zone_named,
 };

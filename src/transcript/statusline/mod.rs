@@ -22,6 +22,7 @@ use super::format::Format;
 use super::price::{CostMode, PriceTable, Pricer, RowCost};
 use super::report::UsageFigures;
 use super::store::{OpenOptions, Transcript, open};
+use super::usage::system_zone;
 use super::usage::zone_name;
 
 /// New transcript bytes up to this many are folded in memory instead of written to the index.
@@ -161,7 +162,7 @@ pub fn statusline(
     input: &StatusInput,
     options: &StatusOptions,
 ) -> Result<StatusLine, TranscriptError> {
-    let zone = options.timezone.clone().unwrap_or_else(TimeZone::system);
+    let zone = options.timezone.clone().unwrap_or_else(system_zone);
     let day_start = day_start(options.now.unwrap_or_else(jiff::Timestamp::now), &zone);
     // Usage is kept by UTC quarter-hour; every zone's midnight in use today falls on one.
     let from = day_start.div_euclid(QUARTER_SECONDS);

@@ -9,6 +9,7 @@ mod files;
 mod group;
 mod live;
 pub(crate) mod merge;
+mod zone;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
 pub use live::{LiveView, live};
 use merge::read_and_merge;
+pub use zone::{system_zone, zone_named};
 
 use super::error::TranscriptError;
 use super::format::Format;
@@ -154,7 +156,7 @@ impl Default for UsageOptions {
             agents: Vec::new(),
             since: None,
             until: None,
-            timezone: TimeZone::system(),
+            timezone: system_zone(),
             cost: CostMode::Auto,
             prices: PriceTable::embedded(),
             now: None,
