@@ -15,6 +15,7 @@ Writes benches/results/<UTC time>-<rev>-archive-vs-zstd-<label>.json and prints 
 Environment: AGENTLOG_BIN (default target/release/agentlog).
 """
 
+import filecmp
 import json
 import os
 import shutil
@@ -126,6 +127,34 @@ def main():
         shutil.rmtree(to, ignore_errors=True)
         times.append(spawn([agentlog, "archive", "--restore", big, "--to", to], env)[:2])
     row("restore the largest session", times, dir_bytes(to), f"{dir_bytes(to) / 1e6:.1f} MB")
+    shutil.rmtree(to, ignore_errors=True)
+
+    # One large session (the Claude Code files joined, ~200 MB), archived on its own: restore's
+    # throughput where process start-up and the final sync are a small part.
+    big_home = os.path.join(data, "restore-home")
+    big = os.path.join(big_home, ".claude/projects/-home-user-big",
+                       "00000000-0000-4000-8000-00000000b16a.jsonl")
+    if not os.path.exists(big):
+        os.makedirs(os.path.dirname(big), exist_ok=True)
+        with open(big, "wb") as out_f:
+            for f in files:
+                if "/.claude/" in f and out_f.tell() < 200e6:
+                    with open(f, "rb") as src:
+                        out_f.write(src.read())
+    big_env = {**env, "HOME": big_home, "AGENTLOG_DATA_DIR": os.path.join(data, "restore-data")}
+    shutil.rmtree(big_env["AGENTLOG_DATA_DIR"], ignore_errors=True)
+    assert spawn([agentlog, "archive", "--quiet"], big_env)[2] == 0
+    times = []
+    for _ in range(max(runs, 5)):
+        shutil.rmtree(to, ignore_errors=True)
+        wall, cpu, code = spawn([agentlog, "archive", "--restore",
+                                 "00000000-0000-4000-8000-00000000b16a", "--to", to], big_env)
+        assert code == 0, code
+        times.append((wall, cpu))
+    restored_files = files_of(to)
+    assert len(restored_files) == 1 and filecmp.cmp(restored_files[0], big, shallow=False)
+    row("restore one large session", times, os.path.getsize(big),
+        f"{os.path.getsize(big) / 1e6:.1f} MB, byte for byte")
     shutil.rmtree(to, ignore_errors=True)
 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M")
