@@ -9,6 +9,7 @@ beside each figure.
   grown       the same after one Claude Code file grew by a turn before each run
   statusline  `statusline` (Claude Code's status-line JSON on stdin, the largest session), warm,
               vs `statusline --offline` with its cache (both warmed first)
+  floors      a stat of every file, and a read of every file (cat), as whole processes
   formats     per agent: `usage --agent NAME --by day --json` cold vs `NAME daily --json --offline`
 
 and prints both tools' token totals (and costs) so that a figure over different counts is seen.
@@ -191,6 +192,14 @@ def main():
                b.env("cache-warm"), "<= 2 ms", stdin_path=stdin, runs=max(runs, 30))
         b.pair("floor: agentlog --version", [b.agentlog, "--version"], ["/bin/true"],
                b.env("cache-warm"), "", runs=max(runs, 30))
+    if "floors" in figures:
+        sh = shutil.which("sh")
+        b.pair("floor: stat every file (find -printf %s)",
+               [sh, "-c", f"find {b.home} -type f -printf '%s\\n' >/dev/null"], None,
+               b.base_env, "")
+        b.pair("floor: read every file (find | xargs cat)",
+               [sh, "-c", f"find {b.home} -type f -print0 | xargs -0 cat >/dev/null"], None,
+               b.base_env, "")
     if "formats" in figures:
         for agent in AGENTS:
             cc = CCUSAGE_NAME.get(agent, agent)
