@@ -10,7 +10,8 @@ beside each figure.
   statusline  `statusline` (Claude Code's status-line JSON on stdin, the largest session), warm,
               vs `statusline --offline` with its cache (both warmed first)
   floors      a stat of every file, and a read of every file (cat), as whole processes
-  formats     per agent: `usage --agent NAME --by day --json` cold vs `NAME daily --json --offline`
+  formats     per agent: `usage --by day --json DIR` cold (DIR: where that agent keeps its files)
+              vs `NAME daily --json --offline`
 
 and prints both tools' token totals (and costs) so that a figure over different counts is seen.
 Writes benches/results/<UTC time>-<rev>-usage-vs-ccusage-<label>.json (every time, every
@@ -32,7 +33,11 @@ from datetime import datetime, timezone
 from time import perf_counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AGENTS = ["claude-code", "codex", "gemini", "copilot", "opencode", "qwen", "kimi", "pi"]
+# Where each agent keeps its files under the home.
+ROOTS = {"claude-code": ".claude/projects", "codex": ".codex/sessions",
+         "gemini": ".gemini/tmp", "copilot": ".copilot/session-state",
+         "opencode": ".local/share/opencode", "qwen": ".qwen/projects",
+         "kimi": ".kimi/sessions", "pi": ".pi/agent/sessions"}
 # ccusage's subcommand for each agent.
 CCUSAGE_NAME = {"claude-code": "claude"}
 OVERRIDES = ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "GEMINI_DATA_DIR", "QWEN_DATA_DIR",
@@ -201,14 +206,19 @@ def main():
                [sh, "-c", f"find {b.home} -type f -print0 | xargs -0 cat >/dev/null"], None,
                b.base_env, "")
     if "formats" in figures:
-        for agent in AGENTS:
+        # Each agent's files alone: agentlog given the agent's directory (so nothing else is
+        # discovered or indexed), ccusage its subcommand for that agent.
+        for agent, root in ROOTS.items():
+            path = os.path.join(b.home, root)
+            if not os.path.exists(path):
+                continue
             cc = CCUSAGE_NAME.get(agent, agent)
             cache = os.path.join(b.data, f"cache-{agent}")
-            b.pair(f"{agent}: usage --agent cold vs {cc} daily",
-                   [*usage, "--agent", agent], [b.ccusage, cc, "daily", "--json", "--offline"],
+            b.pair(f"{agent}: usage DIR cold vs {cc} daily",
+                   [*usage, path], [b.ccusage, cc, "daily", "--json", "--offline"],
                    b.env(f"cache-{agent}"), "no slower",
                    before_a=lambda c=cache: shutil.rmtree(c, ignore_errors=True))
-            checks[agent] = b.totals(["--agent", agent], [cc, "daily"], f"cache-{agent}")
+            checks[agent] = b.totals(["--by", "day", path], [cc, "daily"], f"cache-{agent}")
     for k, v in checks.items():
         print(f"totals {k}: {v}")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M")
