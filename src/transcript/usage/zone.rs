@@ -1,4 +1,4 @@
-//! Time zones read straight from their TZif file. jiff's zone database lists the whole
+//! Time zones read straight from their `TZif` file. jiff's zone database lists the whole
 //! zoneinfo directory (about 600 files in 60 directories) the first time it is used, which
 //! costs a short-lived process such as a status line a fifth of a millisecond or more; a zone
 //! named plainly (`TZ=Europe/Paris`, `/etc/localtime` linked into the zoneinfo directory,
@@ -36,16 +36,16 @@ fn plain_system_zone() -> Option<TimeZone> {
             .filter(|tz| TimeZone::posix(tz).is_err())
             .and_then(plain_zone),
         None => {
+            const NEEDLE: &str = "zoneinfo/";
             let target = std::fs::read_link("/etc/localtime").ok()?;
             let target = target.to_str()?;
-            const NEEDLE: &str = "zoneinfo/";
             let at = target.rfind(NEEDLE)? + NEEDLE.len();
             plain_zone(target.get(at..)?)
         }
     }
 }
 
-/// The zone of the TZif file `name` names in the zoneinfo directory, if `name` is a plain
+/// The zone of the `TZif` file `name` names in the zoneinfo directory, if `name` is a plain
 /// relative name (letters, digits, `_+-`, `/` between parts) and the file is there.
 fn plain_zone(name: &str) -> Option<TimeZone> {
     if name.eq_ignore_ascii_case("utc") {
