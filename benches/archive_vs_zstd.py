@@ -159,6 +159,18 @@ def main():
     row("restore one large session", times, os.path.getsize(big),
         f"{os.path.getsize(big) / 1e6:.1f} MB, byte for byte")
     shutil.rmtree(to, ignore_errors=True)
+    # Floors under that restore: writing the bytes with one sync, and zstd's own decompression.
+    os.makedirs(to, exist_ok=True)
+    dd = [shutil.which("dd"), f"if={big}", f"of={to}/copy", "bs=4M", "conv=fsync", "status=none"]
+    times = [spawn(dd, env)[:2] for _ in range(max(runs, 5))]
+    row("floor: write it with one sync (dd conv=fsync)", times, os.path.getsize(big))
+    packed = os.path.join(data, "big.zst")
+    subprocess.run(["zstd", "-3", "-T1", "-q", "-f", big, "-o", packed], check=True)
+    unzstd = [shutil.which("zstd"), "-d", "-T1", "-q", "-c", packed]
+    times = [spawn(unzstd, env)[:2] for _ in range(max(runs, 5))]
+    row("floor: zstd -d of it to /dev/null", times, os.path.getsize(big))
+    os.remove(packed)
+    shutil.rmtree(to, ignore_errors=True)
 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M")
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
