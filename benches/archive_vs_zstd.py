@@ -74,8 +74,10 @@ def main():
         assert code == 0, code
         times.append((wall, cpu))
     archived = dir_bytes(store)
+    frames = os.path.getsize(os.path.join(store, "archive", "frames"))
     row("first archive, one core", times, size,
-        f"archive {archived / 1e6:.1f} MB, ratio {size / archived:.3f}")
+        f"archive {archived / 1e6:.1f} MB, ratio {size / archived:.3f}; frames alone "
+        f"{frames / 1e6:.1f} MB, ratio {size / frames:.3f}")
     out["archive_bytes"] = archived
     times = [spawn(first, env)[:2] for _ in range(max(runs, 5))]
     row("nothing new", times, size, f"{len(files)} files")
