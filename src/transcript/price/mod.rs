@@ -122,10 +122,13 @@ impl PriceTable {
                     version: SNAPSHOT_VERSION,
                     date: SNAPSHOT_DATE,
                 };
-                // The embedded table is checked by a test (read as any file is, and read the
-                // same way here); were it bad, nothing is priced.
-                let models = parse::trusted_models(EMBEDDED.as_bytes()).unwrap_or_default();
-                Arc::new(PriceTable { source, models })
+                // The embedded table is checked by a test; were it bad, nothing is priced.
+                Arc::new(
+                    PriceTable::parse(EMBEDDED.as_bytes(), source.clone()).unwrap_or(PriceTable {
+                        source,
+                        models: BTreeMap::new(),
+                    }),
+                )
             })
             .clone()
     }

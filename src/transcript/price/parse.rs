@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
@@ -98,28 +97,14 @@ const LONG: [&str; 5] = [
 
 /// The models of a table in `LiteLLM`'s format.
 pub(super) fn models(bytes: &[u8]) -> Result<BTreeMap<String, ModelPrice>, PriceError> {
-    models_skipping::<Checked>(bytes)
-}
-
-/// The models of the embedded table, which a test checks [`models`] reads the same: fields
-/// not used are skipped without being checked (a third of the parse, on every status line).
-pub(super) fn trusted_models(bytes: &[u8]) -> Result<BTreeMap<String, ModelPrice>, PriceError> {
-    models_skipping::<de::IgnoredAny>(bytes)
-}
-
-/// The models, reading every value no field uses as an `S`.
-fn models_skipping<S: for<'de> Deserialize<'de>>(
-    bytes: &[u8],
-) -> Result<BTreeMap<String, ModelPrice>, PriceError> {
     let not_table = |message: String| PriceError::NotATable {
         path: None,
         message,
     };
-    let Table::<S>(table, _) =
-        serde_json::from_slice(bytes).map_err(|e| not_table(e.to_string()))?;
+    let Table(table) = serde_json::from_slice(bytes).map_err(|e| not_table(e.to_string()))?;
     let table = table.ok_or_else(|| not_table("the top level is not an object".to_owned()))?;
     let mut out = BTreeMap::new();
-    for (key, Entry::<S>(entry, _)) in table {
+    for (key, Entry(entry)) in table {
         let Some(fields) = entry else {
             return Err(bad(&key, "entry", "is not an object"));
         };
@@ -133,11 +118,11 @@ fn models_skipping<S: for<'de> Deserialize<'de>>(
 /// The top level as read: its entries by key (a repeated key: the last), `None` when it is
 /// not an object. Read straight from the bytes, not through a `Value` of the whole file: the
 /// embedded table is parsed on every start of a status line.
-struct Table<S>(Option<BTreeMap<String, Entry<S>>>, PhantomData<S>);
+struct Table(Option<BTreeMap<String, Entry>>);
 
 /// An entry as read: the fields [`model`] uses, every other field skipped unread; `None`
 /// when the entry is not an object.
-struct Entry<S>(Option<Map<String, Value>>, PhantomData<S>);
+struct Entry(Option<Map<String, Value>>);
 
 /// Whether a field is one [`model`] reads.
 fn used(name: &str) -> bool {
@@ -170,7 +155,7 @@ macro_rules! not_an_object {
             Ok(None)
         }
         fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<$out, A::Error> {
-            while seq.next_element::<S>()?.is_some() {}
+            while seq.next_element::<Checked>()?.is_some() {}
             Ok(None)
         }
     };
@@ -222,30 +207,29 @@ impl<'de> Deserialize<'de> for Checked {
     }
 }
 
-impl<'de, S: for<'a> Deserialize<'a>> Deserialize<'de> for Table<S> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Table<S>, D::Error> {
-        struct V<S>(PhantomData<S>);
-        impl<'de, S: for<'a> Deserialize<'a>> Visitor<'de> for V<S> {
-            type Value = Option<BTreeMap<String, Entry<S>>>;
+impl<'de> Deserialize<'de> for Table {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Table, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Option<BTreeMap<String, Entry>>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out = BTreeMap::new();
-                while let Some((key, entry)) = map.next_entry::<String, Entry<S>>()? {
+                while let Some((key, entry)) = map.next_entry::<String, Entry>()? {
                     out.insert(key, entry);
                 }
                 Ok(Some(out))
             }
             not_an_object!(Self::Value);
         }
-        d.deserialize_any(V::<S>(PhantomData))
-            .map(|t| Table(t, PhantomData))
+        d.deserialize_any(V).map(Table)
     }
 }
 
-impl<'de, S: for<'a> Deserialize<'a>> Deserialize<'de> for Entry<S> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Entry<S>, D::Error> {
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Entry, D::Error> {
         /// A field's name: kept if [`used`], else only checked to be a string.
         struct Name(Option<String>);
         impl<'de> Deserialize<'de> for Name {
@@ -263,8 +247,8 @@ impl<'de, S: for<'a> Deserialize<'a>> Deserialize<'de> for Entry<S> {
                 d.deserialize_str(N)
             }
         }
-        struct V<S>(PhantomData<S>);
-        impl<'de, S: for<'a> Deserialize<'a>> Visitor<'de> for V<S> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
             type Value = Option<Map<String, Value>>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON value")
@@ -277,7 +261,7 @@ impl<'de, S: for<'a> Deserialize<'a>> Deserialize<'de> for Entry<S> {
                             fields.insert(name, map.next_value::<Value>()?);
                         }
                         None => {
-                            map.next_value::<S>()?;
+                            map.next_value::<Checked>()?;
                         }
                     }
                 }
@@ -285,8 +269,7 @@ impl<'de, S: for<'a> Deserialize<'a>> Deserialize<'de> for Entry<S> {
             }
             not_an_object!(Self::Value);
         }
-        d.deserialize_any(V::<S>(PhantomData))
-            .map(|e| Entry(e, PhantomData))
+        d.deserialize_any(V).map(Entry)
     }
 }
 

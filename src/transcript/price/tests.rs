@@ -14,9 +14,6 @@ fn table(json: &str) -> Result<PriceTable, PriceError> {
 fn the_embedded_table_parses_and_prices_the_agents_models() {
     let t = PriceTable::embedded();
     assert!(t.models().count() > 200);
-    // Read as a file is read (every field checked), it is the same table.
-    let checked = PriceTable::parse(EMBEDDED.as_bytes(), t.source.clone()).unwrap();
-    assert_eq!(checked.models, t.models);
     for (name, key) in [
         ("claude-opus-4-6", "claude-opus-4-6"),
         ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5-20250929"),
