@@ -3,7 +3,7 @@
 //! table"). A model without `input_cost_per_token` is not priced per token and is left out; a
 //! cost that is not a number from 0 to $1 per token is refused with the model and field named.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -103,6 +103,48 @@ pub(super) fn models(bytes: &[u8]) -> Result<BTreeMap<String, ModelPrice>, Price
     };
     let Table(table) = serde_json::from_slice(bytes).map_err(|e| not_table(e.to_string()))?;
     let table = table.ok_or_else(|| not_table("the top level is not an object".to_owned()))?;
+    prices(table)
+}
+
+/// The models of the table in `bytes` whose keys are in `keys`, every other entry skipped
+/// unread (for a table known to be good: the embedded one).
+pub(super) fn models_with_keys(
+    bytes: &[u8],
+    keys: &BTreeSet<String>,
+) -> Result<BTreeMap<String, ModelPrice>, PriceError> {
+    let not_table = |e: serde_json::Error| PriceError::NotATable {
+        path: None,
+        message: e.to_string(),
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let table = de.deserialize_map(Chosen(keys)).map_err(not_table)?;
+    de.end().map_err(not_table)?;
+    prices(table)
+}
+
+/// A visitor of the top level that keeps the entries of the keys it holds.
+struct Chosen<'k>(&'k BTreeSet<String>);
+
+impl<'de> Visitor<'de> for Chosen<'_> {
+    type Value = BTreeMap<String, Entry>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if self.0.contains(&key) {
+                out.insert(key, map.next_value::<Entry>()?);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The priced models among the entries read.
+fn prices(table: BTreeMap<String, Entry>) -> Result<BTreeMap<String, ModelPrice>, PriceError> {
     let mut out = BTreeMap::new();
     for (key, Entry(entry)) in table {
         let Some(fields) = entry else {

@@ -249,3 +249,37 @@ fn fields_not_read_are_still_checked_as_json_and_the_rates_are_those_of_the_valu
         assert!(e.contains(message), "{json}: {e}");
     }
 }
+
+#[test]
+fn the_embedded_entries_for_some_models_price_them_as_the_whole_table_does() {
+    let all = PriceTable::embedded();
+    let mut names: Vec<String> = all.models().map(|m| m.key.clone()).collect();
+    names.extend(
+        [
+            "claude-opus-4.6",
+            "Claude-Opus-4-6",
+            "claude-sonnet-4-5-20250929",
+            "moonshot-ai/kimi-k2.7-code",
+            "kimi-k2.7-code",
+            "gpt-5.3-codex",
+            "coder-model",
+            "unknown",
+            "",
+        ]
+        .map(str::to_owned),
+    );
+    for name in &names {
+        let some = PriceTable::embedded_for([name.as_str()]);
+        assert_eq!(some.lookup(name), all.lookup(name), "{name}");
+        assert_eq!(some.source, all.source);
+        // Only what a lookup of these names can reach.
+        assert!(
+            some.models().count() <= 3,
+            "{name}: {}",
+            some.models().count()
+        );
+    }
+    let two = PriceTable::embedded_for(["claude-opus-4-6", "gpt-5.3-codex"]);
+    assert!(two.lookup("claude-opus-4-6").is_some() && two.lookup("gpt-5.3-codex").is_some());
+    assert!(two.lookup("gemini-2.5-pro").is_none());
+}

@@ -154,6 +154,9 @@ impl StatusLine {
     }
 }
 
+/// The name a bucket's model goes by when the transcript names none.
+const UNKNOWN_MODEL: &str = "unknown";
+
 /// The status line of the session `input` names: its transcript read through its index (a
 /// tail up to 1 MiB folded in memory, so a status line seldom writes), and today's usage of
 /// its project's transcripts written today. A transcript that does not exist yet, or holds no
@@ -186,7 +189,20 @@ pub fn statusline(
         Err(TranscriptError::NotFound { .. } | TranscriptError::Empty { .. }) => None,
         Err(e) => return Err(e),
     };
-    let table = options.prices.clone().unwrap_or_else(PriceTable::embedded);
+    // Today's other transcripts, opened before pricing: the embedded table is read for the
+    // models they and the session use, not whole.
+    let others: Vec<Transcript> = written_since(path, day_start)
+        .iter()
+        .filter_map(|other| open(other, &open_options).ok())
+        .collect();
+    let table = options.prices.clone().unwrap_or_else(|| {
+        let names = main
+            .iter()
+            .chain(&others)
+            .flat_map(|t| t.summary.models.iter().map(String::as_str))
+            .chain([UNKNOWN_MODEL]);
+        Arc::new(PriceTable::embedded_for(names))
+    });
     let mut pricer = Pricer::new(table, CostMode::Auto);
     let (mut session_cost, mut today_cost) = (RowCost::default(), RowCost::default());
     let mut today_of = |t: &Transcript, session: Option<&mut RowCost>| -> u64 {
@@ -198,7 +214,7 @@ pub fn statusline(
                 .summary
                 .models
                 .get(*model as usize)
-                .map_or("unknown", String::as_str);
+                .map_or(UNKNOWN_MODEL, String::as_str);
             let cost = pricer.cost(t.format, name, tally);
             if let Some(s) = session.as_deref_mut() {
                 s.add(name, cost);
@@ -214,11 +230,9 @@ pub fn statusline(
         .as_ref()
         .map_or(0, |t| today_of(t, Some(&mut session_cost)));
     let mut today_transcripts = u64::from(main.is_some());
-    for other in written_since(path, day_start) {
-        if let Ok(t) = open(&other, &open_options) {
-            today = today.saturating_add(today_of(&t, None));
-            today_transcripts += 1;
-        }
+    for t in &others {
+        today = today.saturating_add(today_of(t, None));
+        today_transcripts += 1;
     }
     let mut unpriced: Vec<String> = session_cost
         .unpriced_models
