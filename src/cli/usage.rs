@@ -218,7 +218,8 @@ fn warn_unarchived(paths: &[PathBuf]) {
 /// The table: one line per row, then the totals.
 pub fn human(report: &UsageReport) -> String {
     let by = report.by;
-    let zone = TimeZone::get(&report.timezone).unwrap_or_else(|_| TimeZone::system());
+    let zone = agentlog::transcript::zone_named(&report.timezone)
+        .unwrap_or_else(|_| agentlog::transcript::system_zone());
     let mut header = vec![by.name().to_owned()];
     if by == GroupBy::Session {
         header.push("project".to_owned());

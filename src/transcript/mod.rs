@@ -116,6 +116,6 @@ pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, SnapshotOutcome,
     UnknownGroupBy, UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of,
     default_roots, discover, discover_lines, live, live_with, parse_agent, parse_cost_mode,
-    parse_day, parse_group_by, parse_timezone, read_by_lines, roots_or_default, session_of, usage,
-    usage_of_files,
+    parse_day, parse_group_by, parse_timezone, read_by_lines, roots_or_default, session_of,
+    system_zone, usage, usage_of_files, zone_named,
 };

@@ -196,3 +196,90 @@ proptest::proptest! {
         proptest::prop_assert_eq!(u128::from(m.cost(&sum).picodollars()), each);
     }
 }
+
+#[test]
+fn fields_not_read_are_still_checked_as_json_and_the_rates_are_those_of_the_value() {
+    // Accepted exactly when serde_json's `Value` accepts the bytes, whatever the fields not
+    // read hold (nested objects and arrays, escapes, numbers past f64).
+    let rates = r#""input_cost_per_token": 1e-06, "output_cost_per_token": 2e-06"#;
+    for (json, ok) in [
+        (
+            format!(r#"{{"m": {{{rates}, "x": {{"a": [1, {{"b": null}}], "c": "\u00e9"}}}}}}"#),
+            true,
+        ),
+        (
+            format!(r#"{{"m": {{{rates}, "x": [true, false, -1, 1.5, "s"]}}}}"#),
+            true,
+        ),
+        (format!(r#"{{"m": {{{rates}, "x": 1e400}}}}"#), false),
+        (format!(r#"{{"m": {{{rates}, "x": "\ud800"}}}}"#), false),
+        (
+            format!(r#"{{"m": {{{rates}, "x": {{"\ud800": 1}}}}}}"#),
+            false,
+        ),
+        (format!(r#"{{"m": {{{rates}}}, "n": [1e400]}}"#), false),
+        (
+            format!(r#"{{"m": {{{rates}, "input_cost_per_token": 5e-06}}}}"#),
+            true,
+        ),
+    ] {
+        let value = serde_json::from_slice::<serde_json::Value>(json.as_bytes()).is_ok();
+        assert_eq!(value, ok, "{json}");
+        let parsed = table(&json);
+        if ok {
+            let m = parsed.unwrap();
+            let m = m.lookup("m").unwrap();
+            // A repeated field: the last one, as in a `Value`.
+            let input = if json.contains("5e-06") {
+                5_000_000
+            } else {
+                1_000_000
+            };
+            assert_eq!((m.base.input, m.base.output), (input, 2_000_000), "{json}");
+        } else {
+            assert!(parsed.is_err(), "{json}");
+        }
+    }
+    for (json, message) in [
+        ("[1, 2]", "the top level is not an object"),
+        (r#"{"m": [1, {"a": 2}]}"#, "entry is not an object"),
+        (r#"{"m": "text"}"#, "entry is not an object"),
+    ] {
+        let e = table(json).unwrap_err().to_string();
+        assert!(e.contains(message), "{json}: {e}");
+    }
+}
+
+#[test]
+fn the_embedded_entries_for_some_models_price_them_as_the_whole_table_does() {
+    let all = PriceTable::embedded();
+    let mut names: Vec<String> = all.models().map(|m| m.key.clone()).collect();
+    names.extend(
+        [
+            "claude-opus-4.6",
+            "Claude-Opus-4-6",
+            "claude-sonnet-4-5-20250929",
+            "moonshot-ai/kimi-k2.7-code",
+            "kimi-k2.7-code",
+            "gpt-5.3-codex",
+            "coder-model",
+            "unknown",
+            "",
+        ]
+        .map(str::to_owned),
+    );
+    for name in &names {
+        let some = PriceTable::embedded_for([name.as_str()]);
+        assert_eq!(some.lookup(name), all.lookup(name), "{name}");
+        assert_eq!(some.source, all.source);
+        // Only what a lookup of these names can reach.
+        assert!(
+            some.models().count() <= 3,
+            "{name}: {}",
+            some.models().count()
+        );
+    }
+    let two = PriceTable::embedded_for(["claude-opus-4-6", "gpt-5.3-codex"]);
+    assert!(two.lookup("claude-opus-4-6").is_some() && two.lookup("gpt-5.3-codex").is_some());
+    assert!(two.lookup("gemini-2.5-pro").is_none());
+}

@@ -22,6 +22,7 @@ use super::format::Format;
 use super::price::{CostMode, PriceTable, Pricer, RowCost};
 use super::report::UsageFigures;
 use super::store::{OpenOptions, Transcript, open};
+use super::usage::system_zone;
 use super::usage::zone_name;
 
 /// New transcript bytes up to this many are folded in memory instead of written to the index.
@@ -153,6 +154,9 @@ impl StatusLine {
     }
 }
 
+/// The name a bucket's model goes by when the transcript names none.
+const UNKNOWN_MODEL: &str = "unknown";
+
 /// The status line of the session `input` names: its transcript read through its index (a
 /// tail up to 1 MiB folded in memory, so a status line seldom writes), and today's usage of
 /// its project's transcripts written today. A transcript that does not exist yet, or holds no
@@ -161,7 +165,7 @@ pub fn statusline(
     input: &StatusInput,
     options: &StatusOptions,
 ) -> Result<StatusLine, TranscriptError> {
-    let zone = options.timezone.clone().unwrap_or_else(TimeZone::system);
+    let zone = options.timezone.clone().unwrap_or_else(system_zone);
     let day_start = day_start(options.now.unwrap_or_else(jiff::Timestamp::now), &zone);
     // Usage is kept by UTC quarter-hour; every zone's midnight in use today falls on one.
     let from = day_start.div_euclid(QUARTER_SECONDS);
@@ -177,7 +181,20 @@ pub fn statusline(
     // the files beside it are its agent's too.
     let format = main.as_ref().map_or(Format::ClaudeCode, |t| t.format);
     open_options.format = Some(format);
-    let table = options.prices.clone().unwrap_or_else(PriceTable::embedded);
+    // Today's other transcripts, opened before pricing: the embedded table is read for the
+    // models they and the session use, not whole.
+    let others: Vec<Transcript> = written_since(path, day_start)
+        .iter()
+        .filter_map(|other| open(other, &open_options).ok())
+        .collect();
+    let table = options.prices.clone().unwrap_or_else(|| {
+        let names = main
+            .iter()
+            .chain(&others)
+            .flat_map(|t| t.summary.models.iter().map(String::as_str))
+            .chain([UNKNOWN_MODEL]);
+        Arc::new(PriceTable::embedded_for(names))
+    });
     let mut pricer = Pricer::new(table, CostMode::Auto);
     let (mut session_cost, mut today_cost) = (RowCost::default(), RowCost::default());
     let mut today_of = |t: &Transcript, session: Option<&mut RowCost>| -> u64 {
@@ -189,7 +206,7 @@ pub fn statusline(
                 .summary
                 .models
                 .get(*model as usize)
-                .map_or("unknown", String::as_str);
+                .map_or(UNKNOWN_MODEL, String::as_str);
             let cost = pricer.cost(t.format, name, tally);
             if let Some(s) = session.as_deref_mut() {
                 s.add(name, cost);
@@ -205,11 +222,9 @@ pub fn statusline(
         .as_ref()
         .map_or(0, |t| today_of(t, Some(&mut session_cost)));
     let mut today_transcripts = u64::from(main.is_some());
-    for other in written_since(path, day_start) {
-        if let Ok(t) = open(&other, &open_options) {
-            today = today.saturating_add(today_of(&t, None));
-            today_transcripts += 1;
-        }
+    for t in &others {
+        today = today.saturating_add(today_of(t, None));
+        today_transcripts += 1;
     }
     let mut unpriced: Vec<String> = session_cost
         .unpriced_models

@@ -5,6 +5,7 @@
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
+use super::zone::{system_zone, zone_named};
 use super::{GroupBy, UnknownGroupBy};
 use crate::transcript::format::{Format, UnknownFormat};
 use crate::transcript::price::CostMode;
@@ -65,8 +66,8 @@ pub fn parse_day(text: &str) -> Result<Date, UsageArgError> {
 /// [`UsageArgError::Timezone`] when the zone database has no such zone.
 pub fn parse_timezone(name: Option<&str>) -> Result<TimeZone, UsageArgError> {
     match name {
-        None => Ok(TimeZone::system()),
-        Some(name) => TimeZone::get(name).map_err(|e| UsageArgError::Timezone {
+        None => Ok(system_zone()),
+        Some(name) => zone_named(name).map_err(|e| UsageArgError::Timezone {
             name: name.to_owned(),
             reason: e.to_string(),
         }),

@@ -10,6 +10,7 @@ mod group;
 mod live;
 pub(crate) mod merge;
 mod run;
+mod zone;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,6 +34,7 @@ pub use group::{day_in, day_of};
 pub use live::{LiveView, live, live_with};
 use merge::read_and_merge;
 pub use run::{usage, usage_of_files};
+pub use zone::{system_zone, zone_named};
 
 use super::error::TranscriptError;
 use super::format::Format;
@@ -160,7 +162,7 @@ impl Default for UsageOptions {
             agents: Vec::new(),
             since: None,
             until: None,
-            timezone: TimeZone::system(),
+            timezone: system_zone(),
             cost: CostMode::Auto,
             prices: PriceTable::embedded(),
             now: None,
