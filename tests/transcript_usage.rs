@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use agentlog::transcript::{
-    Format, GroupBy, OpenOptions, UsageOptions, UsageReport, day_of, discover, usage,
+    Format, GroupBy, OpenOptions, UNINDEXED_FILE, UsageOptions, UsageReport, day_of, discover,
+    usage,
 };
 use oracle::Sum;
 use serde_json::Value;
@@ -192,10 +193,12 @@ fn read(paths: &[PathBuf], options: &UsageOptions) -> UsageReport {
     usage(paths, options, &|_, _| {})
 }
 
+/// Every file through its index, however small (the index is what these tests read).
 fn options(cache: &Path, by: GroupBy) -> UsageOptions {
     UsageOptions {
         open: OpenOptions {
             index_dir: Some(cache.to_path_buf()),
+            max_unindexed_file: Some(0),
             ..OpenOptions::default()
         },
         by,
@@ -382,6 +385,87 @@ fn a_grown_file_is_caught_up_never_rebuilt_and_still_matches() {
     assert_eq!(again.index_outcomes.get("created"), None);
     files.retain(|_| true);
     assert_eq!(&observed(&again), &rows_by(&expected(&files), true));
+}
+
+/// The index files in `cache` (the snapshot is not one).
+fn indexes_in(cache: &Path) -> usize {
+    std::fs::read_dir(cache).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().ends_with(".snapshot"))
+            .count()
+    })
+}
+
+#[test]
+fn small_files_are_read_without_an_index_and_answer_as_indexed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let mut files = tree(&root);
+    let (found, _) = discover(std::slice::from_ref(&root));
+    let small: Vec<&PathBuf> = found
+        .iter()
+        .filter(|p| std::fs::metadata(p).unwrap().len() <= UNINDEXED_FILE)
+        .collect();
+    let large = found.len() - small.len();
+    assert!(!small.is_empty(), "the tree holds no small file");
+    let indexed = read(&found, &options(&dir.path().join("indexed"), GroupBy::Day));
+    assert_eq!(indexes_in(&dir.path().join("indexed")), found.len());
+    let cache = dir.path().join("cache");
+    for snapshot in [false, true] {
+        let unindexed = UsageOptions {
+            snapshot,
+            open: OpenOptions {
+                index_dir: Some(cache.clone()),
+                ..OpenOptions::default()
+            },
+            ..options(&cache, GroupBy::Day)
+        };
+        let report = read(&found, &unindexed);
+        if !snapshot {
+            let read_only = report.index_outcomes.get("read_only").copied();
+            assert_eq!(read_only, Some(small.len() as u64));
+        }
+        assert_eq!(indexes_in(&cache), large, "a small file was given an index");
+        assert_eq!(observed(&report), observed(&indexed));
+        assert_eq!(&observed(&report), &rows_by(&expected(&files), true));
+        assert_eq!(report.cross_file_duplicates, indexed.cross_file_duplicates);
+    }
+    // A small Claude Code file grown past the limit gets its index; the answer still matches
+    // the oracle.
+    let target = files
+        .iter()
+        .find(|(p, f)| {
+            *f == Format::ClaudeCode
+                && small.iter().any(|s| {
+                    s.ends_with(p.file_name().unwrap())
+                        && std::fs::canonicalize(p).ok().as_ref() == Some(*s)
+                })
+        })
+        .map(|(p, _)| p.clone())
+        .expect("a small Claude Code file");
+    let mut seed = 900;
+    while std::fs::metadata(&target).unwrap().len() <= UNINDEXED_FILE {
+        let extra = generate::transcript(Format::ClaudeCode, seed, 200);
+        seed += 1;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&target)
+            .unwrap()
+            .write_all(&extra)
+            .unwrap();
+    }
+    let unindexed = UsageOptions {
+        open: OpenOptions {
+            index_dir: Some(cache.clone()),
+            ..OpenOptions::default()
+        },
+        ..options(&cache, GroupBy::Day)
+    };
+    let report = read(&found, &unindexed);
+    assert_eq!(indexes_in(&cache), large + 1);
+    assert_eq!(report.index_outcomes.get("created"), Some(&1));
+    files.retain(|_| true);
+    assert_eq!(&observed(&report), &rows_by(&expected(&files), true));
 }
 
 #[test]

@@ -98,6 +98,9 @@ pub enum ReadOnlyReason {
     /// The unindexed tail was no longer than `IndexOptions::max_memory_tail`: folded in memory,
     /// cheaper than committing it (the next open that finds more commits it).
     SmallTail,
+    /// A transcript with no index and no longer than `max_unindexed_file` (a transcript
+    /// option): folded whole in memory, cheaper than creating, syncing and reading an index.
+    SmallFile,
 }
 
 impl fmt::Display for ReadOnlyReason {
@@ -109,6 +112,7 @@ impl fmt::Display for ReadOnlyReason {
             ReadOnlyReason::NotWritable(detail) => write!(f, "index not writable: {detail}"),
             ReadOnlyReason::Requested => f.write_str("read-only access requested"),
             ReadOnlyReason::SmallTail => f.write_str("too few new lines to be worth a commit"),
+            ReadOnlyReason::SmallFile => f.write_str("too small a file to be worth an index"),
         }
     }
 }

@@ -49,6 +49,13 @@ pub struct OpenOptions {
     /// New bytes up to this many are folded in memory instead of committed (default 0: every
     /// catch-up is committed).
     pub max_memory_tail: u64,
+    /// A transcript no longer than this that has no index yet is folded whole in memory and
+    /// given none. For a file of a few kilobytes the fold costs less than creating and syncing
+    /// an index of at least 72 KiB, and a run-level answer (the usage snapshot) keeps it from
+    /// being read again while it does not change. `None` (the default): the caller's default,
+    /// [`UNINDEXED_FILE`](crate::transcript::UNINDEXED_FILE) for a usage report's files and 0
+    /// (every transcript gets an index) for one transcript opened alone.
+    pub max_unindexed_file: Option<u64>,
     /// How long redb may repair an index after a crash before it is rebuilt instead.
     pub repair_budget: Duration,
     /// Also load every dedup key and bucket (for merging transcripts, or comparing).
@@ -73,6 +80,7 @@ impl Default for OpenOptions {
             max_line: DEFAULT_MAX_LINE,
             read_only: false,
             max_memory_tail: 0,
+            max_unindexed_file: None,
             repair_budget: Duration::from_secs(2),
             load_dedup: false,
             load_ids: false,

@@ -29,6 +29,9 @@ pub(crate) fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Tra
         return from_scratch(&source, None, options, not_writable("no cache directory"));
     };
     let index = index_file(&dir, &source.path);
+    if source.len <= options.max_unindexed_file.unwrap_or(0) && !index.exists() {
+        return from_scratch(&source, None, options, ReadOnlyReason::SmallFile);
+    }
     let answer = sequence::open(&mut Opening {
         checks: SourceChecks {
             source: &source,

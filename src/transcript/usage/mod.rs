@@ -122,6 +122,12 @@ impl Serialize for GroupBy {
     }
 }
 
+/// The largest transcript a usage report reads without giving it an index, unless
+/// [`OpenOptions::max_unindexed_file`] says otherwise: folding 256 KiB costs about a
+/// millisecond, creating and syncing an index about as much, and most transcripts of the
+/// agents that write one small file per session (Qwen Code, pi, Gemini CLI) are a few KiB.
+pub const UNINDEXED_FILE: u64 = 256 << 10;
+
 /// What a usage report reads and how it groups it.
 #[derive(Clone, Debug)]
 pub struct UsageOptions {

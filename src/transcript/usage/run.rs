@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use super::{Skipped, UsageOptions, UsageReport, default_roots, discover, read_files, zone_name};
+use super::{
+    Skipped, UNINDEXED_FILE, UsageOptions, UsageReport, default_roots, discover, read_files,
+    zone_name,
+};
 use crate::transcript::format::Format;
 use crate::transcript::opencode;
 use crate::transcript::snapshot::usage_with_snapshot;
@@ -40,6 +43,12 @@ pub fn usage_of_files(
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> UsageReport {
+    let mut options = options.clone();
+    options
+        .open
+        .max_unindexed_file
+        .get_or_insert(UNINDEXED_FILE);
+    let options = &options;
     // OpenCode keeps databases, not lines: read beside the line transcripts, every time (the
     // snapshot covers line files).
     let (files, opencode) = opencode::split(files);
