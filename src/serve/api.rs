@@ -85,37 +85,29 @@ async fn session(
     Path(id): Path<String>,
 ) -> Result<Json<SessionAnswer>, ApiError> {
     let (viewable, row) = find(&state, &id)?;
-    let open = OpenOptions {
-        index_dir: state.index_dir.clone(),
-        format: viewable.format,
-        ..OpenOptions::default()
-    };
-    if viewable.opencode.is_some() {
+    let (report, error) = if viewable.opencode.is_some() {
         // A database of many sessions: the row holds this session's figures; its messages
         // come in pages from `/lines`.
-        return Ok(Json(SessionAnswer {
-            id,
-            session: row,
-            path: viewable.path,
-            format: viewable.format,
-            report: None,
-            error: None,
-        }));
-    }
-    let main = row
-        .row
-        .main_file()
-        .is_some_and(|f| f.read_path() == viewable.path);
-    let options = ReportOptions {
-        open,
-        subagents: main && viewable.format == Some(Format::ClaudeCode),
-    };
-    let path = viewable.path.clone();
-    let archive = state.archive_dir.clone();
-    let answer = blocking(move || Ok(report(&path, &options, archive.as_deref()))).await?;
-    let (report, error) = match answer {
-        Ok(r) => (Some(r), None),
-        Err(e) => (None, Some(e.to_string())),
+        (None, None)
+    } else {
+        let main = row
+            .row
+            .main_file()
+            .is_some_and(|f| f.read_path() == viewable.path);
+        let options = ReportOptions {
+            open: OpenOptions {
+                index_dir: state.index_dir.clone(),
+                format: viewable.format,
+                ..OpenOptions::default()
+            },
+            subagents: main && viewable.format == Some(Format::ClaudeCode),
+        };
+        let path = viewable.path.clone();
+        let archive = state.archive_dir.clone();
+        match blocking(move || Ok(report(&path, &options, archive.as_deref()))).await? {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e.to_string())),
+        }
     };
     Ok(Json(SessionAnswer {
         id,
@@ -136,6 +128,17 @@ struct LinesQuery {
     before: Option<String>,
     /// How many lines (default 100, at most 500).
     limit: Option<usize>,
+}
+
+/// The offset a `before` names: `None` for `end`, the transcript's end.
+fn before_offset(before: &str) -> Result<Option<u64>, ApiError> {
+    if before == "end" {
+        return Ok(None);
+    }
+    before
+        .parse::<u64>()
+        .map(Some)
+        .map_err(|_| ApiError::bad(format!("before {before:?} is not an offset or end")))
 }
 
 async fn lines(
@@ -169,11 +172,8 @@ async fn lines(
         let end =
             window::complete_end(&file, len).map_err(|e| ApiError::internal(e.to_string()))?;
         let read = match query.before.as_deref() {
-            Some("end") => window::read_backward(&file, viewable.format, end, limit, end),
             Some(b) => {
-                let before = b
-                    .parse::<u64>()
-                    .map_err(|_| ApiError::bad(format!("before {b:?} is not an offset or end")))?;
+                let before = before_offset(b)?.unwrap_or(end);
                 window::read_backward(&file, viewable.format, before, limit, end)
             }
             None => window::read_forward(
@@ -206,21 +206,20 @@ fn opencode_window(
             .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unreadable", e.to_string()))
     };
     // Forward: one read. Backward: the count first, then the page before the place asked.
-    let (from, page) = match query.before.as_deref() {
+    // `before`: the place asked, `None` for the end (or a forward read).
+    let (from, page, before) = match query.before.as_deref() {
         None => {
             let from = query.offset.unwrap_or(0);
-            (from, read(from)?)
+            (from, read(from)?, None)
         }
         Some(b) => {
             let total = read(0)?.total;
-            let before = if b == "end" {
-                total
-            } else {
-                b.parse::<u64>()
-                    .map_err(|_| ApiError::bad(format!("before {b:?} is not an offset or end")))?
-            };
-            let from = before.min(total).saturating_sub(limit as u64);
-            (from, read(from)?)
+            let before = before_offset(b)?;
+            let from = before
+                .unwrap_or(total)
+                .min(total)
+                .saturating_sub(limit as u64);
+            (from, read(from)?, before)
         }
     };
     let total = page.total;
@@ -229,10 +228,7 @@ fn opencode_window(
             "offset {from} is past the session's {total} messages"
         )));
     }
-    let until = match query.before.as_deref() {
-        Some(b) if b != "end" => b.parse::<u64>().unwrap_or(total).min(total),
-        _ => total,
-    };
+    let until = before.map_or(total, |b| b.min(total));
     let lines: Vec<LineView> = page
         .messages
         .into_iter()
