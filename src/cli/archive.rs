@@ -48,7 +48,7 @@ impl From<ArchiveError> for Failure {
         let message = error.to_string();
         match error {
             ArchiveError::Exists { path } => {
-                Failure::new("exists", EXIT_FAILURE, message).with("path", display(&path))
+                Failure::new("exists", EXIT_FAILURE, message).with_path(&path)
             }
             ArchiveError::NoMatch { .. } => Failure::new("no_match", EXIT_BAD_INPUT, message),
             ArchiveError::Locked { .. } => Failure::new("locked", EXIT_FAILURE, message),

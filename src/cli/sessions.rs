@@ -123,7 +123,7 @@ pub(super) fn open(root: &Path) -> Result<Store, Failure> {
             EXIT_NO_LOG,
             format!("{} is not a session store directory", root.display()),
         )
-        .with("path", root.display().to_string()));
+        .with_path(root));
     }
     Ok(Store::open(root, StoreConfig::default())?)
 }

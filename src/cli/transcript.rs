@@ -77,26 +77,25 @@ impl From<TranscriptError> for Failure {
         let message = error.to_string();
         match error {
             TranscriptError::NotFound { path } => {
-                Failure::new("no_transcript", EXIT_NO_LOG, message).with("path", display(&path))
+                Failure::new("no_transcript", EXIT_NO_LOG, message).with_path(&path)
             }
             TranscriptError::NotAFile { path, .. } => {
-                Failure::new("not_a_file", EXIT_FAILURE, message).with("path", display(&path))
+                Failure::new("not_a_file", EXIT_FAILURE, message).with_path(&path)
             }
             TranscriptError::Empty { path } => {
-                Failure::new("empty_transcript", EXIT_BAD_INPUT, message)
-                    .with("path", display(&path))
+                Failure::new("empty_transcript", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::UnknownFormat { path } => {
-                Failure::new("unknown_format", EXIT_BAD_INPUT, message).with("path", display(&path))
+                Failure::new("unknown_format", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::NotADocument { path, .. } => {
-                Failure::new("not_a_document", EXIT_BAD_INPUT, message).with("path", display(&path))
+                Failure::new("not_a_document", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::Unreadable { path, .. } => {
-                Failure::new("unreadable", EXIT_BAD_INPUT, message).with("path", display(&path))
+                Failure::new("unreadable", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::Io { path, .. } => {
-                Failure::new("io_error", EXIT_FAILURE, message).with("path", display(&path))
+                Failure::new("io_error", EXIT_FAILURE, message).with_path(&path)
             }
             _ => Failure::new("io_error", EXIT_FAILURE, message),
         }
