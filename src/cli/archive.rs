@@ -8,7 +8,7 @@ use agentlog::archive::{
 };
 
 use super::progress::FilesBar;
-use super::table::{render, thousands};
+use super::table::{header, render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Failure, display, print_json};
 
 /// The arguments of `agentlog archive`: its modes are flags, as the issue spells them.
@@ -48,7 +48,7 @@ impl From<ArchiveError> for Failure {
         let message = error.to_string();
         match error {
             ArchiveError::Exists { path } => {
-                Failure::new("exists", EXIT_FAILURE, message).with("path", display(&path))
+                Failure::new("exists", EXIT_FAILURE, message).with_path(&path)
             }
             ArchiveError::NoMatch { .. } => Failure::new("no_match", EXIT_BAD_INPUT, message),
             ArchiveError::Locked { .. } => Failure::new("locked", EXIT_FAILURE, message),
@@ -120,13 +120,9 @@ fn list(args: &Args) -> Result<u8, Failure> {
         print_json(&listing)?;
         return Ok(EXIT_OK);
     }
-    let mut rows = vec![
-        [
-            "path", "agent", "session", "bytes", "first", "last", "versions", "original",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
+    let mut rows = vec![header(&[
+        "path", "agent", "session", "bytes", "first", "last", "versions", "original",
+    ])];
     for s in &listing.sources {
         rows.push(vec![
             display(&s.path),

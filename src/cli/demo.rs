@@ -11,7 +11,7 @@ use agentlog::index::{Writer, WriterOptions};
 use agentlog::log::SyncPolicy;
 use agentlog::synth::{SynthOptions, write_lingtai_log};
 
-use super::table::{render, thousands};
+use super::table::{header, render, thousands};
 use super::{EXIT_FAILURE, EXIT_OK, Failure, agent_paths};
 
 #[derive(clap::Args)]
@@ -107,15 +107,15 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     out!(
         "{}",
         render(&[
-            vec![
-                "tier".into(),
-                "api_calls".into(),
-                "input".into(),
-                "cached".into(),
-                "output".into(),
-                "thinking".into(),
-                "boundary".into()
-            ],
+            header(&[
+                "tier",
+                "api_calls",
+                "input",
+                "cached",
+                "output",
+                "thinking",
+                "boundary"
+            ]),
             vec![
                 current.tier.to_string(),
                 thousands(t.api_calls),
@@ -134,11 +134,13 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
 
     outln!("\nagentlog generations (first 5 and last)");
     let generations = generations_at(&paths, &request)?;
-    let mut rows = vec![
-        ["gen", "molt_count", "initiator", "api_calls", "input"]
-            .map(String::from)
-            .to_vec(),
-    ];
+    let mut rows = vec![header(&[
+        "gen",
+        "molt_count",
+        "initiator",
+        "api_calls",
+        "input",
+    ])];
     let all = &generations.generations;
     for g in all.iter().take(5).chain(all.iter().skip(5).last()) {
         rows.push(vec![
@@ -152,12 +154,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     out!("{}", render(&rows));
 
     outln!("\nthe same question, answered by each tier (fresh open each time, median of 5):");
-    let mut rows = vec![vec![
-        "tier".to_owned(),
-        "time".to_owned(),
-        "log bytes read".to_owned(),
-        "agrees".to_owned(),
-    ]];
+    let mut rows = vec![header(&["tier", "time", "log bytes read", "agrees"])];
     let mut disagreeing = Vec::new();
     for tier in [Tier::Index, Tier::ReverseScan, Tier::FullScan] {
         let mut request = request.clone();

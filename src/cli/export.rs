@@ -68,22 +68,20 @@ impl From<ExportError> for Failure {
     fn from(error: ExportError) -> Failure {
         let message = error.to_string();
         match error {
-            ExportError::NoSource { path } => Failure::new("no_source", EXIT_NO_LOG, message)
-                .with("path", path.display().to_string()),
+            ExportError::NoSource { path } => {
+                Failure::new("no_source", EXIT_NO_LOG, message).with_path(&path)
+            }
             ExportError::NotASource { path, .. } => {
-                Failure::new("not_a_source", EXIT_BAD_INPUT, message)
-                    .with("path", path.display().to_string())
+                Failure::new("not_a_source", EXIT_BAD_INPUT, message).with_path(&path)
             }
             ExportError::Unsupported { path, .. } => {
-                Failure::new("unsupported_source", EXIT_BAD_INPUT, message)
-                    .with("path", path.display().to_string())
+                Failure::new("unsupported_source", EXIT_BAD_INPUT, message).with_path(&path)
             }
             ExportError::InvalidHost { .. } => Failure::new("bad_host", EXIT_BAD_INPUT, message),
             ExportError::Locked { .. } => Failure::new("locked", EXIT_FAILURE, message),
             ExportError::Changed { .. } => Failure::new("log_changed", EXIT_FAILURE, message),
             ExportError::Transcript { path, .. } => {
-                Failure::new("transcript_unreadable", EXIT_FAILURE, message)
-                    .with("path", path.display().to_string())
+                Failure::new("transcript_unreadable", EXIT_FAILURE, message).with_path(&path)
             }
             ExportError::Log(e) => Failure::from(e),
             _ => Failure::new("io_error", EXIT_FAILURE, message),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use agentlog::generation::{GenerationRequest, GenerationRow, generations_at};
 
-use super::table::{render, thousands};
+use super::table::{header, render, thousands};
 use super::{EXIT_OK, Failure, agent_paths, print_json};
 
 #[derive(clap::Args)]
@@ -24,21 +24,17 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         print_json(&rows)?;
         return Ok(EXIT_OK);
     }
-    let mut rows = vec![
-        [
-            "gen",
-            "molt_count",
-            "offset",
-            "initiator",
-            "api_calls",
-            "input",
-            "cached",
-            "output",
-            "thinking",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
+    let mut rows = vec![header(&[
+        "gen",
+        "molt_count",
+        "offset",
+        "initiator",
+        "api_calls",
+        "input",
+        "cached",
+        "output",
+        "thinking",
+    ])];
     for g in &found.generations {
         rows.push(vec![
             g.ordinal.to_string(),

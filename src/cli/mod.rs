@@ -177,14 +177,20 @@ impl Failure {
         self.extra.insert(key.to_owned(), value.into());
         self
     }
+
+    /// Adds the path the failure is about, as the `path` field.
+    pub fn with_path(self, path: &std::path::Path) -> Failure {
+        self.with("path", display(path))
+    }
 }
 
 impl From<GenerationError> for Failure {
     fn from(error: GenerationError) -> Failure {
         let message = error.to_string();
         match error {
-            GenerationError::NoLog { path } => Failure::new("no_log", EXIT_NO_LOG, message)
-                .with("path", path.display().to_string()),
+            GenerationError::NoLog { path } => {
+                Failure::new("no_log", EXIT_NO_LOG, message).with_path(&path)
+            }
             GenerationError::MoltMismatch {
                 expected,
                 found,
@@ -207,8 +213,9 @@ impl From<LogError> for Failure {
     fn from(error: LogError) -> Failure {
         let message = error.to_string();
         match error {
-            LogError::NotFound { path } => Failure::new("no_log", EXIT_NO_LOG, message)
-                .with("path", path.display().to_string()),
+            LogError::NotFound { path } => {
+                Failure::new("no_log", EXIT_NO_LOG, message).with_path(&path)
+            }
             LogError::NotAFile { .. } => Failure::new("not_a_file", EXIT_FAILURE, message),
             LogError::Locked { .. } => Failure::new("locked", EXIT_FAILURE, message),
             LogError::InvalidEvent { .. } => Failure::new("invalid_event", EXIT_BAD_INPUT, message),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentlog::transcript::{PriceSource, PriceTable, PricingReport, pricing};
 
-use super::table::render;
+use super::table::{header, render};
 use super::{EXIT_BAD_INPUT, EXIT_OK, Failure, print_json};
 
 /// The arguments of `agentlog pricing`.
@@ -58,21 +58,17 @@ fn per_million(rate: u64) -> String {
 }
 
 fn human(report: &PricingReport) -> String {
-    let mut rows = vec![
-        [
-            "model",
-            "matched",
-            "input",
-            "output",
-            "cache_write_5m",
-            "cache_write_1h",
-            "cache_read",
-            ">200k input",
-            ">200k output",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
+    let mut rows = vec![header(&[
+        "model",
+        "matched",
+        "input",
+        "output",
+        "cache_write_5m",
+        "cache_write_1h",
+        "cache_read",
+        ">200k input",
+        ">200k output",
+    ])];
     for row in &report.models {
         let mut line = vec![row.model.clone()];
         match &row.price {

@@ -302,7 +302,7 @@ fn print_table(
         outln!("no match");
         return;
     }
-    let rows: Vec<Vec<String>> = std::iter::once(header.iter().map(|h| (*h).to_owned()).collect())
+    let rows: Vec<Vec<String>> = std::iter::once(super::table::header(header))
         .chain(rows)
         .collect();
     let table = render(&rows);

@@ -13,7 +13,7 @@ use agentlog::query::{
     StoreConfig, SurfaceClass, WindowRequest, select_events, session_summary_json,
 };
 
-use super::table::render;
+use super::table::{header, render};
 use super::{EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json, stdout_failure, stream_json};
 
 /// `--surface` values.
@@ -123,7 +123,7 @@ pub(super) fn open(root: &Path) -> Result<Store, Failure> {
             EXIT_NO_LOG,
             format!("{} is not a session store directory", root.display()),
         )
-        .with("path", root.display().to_string()));
+        .with_path(root));
     }
     Ok(Store::open(root, StoreConfig::default())?)
 }
@@ -139,11 +139,7 @@ pub fn sessions(args: &SessionsArgs) -> Result<u8, Failure> {
         print_json(&records.iter().map(session_summary_json).collect::<Vec<_>>())?;
         return Ok(EXIT_OK);
     }
-    let mut rows = vec![
-        ["id", "createdAt", "parent", "persisted"]
-            .map(String::from)
-            .to_vec(),
-    ];
+    let mut rows = vec![header(&["id", "createdAt", "parent", "persisted"])];
     for r in &records {
         rows.push(vec![
             r.header.id.clone(),
@@ -173,11 +169,7 @@ pub fn events(args: &EventsArgs) -> Result<u8, Failure> {
         print_json(&records)?;
         return Ok(EXIT_OK);
     }
-    let mut rows = vec![
-        ["seq", "type", "time", "surface"]
-            .map(String::from)
-            .to_vec(),
-    ];
+    let mut rows = vec![header(&["seq", "type", "time", "surface"])];
     for r in &records {
         let surface = serde_json::to_value(r.surface)
             .ok()

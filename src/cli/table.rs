@@ -15,6 +15,11 @@ pub fn thousands(value: impl Into<u128>) -> String {
     out
 }
 
+/// A header row for [`render`]: the column names as cells.
+pub fn header(names: &[&str]) -> Vec<String> {
+    names.iter().map(|&name| name.to_owned()).collect()
+}
+
 /// Renders rows as columns; the first row is the header. Numeric-looking cells align right.
 pub fn render(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);

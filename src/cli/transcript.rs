@@ -14,7 +14,7 @@ use agentlog::transcript::{
 };
 
 use super::cache::archive_dir;
-use super::table::{render, thousands};
+use super::table::{header, render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, stream_json};
 
 #[derive(clap::Args)]
@@ -77,26 +77,25 @@ impl From<TranscriptError> for Failure {
         let message = error.to_string();
         match error {
             TranscriptError::NotFound { path } => {
-                Failure::new("no_transcript", EXIT_NO_LOG, message).with("path", display(&path))
+                Failure::new("no_transcript", EXIT_NO_LOG, message).with_path(&path)
             }
             TranscriptError::NotAFile { path, .. } => {
-                Failure::new("not_a_file", EXIT_FAILURE, message).with("path", display(&path))
+                Failure::new("not_a_file", EXIT_FAILURE, message).with_path(&path)
             }
             TranscriptError::Empty { path } => {
-                Failure::new("empty_transcript", EXIT_BAD_INPUT, message)
-                    .with("path", display(&path))
+                Failure::new("empty_transcript", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::UnknownFormat { path } => {
-                Failure::new("unknown_format", EXIT_BAD_INPUT, message).with("path", display(&path))
+                Failure::new("unknown_format", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::NotADocument { path, .. } => {
-                Failure::new("not_a_document", EXIT_BAD_INPUT, message).with("path", display(&path))
+                Failure::new("not_a_document", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::Unreadable { path, .. } => {
-                Failure::new("unreadable", EXIT_BAD_INPUT, message).with("path", display(&path))
+                Failure::new("unreadable", EXIT_BAD_INPUT, message).with_path(&path)
             }
             TranscriptError::Io { path, .. } => {
-                Failure::new("io_error", EXIT_FAILURE, message).with("path", display(&path))
+                Failure::new("io_error", EXIT_FAILURE, message).with_path(&path)
             }
             _ => Failure::new("io_error", EXIT_FAILURE, message),
         }
@@ -171,9 +170,9 @@ fn human_opencode(r: &OpenCodeReport) -> String {
         display(&r.path),
         if r.wal { " (with its -wal)" } else { "" }
     );
-    let mut header = vec!["session".to_owned(), "title".to_owned()];
-    header.extend(r.total.native.iter().map(|(name, _)| (*name).to_owned()));
-    let mut rows = vec![header];
+    let mut names = header(&["session", "title"]);
+    names.extend(r.total.native.iter().map(|(name, _)| (*name).to_owned()));
+    let mut rows = vec![names];
     for s in &r.sessions {
         let mut row = vec![s.session.clone(), s.title.clone().unwrap_or_default()];
         row.extend(cells(&s.usage));
@@ -218,11 +217,9 @@ pub(super) fn human(r: &TranscriptReport) -> String {
         };
         let _ = writeln!(out, "from the archive: version {version} ({why})\n");
     }
-    let mut header: Vec<String> = ["gen", "offset", "line", "kind", "trigger", "pre_tokens"]
-        .map(str::to_owned)
-        .to_vec();
-    header.extend(r.lifetime.native.iter().map(|(name, _)| (*name).to_owned()));
-    let mut rows = vec![header];
+    let mut names = header(&["gen", "offset", "line", "kind", "trigger", "pre_tokens"]);
+    names.extend(r.lifetime.native.iter().map(|(name, _)| (*name).to_owned()));
+    let mut rows = vec![names];
     for (i, g) in r.generations.iter().enumerate() {
         let boundary = i.checked_sub(1).and_then(|b| r.boundaries.get(b));
         let mut row = vec![
