@@ -123,10 +123,12 @@ impl Serialize for GroupBy {
 }
 
 /// The largest transcript a usage report reads without giving it an index, unless
-/// [`OpenOptions::max_unindexed_file`] says otherwise: folding 256 KiB costs about a
-/// millisecond, creating and syncing an index about as much, and most transcripts of the
-/// agents that write one small file per session (Qwen Code, pi, Gemini CLI) are a few KiB.
-pub const UNINDEXED_FILE: u64 = 256 << 10;
+/// [`OpenOptions::max_unindexed_file`] says otherwise: folding 1 MiB costs a few
+/// milliseconds, about what creating an index costs, and a file grown since the last run is
+/// re-read no slower than an index catches up (measured: docs/PERFORMANCE.md). Most
+/// transcripts of the agents that write one file per session (Qwen Code, pi, Gemini CLI,
+/// Codex) are smaller.
+pub const UNINDEXED_FILE: u64 = 1 << 20;
 
 /// What a usage report reads and how it groups it.
 #[derive(Clone, Debug)]
