@@ -66,10 +66,10 @@ fn windows(c: &mut Criterion) {
         let end = complete_end(&file, len).unwrap();
         let format = Some(Format::ClaudeCode);
         // The line start just past the middle of the file.
-        let bytes = std::fs::read(&path).unwrap();
-        let half = bytes.len() / 2;
-        let middle = memchr::memchr(b'\n', &bytes[half..]).map_or(0, |i| (half + i + 1) as u64);
-        drop(bytes);
+        let content = std::fs::read(&path).unwrap();
+        let half = content.len() / 2;
+        let middle = memchr::memchr(b'\n', &content[half..]).map_or(0, |i| (half + i + 1) as u64);
+        drop(content);
         // Each window is full, or reaches the end of the file its way.
         for (window, forward) in [
             (read_forward(&file, format, 0, WINDOW, end).unwrap(), true),
