@@ -37,7 +37,7 @@ pub use frame::FrameDamage;
 pub use list::{ArchiveListing, ListedSource, ListedVersion};
 pub use pending::{WARN_AGE, unarchived_older_than};
 pub use reader::{Archive, ArchiveDamage, ArchivedBytes};
-pub use readers::{copies_dir, gone_copies, report, usage};
+pub use readers::{copies_dir, gone_copies, report, usage, usage_and_unarchived};
 pub use restore::{RestoreOptions, Restored, RestoredFile, restore};
 pub use run::{ArchiveOptions, ArchiveReport, ArchiveSkipped, archive};
 pub use sessions::{CatalogOptions, session_catalog};

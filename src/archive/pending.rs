@@ -14,8 +14,8 @@ pub const WARN_AGE: Duration = Duration::from_hours(25 * 24);
 
 /// Of `files`, those last modified more than `age` ago whose current size the archive in
 /// `dir` has not seen (never archived, or grown since).
-pub fn unarchived_older_than(
-    files: &[PathBuf],
+pub fn unarchived_older_than<'a>(
+    files: impl IntoIterator<Item = &'a PathBuf>,
     dir: &Path,
     age: Duration,
 ) -> Result<Vec<PathBuf>, ArchiveError> {
@@ -24,7 +24,7 @@ pub fn unarchived_older_than(
         .checked_sub(age)
         .unwrap_or(SystemTime::UNIX_EPOCH);
     Ok(files
-        .iter()
+        .into_iter()
         .filter(|path| {
             let Ok(meta) = std::fs::metadata(path) else {
                 return false;

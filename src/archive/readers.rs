@@ -2,13 +2,18 @@
 //! longer hold, and the report of a transcript whose file is gone. Both read the archive's
 //! cache copies ([`super::copies`]) through the transcript machinery, as any file is read.
 
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::copies::{COPIES_DIR, archived_sources, copy_path};
+use super::error::ArchiveError;
+use super::pending::unarchived_older_than;
 use super::reader::Archive;
 use crate::transcript::{
     ReportError, ReportOptions, Skipped, TranscriptError, TranscriptReport, UsageOptions,
-    UsageReport, default_index_dir, discover, read_report, roots_or_default, usage_of_files,
+    UsageReport, default_index_dir, discover, read_report, roots_or_default, sort_paths,
+    usage_of_files,
 };
 
 /// Where the cache copies of archived versions go: `<index dir>/archived`, the index
@@ -55,14 +60,60 @@ pub fn usage(
     archive_dir: Option<&Path>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> UsageReport {
-    let reading = with_archive(paths, options.open.index_dir.as_deref(), archive_dir);
-    let mut report = usage_of_files(
-        &reading.request,
-        &reading.files,
-        reading.skipped,
-        options,
-        progress,
-    );
+    let mut reading = with_archive(paths, options.open.index_dir.as_deref(), archive_dir);
+    let skipped = std::mem::take(&mut reading.skipped);
+    report_of(&reading, skipped, options, progress)
+}
+
+/// [`usage`], and beside it the transcripts under `paths` that [`unarchived_older_than`] names
+/// for `age` and the archive in `pending_dir` (which `usage` warns about even when it does not
+/// read the archive). One discovery serves both, and the check, a `stat` of each file, runs in
+/// a thread of its own while the report is made.
+pub fn usage_and_unarchived(
+    paths: &[PathBuf],
+    options: &UsageOptions,
+    archive_dir: Option<&Path>,
+    (pending_dir, age): (&Path, Duration),
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> (UsageReport, Result<Vec<PathBuf>, ArchiveError>) {
+    let index_dir = options.open.index_dir.as_deref();
+    let mut reading = with_archive(paths, index_dir, archive_dir);
+    let skipped = std::mem::take(&mut reading.skipped);
+    // The cache copies of archived versions are not the agent's files: not checked.
+    let copies = copies_dir(index_dir).map(|dir| {
+        let mut prefix = dir.into_os_string().into_vec();
+        prefix.push(b'/');
+        prefix
+    });
+    let original = |f: &&PathBuf| {
+        copies
+            .as_deref()
+            .is_none_or(|c| !f.as_os_str().as_bytes().starts_with(c))
+    };
+    std::thread::scope(|scope| {
+        let pending = scope.spawn(|| {
+            unarchived_older_than(reading.files.iter().filter(original), pending_dir, age)
+        });
+        let report = report_of(&reading, skipped, options, progress);
+        let pending = pending.join().unwrap_or_else(|_| {
+            Err(ArchiveError::io(
+                "check",
+                pending_dir,
+                std::io::Error::other("the check of unarchived transcripts stopped"),
+            ))
+        });
+        (report, pending)
+    })
+}
+
+/// The usage report of what `reading` names, with what could not be read (taken out of it).
+fn report_of(
+    reading: &WithArchive,
+    skipped: Vec<Skipped>,
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
+    let mut report = usage_of_files(&reading.request, &reading.files, skipped, options, progress);
     report.archive_only_sessions = reading.archive_only_sessions;
     report
 }
@@ -121,8 +172,7 @@ pub(crate) fn with_archive(
     let sources = archived_sources(&archive, &scope, &copies);
     files.retain(|f| !sources.replaced.contains(f));
     files.extend(sources.copies.iter().map(|c| c.copy.clone()));
-    files.sort();
-    files.dedup();
+    sort_paths(&mut files);
     // A path given that is gone is no longer skipped when the archive holds what was under it.
     skipped_files.retain(|s| {
         let gone = matches!(s.error, TranscriptError::NotFound { .. });

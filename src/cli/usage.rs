@@ -10,6 +10,7 @@ use clap::ValueEnum;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
+use agentlog::archive::{WARN_AGE, default_archive_dir, usage_and_unarchived};
 use agentlog::transcript::{
     CostMode, GroupBy, OpenOptions, RowCost, Tally, UsageArgError, UsageOptions, UsageReport,
     UsageRow, parse_agent, parse_day, parse_timezone,
@@ -156,12 +157,32 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     }
     // A bar on a terminal, for a run that reads many files.
     let bar = FilesBar::new("reading transcripts", true);
-    let report =
-        agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &|done, total| {
-            bar.update(done, total);
-        });
+    let progress = |done, total| bar.update(done, total);
+    // Checked against the default archive even under `--no-archive`: it is about the files.
+    let (report, unarchived) = match default_archive_dir() {
+        Ok(dir) => {
+            let pending = (dir.as_path(), WARN_AGE);
+            let (report, old) = usage_and_unarchived(
+                &args.paths,
+                &options,
+                archive.as_deref(),
+                pending,
+                &progress,
+            );
+            (report, old.map_or(0, |old| old.len()))
+        }
+        Err(_) => (
+            agentlog::archive::usage(&args.paths, &options, archive.as_deref(), &progress),
+            0,
+        ),
+    };
     bar.finish();
-    warn_unarchived(&args.paths);
+    // Silent when the archive cannot be read.
+    if unarchived > 0 {
+        eprintln!(
+            "agentlog: {unarchived} transcripts older than 25 days are not archived yet (agents delete them; run `agentlog archive`)"
+        );
+    }
     if args.json {
         print_json(&report)?;
     } else {
@@ -194,25 +215,6 @@ fn key_cells(row: &UsageRow, zone: &TimeZone) -> Vec<String> {
         cells.push(project.clone());
     }
     cells
-}
-
-/// Warns on stderr about transcripts older than 25 days that the archive does not hold yet
-/// (Claude Code deletes them at 30); silent when the archive cannot be read.
-fn warn_unarchived(paths: &[PathBuf]) {
-    use agentlog::archive::{WARN_AGE, default_archive_dir, unarchived_older_than};
-    let roots = agentlog::transcript::roots_or_default(paths);
-    let (files, _) = agentlog::transcript::discover(&roots);
-    let Ok(dir) = default_archive_dir() else {
-        return;
-    };
-    if let Ok(old) = unarchived_older_than(&files, &dir, WARN_AGE)
-        && !old.is_empty()
-    {
-        eprintln!(
-            "agentlog: {} transcripts older than 25 days are not archived yet (agents delete them; run `agentlog archive`)",
-            old.len()
-        );
-    }
 }
 
 /// The table: one line per row, then the totals.

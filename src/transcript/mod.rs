@@ -119,3 +119,4 @@ pub use usage::{
     parse_day, parse_group_by, parse_timezone, read_by_lines, roots_or_default, session_of,
     system_zone, usage, usage_of_files, zone_named,
 };
+pub(crate) use usage::{path_order, sort_paths};

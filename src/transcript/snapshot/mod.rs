@@ -404,7 +404,7 @@ fn full(
         .iter()
         .map(|s| s.path.as_os_str().as_bytes().to_vec())
         .collect();
-    skipped.sort_by(|a, b| file::path_order(a, b));
+    skipped.sort_by(|a, b| crate::transcript::path_order(a, b));
     skipped.dedup();
     // The windows checked once more, to record each file's stat for the next run.
     if let Ok(standings) = check_all(&entries, options.threads) {

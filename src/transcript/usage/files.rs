@@ -1,6 +1,7 @@
 //! Which files a usage report reads: the places the agents keep their transcripts, every
 //! `*.jsonl` file under the paths given, and the session and project a file belongs to.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::Skipped;
@@ -91,9 +92,30 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Skipped>) {
             }),
         }
     }
-    files.sort();
-    files.dedup();
+    sort_paths(&mut files);
     (files, skipped)
+}
+
+/// The order transcripts are listed in: [`Path`]'s, component by component (`a/b.jsonl` after
+/// `a/b/c.jsonl`, a subagent's file after its session's folder), compared as bytes with the
+/// separator taken as the lowest byte. For paths without `.` components or doubled
+/// separators, which is what discovery yields, the two orders are one, and this one parses no
+/// components: sorting thousands of paths is a large part of a warm run.
+pub(crate) fn path_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let rank = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => rank(a[i]).cmp(&rank(b[i])),
+        None => a.len().cmp(&b.len()),
+    }
+}
+
+/// Sorts paths in [`path_order`], each once.
+pub(crate) fn sort_paths(paths: &mut Vec<PathBuf>) {
+    fn bytes(p: &Path) -> &[u8] {
+        p.as_os_str().as_bytes()
+    }
+    paths.sort_unstable_by(|a, b| path_order(bytes(a), bytes(b)));
+    paths.dedup_by(|a, b| bytes(a) == bytes(b));
 }
 
 fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
@@ -129,4 +151,59 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
 /// `<project>/<file>.jsonl`; a Codex rollout is its own session, in project `codex`.
 pub fn session_of(path: &Path, format: Format) -> (String, String) {
     reader(format).session(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use proptest::prelude::*;
+
+    use super::{path_order, sort_paths};
+
+    /// Absolute paths without `.` components or doubled separators, from names that hold the
+    /// bytes either side of the separator (`-`, `.`, `0`) so that the separator's rank counts.
+    fn canonical() -> impl Strategy<Value = PathBuf> {
+        let name = proptest::string::string_regex("[a-c.0-]{1,4}")
+            .unwrap_or_else(|e| panic!("the pattern: {e}"))
+            .prop_filter("no . or .. component", |n| n != "." && n != "..");
+        proptest::collection::vec(name, 1..5).prop_map(|names| {
+            let mut path = PathBuf::from("/");
+            path.extend(names);
+            path
+        })
+    }
+
+    #[test]
+    fn a_subagent_file_sorts_after_its_session_folder() {
+        let mut paths = vec![
+            PathBuf::from("/p/s.jsonl"),
+            PathBuf::from("/p/s/subagents/agent-1.jsonl"),
+            PathBuf::from("/p/s.jsonl"),
+            PathBuf::from("/p/s-2.jsonl"),
+        ];
+        sort_paths(&mut paths);
+        let want = ["/p/s/subagents/agent-1.jsonl", "/p/s-2.jsonl", "/p/s.jsonl"];
+        assert_eq!(paths, want.map(PathBuf::from));
+    }
+
+    proptest! {
+        /// The byte order is `Path`'s order, and sorting keeps each path once.
+        #[test]
+        fn byte_order_is_path_order(paths in proptest::collection::vec(canonical(), 0..40)) {
+            use std::os::unix::ffi::OsStrExt;
+            for a in &paths {
+                for b in &paths {
+                    let got = path_order(a.as_os_str().as_bytes(), b.as_os_str().as_bytes());
+                    prop_assert_eq!(got, a.as_path().cmp(b.as_path()), "{:?} {:?}", a, b);
+                }
+            }
+            let mut sorted = paths.clone();
+            sort_paths(&mut sorted);
+            let mut naive = paths;
+            naive.sort();
+            naive.dedup();
+            prop_assert_eq!(sorted, naive);
+        }
+    }
 }

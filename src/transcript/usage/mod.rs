@@ -29,6 +29,7 @@ pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
 pub use files::{
     default_roots, discover, discover_lines, read_by_lines, roots_or_default, session_of,
 };
+pub(crate) use files::{path_order, sort_paths};
 pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
 pub use live::{LiveView, live, live_with};
