@@ -51,12 +51,21 @@ pub fn default_index_dir() -> Option<PathBuf> {
 /// file copied from another transcript is rebuilt, never believed.
 pub fn index_file(dir: &Path, canonical: &Path) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in canonical.as_os_str().as_bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let hash = fnv(&[canonical.as_os_str().as_bytes()]);
     dir.join(format!("{hash:016x}.redb"))
+}
+
+/// The 64-bit FNV-1a hash of `parts` one after another: what names the cache's files (a
+/// collision is caught by what each file holds and checks).
+pub(crate) fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
 }
 
 /// Creates `dir` and any missing parents with mode 0700. A `dir` that already exists and is

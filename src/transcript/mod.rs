@@ -23,6 +23,7 @@
 //! These files belong to the agent: agentlog never writes beside them.
 
 mod cache;
+mod checked_file;
 mod claude;
 mod codex;
 mod copilot;
@@ -55,6 +56,7 @@ mod report;
 // The MCP server pages its usage rows with the listing's offset cursors.
 pub(crate) mod sessions;
 mod snapshot;
+mod stat;
 mod statusline;
 mod store;
 mod subagents;

@@ -1,31 +1,23 @@
-//! The snapshot's file: a header (magic, version, payload length and crc) and the payload,
-//! read back only when whole, ours and well formed, and written under a temporary name then
-//! renamed.
+//! The snapshot's file ([`Kind`]: header, checksum, postcard payload), read back only when
+//! whole, ours, of this request and well formed.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{SEVERAL, Snapshot};
-use crate::transcript::cache::{ensure_private_dir, open_private_file};
+use crate::transcript::checked_file::Kind;
 use crate::transcript::fold::UNKNOWN_MODEL;
+use crate::transcript::path_order;
 
-/// The first bytes of a snapshot file.
-const MAGIC: &[u8; 8] = b"AGLUSNAP";
-/// The snapshot layout; another one is rebuilt.
-const VERSION: u32 = 5;
-/// Magic, version, payload length, payload crc.
-const HEADER: usize = 8 + 4 + 8 + 4;
+/// The snapshot file: `AGLUSNAP`, layout 5 (another one is rebuilt).
+const SNAPSHOT: Kind = Kind {
+    name: "the snapshot",
+    magic: b"AGLUSNAP",
+    version: 5,
+};
 
 /// The snapshot in `path`, if it is whole, ours, of this request and holds together.
 pub(super) fn read_snapshot(path: &Path, request: &[u8]) -> Result<Snapshot, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("no snapshot yet".to_owned());
-        }
-        Err(e) => return Err(format!("cannot read the snapshot: {e}")),
-    };
-    let snapshot = decode(&bytes)?;
+    let snapshot = SNAPSHOT.read(path).and_then(checked)?;
     if snapshot.request != request {
         return Err("the snapshot is of another request".to_owned());
     }
@@ -33,48 +25,18 @@ pub(super) fn read_snapshot(path: &Path, request: &[u8]) -> Result<Snapshot, Str
 }
 
 /// Decodes a snapshot file's bytes, checking its header, its checksum and its shape.
+#[cfg(test)]
 pub(super) fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
-    let damaged = |what: &str| Err(format!("the snapshot is damaged: {what}"));
-    let (Some(magic), Some(version), Some(len), Some(crc), Some(payload)) = (
-        bytes.get(0..8),
-        bytes.get(8..12),
-        bytes.get(12..20),
-        bytes.get(20..24),
-        bytes.get(HEADER..),
-    ) else {
-        return damaged("shorter than its header");
-    };
-    if magic != MAGIC {
-        return damaged("not a snapshot");
-    }
-    let version = u32::from_le_bytes(version.try_into().unwrap_or_default());
-    if version != VERSION {
-        return Err(format!("the snapshot's layout {version} is not {VERSION}"));
-    }
-    let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
-    if len != payload.len() as u64 {
-        return damaged("its length");
-    }
-    if crc32fast::hash(payload) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
-        return damaged("its checksum");
-    }
-    let snapshot: Snapshot = match postcard::from_bytes(payload) {
-        Ok(s) => s,
-        Err(e) => return damaged(&e.to_string()),
-    };
-    if !well_formed(&snapshot) {
-        return damaged("it does not hold together");
-    }
-    Ok(snapshot)
+    SNAPSHOT.decode(bytes).and_then(checked)
 }
 
-/// The order files are listed in: [`Path`]'s, component by component, as the discovery sorts
-/// them (not the bytes': `a/b.jsonl` sorts after `a/b/c.jsonl`, a subagent's file after its
-/// session's folder).
-pub(super) fn path_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    use std::os::unix::ffi::OsStrExt;
-    let path = |p: &[u8]| Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf();
-    path(a).cmp(&path(b))
+/// The snapshot if it holds together.
+fn checked(snapshot: Snapshot) -> Result<Snapshot, String> {
+    if well_formed(&snapshot) {
+        Ok(snapshot)
+    } else {
+        Err("the snapshot is damaged: it does not hold together".to_owned())
+    }
 }
 
 /// Whether a decoded snapshot holds together: files and skipped files sorted and apart, keys
@@ -112,34 +74,13 @@ fn well_formed(s: &Snapshot) -> bool {
     files_sorted && skipped_sorted && apart && keys_sorted && holders && entries
 }
 
+/// A snapshot file's bytes.
+#[cfg(test)]
 pub(super) fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
-    let payload = postcard::to_stdvec(snapshot).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    Ok(out)
+    SNAPSHOT.encode(snapshot)
 }
 
-/// Writes the snapshot under a temporary name (mode 0600), then renames it over `path`: a
-/// reader sees the old file or the new one, and a torn one fails its checksum.
+/// Writes the snapshot under a temporary name, then renames it over `path`.
 pub(super) fn write_snapshot(dir: &Path, path: &Path, snapshot: &Snapshot) -> std::io::Result<()> {
-    let bytes = encode(snapshot).map_err(std::io::Error::other)?;
-    ensure_private_dir(dir)?;
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(format!(".{}.tmp", std::process::id()));
-    let temp = PathBuf::from(temp);
-    let _ = std::fs::remove_file(&temp);
-    let written = (|| {
-        let mut file = open_private_file(&temp)?;
-        file.set_len(0)?;
-        file.write_all(&bytes)?;
-        std::fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    SNAPSHOT.write(dir, path, snapshot)
 }

@@ -19,9 +19,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::default_index_dir;
+use super::cache::{default_index_dir, fnv};
 use super::fold::{BucketKey, Fold, Span, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
+use super::stat::Stat;
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
 use super::usage::merge::read_and_merge;
@@ -51,56 +52,6 @@ impl Default for Delta {
 /// A (quarter-hour, model number) bucket: quarter-hours since the epoch (`UNKNOWN_QUARTER` for
 /// unknown).
 type QuarterKey = (i64, u32);
-
-/// What `stat` said of a file just before its windows were found to match its coverage,
-/// and when.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Stat {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    /// When it was taken (seconds and nanoseconds since the epoch).
-    taken: (i64, i64),
-}
-
-/// How long before a stat was taken the file must have last changed for the stat to be
-/// trusted: a later change within the file system's timestamp granularity could otherwise
-/// leave mtime and ctime as they were (the rule git calls "racy").
-const SETTLED_SECONDS: i64 = 2;
-
-impl Stat {
-    fn of(meta: &std::fs::Metadata, taken: std::time::SystemTime) -> Stat {
-        use std::os::unix::fs::MetadataExt;
-        let since = taken
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        Stat {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            len: meta.len(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            taken: (
-                i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
-                i64::from(since.subsec_nanos()),
-            ),
-        }
-    }
-
-    /// Whether the file had not changed for a while when this was taken.
-    fn settled(&self) -> bool {
-        let before = |t: (i64, i64)| t.0.saturating_add(SETTLED_SECONDS) < self.taken.0;
-        before(self.mtime) && before(self.ctime)
-    }
-
-    /// Whether `now` says the file is the one this stat saw.
-    fn same_file(&self, now: &Stat) -> bool {
-        (self.dev, self.ino, self.len, self.mtime, self.ctime)
-            == (now.dev, now.ino, now.len, now.mtime, now.ctime)
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct FileEntry {
@@ -204,17 +155,6 @@ fn request_of(roots: &[PathBuf], open: &OpenOptions) -> Vec<u8> {
         out.push(0);
     }
     out
-}
-
-fn fnv(parts: &[&[u8]]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for &b in *part {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    hash
 }
 
 /// The snapshot file of a request in the index directory `dir`.
