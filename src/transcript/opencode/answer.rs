@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::ser::Serializer;
 
-use super::{SessionInfo, Source, count, read_source, work_dir};
+use super::{Parts, SessionInfo, Source, count, read_source, work_dir};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::format::Format;
 use crate::transcript::report::UsageFigures;
@@ -123,7 +123,7 @@ pub fn read_opencode(
     index_dir: Option<&Path>,
 ) -> Result<OpenCodeReport, TranscriptError> {
     let source = source_of(path)?;
-    let store = read_source(&source, work_dir(index_dir).as_deref())?;
+    let store = read_source(&source, work_dir(index_dir).as_deref(), Parts::Skip)?;
     let mut diagnostics = OpenCodeDiagnostics::default();
     let mut bad = Vec::new();
     let counted = count(&store, &mut HashSet::new(), &mut diagnostics, &mut bad);

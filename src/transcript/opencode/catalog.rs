@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{SessionInfo, Source, read_source, root_of, work_dir};
+use super::{Parts, SessionInfo, Source, read_source, root_of, work_dir};
 use crate::transcript::error::TranscriptError;
 
 /// The most messages one page of [`read_opencode_messages`] holds.
@@ -61,7 +61,7 @@ pub(crate) fn opencode_facts(
     index_dir: Option<&Path>,
 ) -> Result<Vec<OpenCodeFacts>, TranscriptError> {
     let source = source_at(path);
-    let store = read_source(&source, work_dir(index_dir).as_deref())?;
+    let store = read_source(&source, work_dir(index_dir).as_deref(), Parts::Skip)?;
     let by_id: HashMap<&str, &SessionInfo> =
         store.sessions.iter().map(|s| (s.id.as_str(), s)).collect();
     let mut roots: BTreeMap<&str, (Option<u64>, Option<u64>)> = BTreeMap::new();
@@ -151,7 +151,7 @@ pub fn read_opencode_messages(
     limit: usize,
 ) -> Result<OpenCodeMessages, TranscriptError> {
     let source = source_at(path);
-    let store = read_source(&source, work_dir(index_dir).as_deref())?;
+    let store = read_source(&source, work_dir(index_dir).as_deref(), Parts::Skip)?;
     let by_id: HashMap<&str, &SessionInfo> =
         store.sessions.iter().map(|s| (s.id.as_str(), s)).collect();
     let mut mine: Vec<(Option<u64>, &str, &super::Row)> = store

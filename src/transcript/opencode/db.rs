@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{PartRow, Row, SessionInfo, Store};
+use super::{PartRow, Parts, Row, SessionInfo, Store, wal_of};
 use crate::transcript::cache::ensure_private_dir;
 use crate::transcript::error::TranscriptError;
 
@@ -49,13 +49,6 @@ pub(crate) fn identity(db: &Path) -> Result<Identity, TranscriptError> {
         db: stamp(&meta),
         wal,
     })
-}
-
-/// `<db>-wal`.
-fn wal_of(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    PathBuf::from(name)
 }
 
 /// A private directory removed when dropped.
@@ -119,7 +112,7 @@ fn copy_consistent(db: &Path, dir: &Path) -> Result<(PathBuf, bool), TranscriptE
 
 /// Reads every message row and session of the database at `db` (with its WAL), through a
 /// private copy made under `work`.
-pub(crate) fn read_database(db: &Path, work: &Path) -> Result<Store, TranscriptError> {
+pub(crate) fn read_database(db: &Path, work: &Path, want: Parts) -> Result<Store, TranscriptError> {
     let scratch = scratch(work)?;
     let (copy, wal) = copy_consistent(db, &scratch.0)?;
     let damaged = |e: rusqlite::Error| TranscriptError::Unreadable {
@@ -156,7 +149,10 @@ pub(crate) fn read_database(db: &Path, work: &Path) -> Result<Store, TranscriptE
     // Sessions are names and parents only: a database without the table still has usage.
     let sessions = sessions(&conn).unwrap_or_default();
     // Parts are the messages' text: a database without the table has usage but no text.
-    let (parts, skipped_parts) = parts(&conn).unwrap_or_default();
+    let (parts, skipped_parts) = match want {
+        Parts::Read => parts(&conn).unwrap_or_default(),
+        Parts::Skip => (Vec::new(), 0),
+    };
     Ok(Store {
         path: db.to_path_buf(),
         rows,

@@ -9,6 +9,7 @@ mod answer;
 mod catalog;
 #[cfg(feature = "opencode")]
 mod db;
+mod memo;
 mod message;
 // Messages with their parts are read by search and the export only.
 #[cfg_attr(not(any(feature = "search", feature = "export")), allow(dead_code))]
@@ -19,11 +20,14 @@ mod storage;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 pub use answer::{OpenCodeDiagnostics, OpenCodeReport, OpenCodeSession, read_opencode};
 pub use catalog::{
     MAX_OPENCODE_MESSAGES, OpenCodeMessageRow, OpenCodeMessages, read_opencode_messages,
 };
 pub(crate) use catalog::{OpenCodeFacts, opencode_facts, source_path};
+pub(crate) use memo::for_usage_kept;
 pub use message::{NotAnObject, OpenCodeMessage, parse_message};
 #[cfg_attr(not(feature = "export"), allow(unused_imports))]
 pub(crate) use part::{Conversation, ConversationMessage, conversation};
@@ -109,6 +113,13 @@ pub(crate) fn storage_of(path: &Path) -> Option<PathBuf> {
         .then(|| storage.to_path_buf())
 }
 
+/// `<db>-wal`: where SQLite keeps the newest rows of a database in WAL mode.
+fn wal_of(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
 /// Whether a walked file belongs to `OpenCode` (a database, or an older message file).
 pub(crate) fn wanted(path: &Path) -> bool {
     is_database(path) || storage_of(path).is_some()
@@ -143,21 +154,33 @@ pub(crate) fn work_dir(index_dir: Option<&Path>) -> Option<PathBuf> {
         .map(|d| d.join("opencode"))
 }
 
+/// Whether a read takes the messages' parts (their text, most of a database's bytes): only a
+/// conversation shown or searched needs them; usage and the session list do not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Parts {
+    Read,
+    Skip,
+}
+
 /// Reads a source.
-pub(crate) fn read_source(source: &Source, work: Option<&Path>) -> Result<Store, TranscriptError> {
+pub(crate) fn read_source(
+    source: &Source,
+    work: Option<&Path>,
+    parts: Parts,
+) -> Result<Store, TranscriptError> {
     match source {
-        Source::Storage(dir) => storage::read_storage(dir),
+        Source::Storage(dir) => storage::read_storage(dir, parts),
         #[cfg(feature = "opencode")]
         Source::Database(db) => {
             let work = work.ok_or_else(|| TranscriptError::Unreadable {
                 path: db.clone(),
                 reason: "no cache directory to copy the database into".to_owned(),
             })?;
-            db::read_database(db, work)
+            db::read_database(db, work, parts)
         }
         #[cfg(not(feature = "opencode"))]
         Source::Database(db) => {
-            let _ = work;
+            let _ = (work, parts);
             Err(TranscriptError::Unreadable {
                 path: db.clone(),
                 reason: "agentlog was built without the opencode feature".to_owned(),
@@ -174,7 +197,11 @@ pub(crate) fn conversation_of_database(
     index_dir: Option<&Path>,
 ) -> Result<Conversation, TranscriptError> {
     let work = work_dir(index_dir);
-    let store = read_source(&Source::Database(db.to_path_buf()), work.as_deref())?;
+    let store = read_source(
+        &Source::Database(db.to_path_buf()),
+        work.as_deref(),
+        Parts::Read,
+    )?;
     Ok(conversation(&store))
 }
 
@@ -248,6 +275,7 @@ pub(crate) fn root_of<'a>(session: &'a str, by_id: &HashMap<&'a str, &'a Session
 /// A session's usage for a usage report: the buckets of the messages of a root session and
 /// its subagents' sessions, by quarter-hour, model and whether a cost was recorded (a bucket
 /// without one is priced from its tokens).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct SessionUsage {
     pub(crate) session: String,
     pub(crate) project: String,
@@ -270,7 +298,7 @@ pub(crate) fn for_usage(sources: &[Source], index_dir: Option<&Path>) -> ForUsag
     let mut seen = HashSet::new();
     let mut sessions: BTreeMap<(String, String), SessionUsage> = BTreeMap::new();
     for source in sources {
-        let store = match read_source(source, work.as_deref()) {
+        let store = match read_source(source, work.as_deref(), Parts::Skip) {
             Ok(s) => s,
             Err(e) => {
                 out.skipped.push((source.path().to_path_buf(), e));

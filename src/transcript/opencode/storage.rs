@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{PartRow, Row, SessionInfo, Store};
+use super::{PartRow, Parts, Row, SessionInfo, Store};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::json::{Text, parse_line};
 
@@ -25,7 +25,7 @@ fn is_json(path: &Path) -> bool {
 }
 
 /// Reads the storage directory `storage` (the one holding `message/` and `session/`).
-pub(crate) fn read_storage(storage: &Path) -> Result<Store, TranscriptError> {
+pub(crate) fn read_storage(storage: &Path, want: Parts) -> Result<Store, TranscriptError> {
     let messages = storage.join("message");
     let listing =
         std::fs::read_dir(&messages).map_err(|e| TranscriptError::at("list", &messages, e));
@@ -65,7 +65,12 @@ pub(crate) fn read_storage(storage: &Path) -> Result<Store, TranscriptError> {
     // A part file that cannot be read is skipped (its message still counts).
     let mut parts = Vec::new();
     let mut skipped_parts = 0;
-    for message in entries(&storage.join("part")) {
+    let part_dir = storage.join("part");
+    let messages = match want {
+        Parts::Read => entries(&part_dir),
+        Parts::Skip => Vec::new(),
+    };
+    for message in messages {
         let message_id = message.file_name().to_string_lossy().into_owned();
         for file in entries(&message.path()) {
             let path = file.path();
@@ -140,7 +145,7 @@ mod tests {
         write("part/msg_1/prt_1.json", r#"{"type":"text","text":"one"}"#);
         write("part/msg_1/prt_3.json", "not json");
         write("part/msg_1/notes.txt", "ignored");
-        let store = read_storage(&storage).unwrap();
+        let store = read_storage(&storage, Parts::Read).unwrap();
         assert_eq!(store.parts.len(), 3);
         let c = super::super::conversation(&store);
         assert_eq!(c.messages.len(), 1);

@@ -49,10 +49,10 @@ pub fn usage_of_files(
         .max_unindexed_file
         .get_or_insert(UNINDEXED_FILE);
     let options = &options;
-    // OpenCode keeps databases, not lines: read beside the line transcripts, every time (the
-    // snapshot covers line files).
+    // OpenCode keeps databases, not lines: read beside the line transcripts (the snapshot
+    // covers line files), from the memo of the last run when no database changed.
     let (files, opencode) = opencode::split(files);
-    let extra = opencode::for_usage(&opencode, options.open.index_dir.as_deref());
+    let extra = opencode::for_usage_kept(&opencode, options.open.index_dir.as_deref());
     let mut report = if options.snapshot {
         usage_with_snapshot(request, &files, &extra.sessions, options, progress)
     } else {
