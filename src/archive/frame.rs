@@ -116,7 +116,16 @@ impl FrameHeader {
 
 /// Decodes a whole frame (header and compressed bytes), checking every checksum. Memory grows
 /// with the bytes actually decompressed, never with what a header claims.
+#[cfg(test)]
 pub(crate) fn decode(frame: &[u8]) -> Result<Vec<u8>, FrameDamage> {
+    let mut raw = Vec::new();
+    decode_into(frame, &mut raw)?;
+    Ok(raw)
+}
+
+/// [`decode`], the bytes appended to `out` (which keeps its length on damage): a reader of
+/// many frames decompresses straight into one buffer, reserved once.
+pub(crate) fn decode_into(frame: &[u8], out: &mut Vec<u8>) -> Result<(), FrameDamage> {
     let header = FrameHeader::parse(frame)?;
     let comp = frame
         .get(FRAME_HEADER..)
@@ -125,17 +134,24 @@ pub(crate) fn decode(frame: &[u8]) -> Result<Vec<u8>, FrameDamage> {
     if crc32fast::hash(comp) != header.comp_crc {
         return Err(FrameDamage::Payload);
     }
-    let mut raw = Vec::with_capacity((header.raw_len as usize).min(1 << 24));
-    let decoder = zstd::stream::read::Decoder::new(comp)
-        .map_err(|e| FrameDamage::Decompress(e.to_string()))?;
-    decoder
-        .take(u64::from(header.raw_len) + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| FrameDamage::Decompress(e.to_string()))?;
-    if raw.len() != header.raw_len as usize || crc32fast::hash(&raw) != header.raw_crc {
-        return Err(FrameDamage::Content);
+    let start = out.len();
+    let decoded = (|| {
+        let decoder = zstd::stream::read::Decoder::with_buffer(comp)
+            .map_err(|e| FrameDamage::Decompress(e.to_string()))?;
+        decoder
+            .take(u64::from(header.raw_len) + 1)
+            .read_to_end(out)
+            .map_err(|e| FrameDamage::Decompress(e.to_string()))?;
+        let raw = out.get(start..).unwrap_or_default();
+        if raw.len() != header.raw_len as usize || crc32fast::hash(raw) != header.raw_crc {
+            return Err(FrameDamage::Content);
+        }
+        Ok(())
+    })();
+    if decoded.is_err() {
+        out.truncate(start);
     }
-    Ok(raw)
+    decoded
 }
 
 #[cfg(test)]

@@ -144,12 +144,21 @@ impl Archive {
             bytes: Vec::new(),
             damage: Vec::new(),
         };
+        // Reserved once for the size the records say: pages are touched only as frames are
+        // decompressed into them, and a reservation refused leaves the buffer growing as needed.
+        let records = || {
+            version
+                .records
+                .iter()
+                .filter_map(|&i| self.catalog.record(i))
+        };
+        let total = records().map(|r| r.end).max().unwrap_or(0);
+        let _ = out
+            .bytes
+            .try_reserve_exact(usize::try_from(total).unwrap_or(0));
+        let mut scratch = Vec::new();
         let mut expected = 0u64;
-        for r in version
-            .records
-            .iter()
-            .filter_map(|&i| self.catalog.record(i))
-        {
+        for r in records() {
             let damage = |start, end, frame_offset, what: String| ArchiveDamage {
                 path: path.to_path_buf(),
                 version: version.number,
@@ -175,8 +184,8 @@ impl Archive {
                     "no valid record holds these bytes (a damaged index record)".into(),
                 ));
             }
-            match self.frame(r) {
-                Ok(raw) => out.bytes.extend_from_slice(&raw),
+            match self.frame_into(r, &mut scratch, &mut out.bytes) {
+                Ok(()) => {}
                 Err(e) => {
                     out.damage
                         .push(damage(r.start, r.end, Some(r.frame_offset), e.to_string()));
@@ -187,8 +196,14 @@ impl Archive {
         out
     }
 
-    /// A record's frame, decoded and checked against the record.
-    pub(crate) fn frame(&self, r: &Record) -> Result<Vec<u8>, FrameDamage> {
+    /// A record's frame, read into `scratch`, checked against the record and decoded onto
+    /// the end of `out`.
+    pub(crate) fn frame_into(
+        &self,
+        r: &Record,
+        scratch: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), FrameDamage> {
         use std::os::unix::fs::FileExt;
         let frames = self.frames.as_ref().ok_or(FrameDamage::Missing)?;
         if r.frame_offset < FRAMES_HEADER.len() as u64
@@ -197,18 +212,20 @@ impl Archive {
         {
             return Err(FrameDamage::Missing);
         }
-        let mut buf = vec![0u8; usize::try_from(r.frame_len).map_err(|_| FrameDamage::Missing)?];
+        let len = usize::try_from(r.frame_len).map_err(|_| FrameDamage::Missing)?;
+        scratch.clear();
+        scratch.resize(len, 0);
         frames
-            .read_exact_at(&mut buf, r.frame_offset)
+            .read_exact_at(scratch, r.frame_offset)
             .map_err(|_| FrameDamage::Missing)?;
-        let header = frame::FrameHeader::parse(&buf)?;
+        let header = frame::FrameHeader::parse(scratch)?;
         if header.frame_len() != r.frame_len
             || u64::from(header.raw_len) != r.end.saturating_sub(r.start)
             || header.raw_crc != r.raw.crc
         {
             return Err(FrameDamage::Mismatch);
         }
-        frame::decode(&buf)
+        frame::decode_into(scratch, out)
     }
 }
 
