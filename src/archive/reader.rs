@@ -137,6 +137,46 @@ impl Archive {
         Ok(self.read_version(path, v))
     }
 
+    /// Version `version` of `path` whole, decompressed by two threads, each into its own part
+    /// (the parts in order): for a reader that writes the bytes out and need not join them.
+    /// `None` when a record is missing or a frame is damaged, for [`Archive::read`] to name
+    /// the damage.
+    pub(crate) fn read_in_two(&self, path: &Path, version: u32) -> Option<[Vec<u8>; 2]> {
+        let found = self.catalog.sources.get(path.as_os_str().as_bytes())?;
+        let v = found.iter().find(|v| v.number == version)?;
+        let records: Vec<&Record> = v
+            .records
+            .iter()
+            .filter_map(|&i| self.catalog.record(i))
+            .collect();
+        let mut expected = 0;
+        for r in &records {
+            if r.start != expected {
+                return None;
+            }
+            expected = r.end;
+        }
+        let split = records.partition_point(|r| r.end <= expected / 2);
+        let (head, tail) = records.split_at(split);
+        let decode = |part: &[&Record]| -> Option<Vec<u8>> {
+            let start = part.first().map_or(0, |r| r.start);
+            let size = part.last().map_or(0, |r| r.end).saturating_sub(start);
+            let mut out = Vec::new();
+            let _ = out.try_reserve_exact(usize::try_from(size).ok()?);
+            let mut scratch = Vec::new();
+            for r in part {
+                self.frame_into(r, &mut scratch, &mut out).ok()?;
+            }
+            Some(out)
+        };
+        std::thread::scope(|scope| {
+            let later = scope.spawn(|| decode(tail));
+            let first = decode(head);
+            let later = later.join().ok().flatten();
+            Some([first?, later?])
+        })
+    }
+
     pub(crate) fn read_version(&self, path: &Path, version: &Version) -> ArchivedBytes {
         let mut out = ArchivedBytes {
             path: path.to_path_buf(),

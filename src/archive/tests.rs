@@ -421,3 +421,18 @@ fn a_session_is_restored_with_its_subagents_under_to() {
     assert_eq!(std::fs::read(&sub).unwrap(), lines(3..5).as_bytes());
     assert_eq!(std::fs::read(&main).unwrap(), lines(0..3).as_bytes());
 }
+
+#[test]
+fn the_two_halves_of_a_version_join_to_what_a_read_gives() {
+    let s = setup();
+    let a = s.src.join("a.jsonl");
+    // One record more at each run: every split point of up to six records.
+    for n in [1, 2, 5, 6, 9, 14] {
+        std::fs::write(&a, lines(0..n)).unwrap();
+        s.run();
+        let halves = s.open().read_in_two(&a, 1).unwrap();
+        assert_eq!(halves.concat(), s.read(&a, None), "{n} lines");
+        assert_eq!(halves.concat(), lines(0..n).as_bytes());
+    }
+    assert!(s.open().read_in_two(&a, 2).is_none(), "no such version");
+}
