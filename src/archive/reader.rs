@@ -120,6 +120,15 @@ impl Archive {
     /// Reads version `version` of `path` (the latest when `None`): every good frame's bytes,
     /// and what could not be read.
     pub fn read(&self, path: &Path, version: Option<u32>) -> Result<ArchivedBytes, ArchiveError> {
+        Ok(self.read_version(path, self.version(path, version)?))
+    }
+
+    /// Version `version` of `path` (the latest when `None`) as the catalog holds it.
+    pub(crate) fn version(
+        &self,
+        path: &Path,
+        version: Option<u32>,
+    ) -> Result<&Version, ArchiveError> {
         let versions = self
             .catalog
             .sources
@@ -131,24 +140,25 @@ impl Archive {
             None => versions.last(),
             Some(n) => versions.iter().find(|v| v.number == n),
         };
-        let v = found.ok_or_else(|| ArchiveError::NoMatch {
+        found.ok_or_else(|| ArchiveError::NoMatch {
             what: format!("version {} of {}", version.unwrap_or(0), path.display()),
-        })?;
-        Ok(self.read_version(path, v))
+        })
     }
 
-    /// Version `version` of `path` whole, decompressed by two threads, each into its own part
-    /// (the parts in order): for a reader that writes the bytes out and need not join them.
-    /// `None` when a record is missing or a frame is damaged, for [`Archive::read`] to name
-    /// the damage.
-    pub(crate) fn read_in_two(&self, path: &Path, version: u32) -> Option<[Vec<u8>; 2]> {
-        let found = self.catalog.sources.get(path.as_os_str().as_bytes())?;
-        let v = found.iter().find(|v| v.number == version)?;
-        let records: Vec<&Record> = v
+    /// The records of a version that the catalog holds, in source order.
+    fn records<'a>(&'a self, version: &'a Version) -> impl Iterator<Item = &'a Record> + 'a {
+        version
             .records
             .iter()
             .filter_map(|&i| self.catalog.record(i))
-            .collect();
+    }
+
+    /// A version whole, decompressed by two threads, each into its own part (the parts in
+    /// order): for a reader that writes the bytes out and need not join them. `None` when a
+    /// record is missing or a frame is damaged, for [`Archive::read_version`] to name the
+    /// damage.
+    pub(crate) fn read_in_two(&self, version: &Version) -> Option<[Vec<u8>; 2]> {
+        let records: Vec<&Record> = self.records(version).collect();
         let mut expected = 0;
         for r in &records {
             if r.start != expected {
@@ -186,19 +196,13 @@ impl Archive {
         };
         // Reserved once for the size the records say: pages are touched only as frames are
         // decompressed into them, and a reservation refused leaves the buffer growing as needed.
-        let records = || {
-            version
-                .records
-                .iter()
-                .filter_map(|&i| self.catalog.record(i))
-        };
-        let total = records().map(|r| r.end).max().unwrap_or(0);
+        let total = self.records(version).map(|r| r.end).max().unwrap_or(0);
         let _ = out
             .bytes
             .try_reserve_exact(usize::try_from(total).unwrap_or(0));
         let mut scratch = Vec::new();
         let mut expected = 0u64;
-        for r in records() {
+        for r in self.records(version) {
             let damage = |start, end, frame_offset, what: String| ArchiveDamage {
                 path: path.to_path_buf(),
                 version: version.number,

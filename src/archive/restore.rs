@@ -82,10 +82,11 @@ pub fn restore(
         }
         // Two threads decompress a whole version; one that is not is read again frame by
         // frame to name the damage.
-        let parts = if let Some(parts) = archive.read_in_two(&original, version) {
+        let found = archive.version(&original, Some(version))?;
+        let parts = if let Some(parts) = archive.read_in_two(found) {
             parts
         } else {
-            let read = archive.read(&original, Some(version))?;
+            let read = archive.read_version(&original, found);
             if let Some(d) = read.damage.first() {
                 return Err(ArchiveError::Incomplete {
                     path: original,

@@ -430,9 +430,12 @@ fn the_two_halves_of_a_version_join_to_what_a_read_gives() {
     for n in [1, 2, 5, 6, 9, 14] {
         std::fs::write(&a, lines(0..n)).unwrap();
         s.run();
-        let halves = s.open().read_in_two(&a, 1).unwrap();
+        let archive = s.open();
+        let halves = archive
+            .read_in_two(archive.version(&a, Some(1)).unwrap())
+            .unwrap();
         assert_eq!(halves.concat(), s.read(&a, None), "{n} lines");
         assert_eq!(halves.concat(), lines(0..n).as_bytes());
     }
-    assert!(s.open().read_in_two(&a, 2).is_none(), "no such version");
+    assert!(s.open().version(&a, Some(2)).is_err(), "no such version");
 }
