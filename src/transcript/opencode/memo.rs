@@ -73,11 +73,12 @@ fn unchanged(kept: &[DatabaseStat], now: &[DatabaseStat]) -> bool {
 /// [`for_usage`], answered from the memo when no database changed since it was kept, and the
 /// memo kept again when one did (and everything could be read).
 pub(crate) fn for_usage_kept(sources: &[Source], index_dir: Option<&Path>) -> ForUsage {
-    let (Some(work), false) = (work_dir(index_dir), sources.is_empty()) else {
-        return for_usage(sources, index_dir);
+    let work = work_dir(index_dir);
+    let (Some(work), false) = (work.as_deref(), sources.is_empty()) else {
+        return for_usage(sources, work.as_deref());
     };
     let Some(stats) = stats_of(sources) else {
-        return for_usage(sources, index_dir);
+        return for_usage(sources, Some(work));
     };
     let names: Vec<&[u8]> = stats.iter().map(|s| s.0.as_slice()).collect();
     let path = work.join(format!("usage-{:016x}.memo", fnv(&names)));
@@ -90,7 +91,7 @@ pub(crate) fn for_usage_kept(sources: &[Source], index_dir: Option<&Path>) -> Fo
             skipped: Vec::new(),
         };
     }
-    let out = for_usage(sources, index_dir);
+    let out = for_usage(sources, Some(work));
     if out.skipped.is_empty() {
         let memo = Memo {
             stats,
@@ -98,7 +99,7 @@ pub(crate) fn for_usage_kept(sources: &[Source], index_dir: Option<&Path>) -> Fo
             read: out.read,
         };
         // The answer stands even if the memo cannot be kept.
-        let _ = MEMO.write(&work, &path, &memo);
+        let _ = MEMO.write(work, &path, &memo);
     }
     out
 }
@@ -149,7 +150,7 @@ mod tests {
         let db = data.path().join("opencode.db");
         let sources = [Source::Database(db.clone())];
         let index = Some(cache.path());
-        let fresh = for_usage(&sources, index);
+        let fresh = for_usage(&sources, Some(&cache.path().join("opencode")));
         assert!(fresh.read == 1 && !fresh.sessions.is_empty());
         // Just copied: not settled, so nothing is kept.
         let first = for_usage_kept(&sources, index);

@@ -291,14 +291,14 @@ pub(crate) struct ForUsage {
     pub(crate) skipped: Vec<(PathBuf, TranscriptError)>,
 }
 
-/// Reads every source for a usage report, each message id once across them.
-pub(crate) fn for_usage(sources: &[Source], index_dir: Option<&Path>) -> ForUsage {
-    let work = work_dir(index_dir);
+/// Reads every source for a usage report (databases through private copies under `work`),
+/// each message id once across them.
+pub(crate) fn for_usage(sources: &[Source], work: Option<&Path>) -> ForUsage {
     let mut out = ForUsage::default();
     let mut seen = HashSet::new();
     let mut sessions: BTreeMap<(String, String), SessionUsage> = BTreeMap::new();
     for source in sources {
-        let store = match read_source(source, work.as_deref(), Parts::Skip) {
+        let store = match read_source(source, work, Parts::Skip) {
             Ok(s) => s,
             Err(e) => {
                 out.skipped.push((source.path().to_path_buf(), e));
