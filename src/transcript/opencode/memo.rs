@@ -156,7 +156,8 @@ mod tests {
         let first = for_usage_kept(&sources, index);
         assert_eq!(figures(&first), figures(&fresh));
         assert_eq!(memo_in(cache.path()), None);
-        std::thread::sleep(Duration::from_millis(2600));
+        // Settled means changed 2 s before the stat in whole seconds: over 3 s from any start.
+        std::thread::sleep(Duration::from_millis(3100));
         let kept = for_usage_kept(&sources, index);
         assert_eq!(figures(&kept), figures(&fresh));
         let path = memo_in(cache.path()).unwrap_or_else(|| panic!("no memo kept"));
