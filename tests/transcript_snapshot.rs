@@ -546,8 +546,9 @@ fn a_file_that_cannot_be_read_stays_skipped_until_it_can() {
 #[test]
 fn a_settled_file_rewritten_in_place_with_its_mtime_put_back_is_still_seen() {
     let (_dir, root, cache, files) = warm_tree();
-    // Once the files have not changed for a while, a run records their stat.
-    std::thread::sleep(std::time::Duration::from_millis(2600));
+    // Once the files have not changed for a while, a run records their stat. Settled means
+    // changed 2 s before the stat in whole seconds: over 3 s from any start.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
     // One digit of a token count changed, the length and the mtime kept: the ctime moves.
