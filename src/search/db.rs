@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use crate::search::count::MatchCounter;
 use crate::search::error::SearchError;
 
 /// The folder of a store's search index.
@@ -120,8 +119,6 @@ pub struct Db {
     pub conn: Connection,
     /// The index's own id (cursors carry it).
     pub instance: String,
-    /// The match counts of the search under way, shared with the connection's functions.
-    pub counter: MatchCounter,
     /// The file's identity when opened: another file at the path means reopen.
     identity: (u64, u64),
     path: PathBuf,
@@ -200,21 +197,15 @@ impl Db {
                 r.get(0)
             })
             .map_err(|e| e.to_string())?;
-        let counter = configure(&conn).map_err(|e| e.to_string())?;
-        Db::new(conn, instance, counter, path).map_err(|e| e.to_string())
+        configure(&conn).map_err(|e| e.to_string())?;
+        Db::new(conn, instance, path).map_err(|e| e.to_string())
     }
 
-    fn new(
-        conn: Connection,
-        instance: String,
-        counter: MatchCounter,
-        path: &Path,
-    ) -> io::Result<Db> {
+    fn new(conn: Connection, instance: String, path: &Path) -> io::Result<Db> {
         let metadata = fs::metadata(path)?;
         Ok(Db {
             conn,
             instance,
-            counter,
             identity: identity(&metadata),
             path: path.to_path_buf(),
         })
@@ -232,7 +223,7 @@ impl Db {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| fail("opening", e))?;
-        let counter = configure(&conn).map_err(|e| fail("configuring", e))?;
+        configure(&conn).map_err(|e| fail("configuring", e))?;
         let instance = new_instance_id();
         conn.execute_batch(&format!(
             "BEGIN; PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {}; {} COMMIT;",
@@ -245,7 +236,7 @@ impl Db {
         )
         .map_err(|e| fail("initializing", e))?;
         tracing::info!(index = %path.display(), "search index created");
-        Db::new(conn, instance, counter, path)
+        Db::new(conn, instance, path)
             .map_err(|e| SearchError::index_io(format!("reading {}", path.display()), e))
     }
 }
@@ -318,7 +309,7 @@ pub fn is_damage(error: &SearchError) -> bool {
         .is_some_and(|code| matches!(code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
 }
 
-fn configure(conn: &Connection) -> rusqlite::Result<MatchCounter> {
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
     // Plans made without the bound values: otherwise binding the MATCH expression or LIMIT
     // compiles every search statement (and FTS5's own) twice, once at prepare and once at
@@ -336,9 +327,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<MatchCounter> {
         "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;
          PRAGMA journal_size_limit = 4194304;",
     )?;
-    // The ranking, the page's marked texts and the match counts keep about twenty statements.
+    // The ranking and the page's marked texts keep about a dozen statements.
     conn.set_prepared_statement_cache_capacity(32);
-    MatchCounter::install(conn)
+    crate::search::count::install(conn)
 }
 
 fn identity(metadata: &fs::Metadata) -> (u64, u64) {

@@ -67,11 +67,6 @@ impl Predicates {
         self.clauses.len()
     }
 
-    /// Whether there are none (the ranking then counts matches from the index's positions).
-    pub fn is_empty(&self) -> bool {
-        self.clauses.is_empty()
-    }
-
     fn list(&mut self, column: &str, values: Vec<SqlValue>, nullable: bool) {
         let marks = vec!["?"; values.len()].join(",");
         let clause = match (values.is_empty(), nullable) {
@@ -254,7 +249,7 @@ mod tests {
         p.add_session_filters(&[SessionFilter::Availability {
             values: vec![Availability::Persisted, Availability::Live],
         }]);
-        assert!(p.is_empty());
+        assert_eq!(p.len(), 0);
         assert_eq!(p.sql(1), "1");
     }
 }

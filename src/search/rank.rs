@@ -2,9 +2,8 @@
 //!
 //! A candidate is a document matching the FTS5 expression, with its session's columns. Its match
 //! count is the number of runs `highlight()` would mark (FTS5 merges overlapping matches into
-//! one run): counted from the index's positions (`count`), or by `highlight()` itself when
-//! counting was given up, for live documents, and in searches with filters or within one
-//! session. Its length is the text's length in code
+//! one run), counted from the row's instances by an auxiliary function (`count`). Its length is
+//! the text's length in code
 //! points. Both orders are the reference's: match count descending, length ascending, time
 //! descending, then session id ascending (sessions) and seq descending. Only the rows of the
 //! page get their text with every match wrapped in U+FDD0 ... U+FDD1 (`highlight()`), for the
@@ -13,7 +12,7 @@
 
 use rusqlite::types::Value as SqlValue;
 
-use crate::search::count::{counted_sql, marks_sql};
+use crate::search::count::runs_sql;
 use crate::search::db::Db;
 use crate::search::error::SearchError;
 use crate::search::marked::{PageDoc, Source, marked_texts};
@@ -56,7 +55,7 @@ fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String
          {} AS mc
   FROM fts JOIN docs d ON d.id = fts.rowid JOIN sessions s ON s.key = d.session
   WHERE fts MATCH ?1 AND s.error IS NULL",
-        counted_sql()
+        runs_sql("fts")
     );
     if live {
         sql.push_str(HIDE_LIVE);
@@ -69,7 +68,7 @@ fn candidates(live: bool, predicates: &Predicates, first_param: usize) -> String
   FROM temp.live_fts JOIN temp.live_docs d ON d.id = live_fts.rowid
        JOIN temp.live_sessions s ON s.key = d.session
   WHERE live_fts MATCH ?1",
-            marks_sql("live_fts")
+            runs_sql("live_fts")
         );
         sql.push_str(&live_candidates);
     }
@@ -96,14 +95,7 @@ pub fn rank_sessions(
          LIMIT ?2 OFFSET ?3",
         candidates(live, predicates, 4)
     );
-    // A filtered search counts with highlight(): its candidates may be few, while the
-    // positions read would be the whole index's.
-    let counted = if predicates.is_empty() {
-        query.phrases.as_slice()
-    } else {
-        &[]
-    };
-    run(db, &sql, query, counted, offset, &[], &predicates.values)
+    run(db, &sql, query, offset, &[], &predicates.values)
 }
 
 /// The page of one session's matching events, ranked.
@@ -123,22 +115,19 @@ pub fn rank_events(
         candidates(live, predicates, 5)
     );
     let session = [SqlValue::Text(session_id.into())];
-    // One session's candidates are counted with highlight(): the positions read would be the
-    // whole index's.
-    run(db, &sql, query, &[], offset, &session, &predicates.values)
+    run(db, &sql, query, offset, &session, &predicates.values)
 }
 
 fn run(
     db: &Db,
     sql: &str,
     query: &Query,
-    counted: &[String],
     offset: u64,
     session: &[SqlValue],
     values: &[SqlValue],
 ) -> Result<Vec<RankedRow>, SearchError> {
     let params: Vec<SqlValue> = session.iter().chain(values).cloned().collect();
-    let rows = ranked(db, sql, query, (counted, None), offset, &params, |r| {
+    let rows = ranked(db, sql, query, None, offset, &params, |r| {
         let live: bool = r.get(1)?;
         let doc = r.get(7)?;
         let row = RankedRow {
@@ -178,8 +167,7 @@ fn run(
 }
 
 /// Runs the ranking statement `sql` (`?1` the query's expression, `?2` the page size + 1, `?3`
-/// the offset, then `params`) with the match counts of `counted` active (none: counted by
-/// `highlight()`), and gives each row, made by `row` with its document, and the document's text
+/// the offset, then `params`), and gives each row, made by `row` with its document, and the document's text
 /// with its matches marked (for the page only: marked in the ranking, every candidate's text
 /// would be highlighted; with `snippet_chars`, a long text may be marked in a prefix that gives
 /// the same snippet of that many code points: [`marked_texts`]).
@@ -187,14 +175,13 @@ pub(crate) fn ranked<T>(
     db: &Db,
     sql: &str,
     query: &Query,
-    (counted, snippet_chars): (&[String], Option<usize>),
+    snippet_chars: Option<usize>,
     offset: u64,
     params: &[SqlValue],
     row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<(T, PageDoc)>,
 ) -> Result<Vec<(T, String)>, SearchError> {
     let failed = |e| SearchError::index("searching", e);
     let conn = &db.conn;
-    let _counts = db.counter.activate(conn, counted).map_err(failed)?;
     let mut stmt = conn.prepare_cached(sql).map_err(failed)?;
     let fixed = [
         SqlValue::Text(query.expression.clone()),

@@ -103,8 +103,6 @@ pub struct Query {
     pub limit: u64,
     /// Its FTS5 expression ([`fts_expression`]).
     pub expression: String,
-    /// Its phrases ([`phrases`]), for the match counts.
-    pub phrases: Vec<String>,
 }
 
 impl Query {
@@ -115,7 +113,6 @@ impl Query {
         Ok(Query {
             limit,
             expression: fts_expression(&text, mode),
-            phrases: phrases(&text, mode),
             text,
         })
     }

@@ -3,7 +3,7 @@
 //! ascending (an `OpenCode` message's parts share its offset: in part order); match counts and
 //! marked texts as a store search's ([`crate::search::rank`]).
 
-use crate::search::count::counted_sql;
+use crate::search::count::runs_sql;
 use crate::search::db::Db;
 use crate::search::error::SearchError;
 use crate::search::marked::{PageDoc, Source};
@@ -29,7 +29,7 @@ pub(super) fn rank(
         restrict_to(db, &searched.keys).map_err(|e| SearchError::index("searching", e))?;
         " AND d.file IN (SELECT key FROM temp.searched)"
     };
-    let counted = counted_sql();
+    let counted = runs_sql("fts");
     let sql = format!(
         "WITH cand AS (
            SELECT d.file AS file, d.offset AS offset, d.line AS line, d.generation AS gen,
@@ -43,53 +43,38 @@ pub(super) fn rank(
          ORDER BY c.mc DESC, c.length ASC, c.time DESC, f.path ASC, c.offset DESC, c.doc ASC
          LIMIT ?2 OFFSET ?3"
     );
-    // A search of some of the indexed files counts with highlight(): its candidates may be
-    // few, while the positions read would be the whole index's.
-    let counted = if searched.all {
-        query.phrases.as_slice()
-    } else {
-        &[]
-    };
-    let rows = ranked(
-        db,
-        &sql,
-        query,
-        (counted, Some(snippet_chars)),
-        offset,
-        &[],
-        |r| {
-            let format: Option<String> = r.get(1)?;
-            // Only files read as a format have documents.
-            let format = format
-                .and_then(|f| f.parse::<Format>().ok())
-                .ok_or_else(|| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        1,
-                        rusqlite::types::Type::Text,
-                        "a file with documents but no format".into(),
-                    )
-                })?;
-            let hit = TranscriptSearchHit {
-                file: stored_path(r.get(0)?),
-                format,
-                session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                offset: r.get::<_, i64>(3)?.cast_unsigned(),
-                line: r.get::<_, i64>(4)?.cast_unsigned(),
-                generation: r.get(5)?,
-                kind: r.get(6)?,
-                role: r.get(7)?,
-                time: r.get(8)?,
-                snippet: String::new(),
-                marks: Vec::new(),
-                archived: None,
-            };
-            let doc = PageDoc {
-                source: Source::Index,
-                doc: r.get(9)?,
-            };
-            Ok((hit, doc))
-        },
-    )?;
+    let rows = ranked(db, &sql, query, Some(snippet_chars), offset, &[], |r| {
+        let format: Option<String> = r.get(1)?;
+        // Only files read as a format have documents.
+        let format = format
+            .and_then(|f| f.parse::<Format>().ok())
+            .ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    1,
+                    rusqlite::types::Type::Text,
+                    "a file with documents but no format".into(),
+                )
+            })?;
+        let hit = TranscriptSearchHit {
+            file: stored_path(r.get(0)?),
+            format,
+            session: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            offset: r.get::<_, i64>(3)?.cast_unsigned(),
+            line: r.get::<_, i64>(4)?.cast_unsigned(),
+            generation: r.get(5)?,
+            kind: r.get(6)?,
+            role: r.get(7)?,
+            time: r.get(8)?,
+            snippet: String::new(),
+            marks: Vec::new(),
+            archived: None,
+        };
+        let doc = PageDoc {
+            source: Source::Index,
+            doc: r.get(9)?,
+        };
+        Ok((hit, doc))
+    })?;
     Ok(rows
         .into_iter()
         .map(|(mut hit, marked)| {
