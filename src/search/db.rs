@@ -329,7 +329,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     )?;
     // The ranking and the page's marked texts keep about a dozen statements.
     conn.set_prepared_statement_cache_capacity(32);
-    crate::search::count::install(conn)
+    crate::search::fts5::install(conn)
 }
 
 fn identity(metadata: &fs::Metadata) -> (u64, u64) {

@@ -1,11 +1,11 @@
 //! The texts of a page's hits with their matches marked, for the snippets.
 //!
-//! `highlight()` marks what the query matched in the row its statement is on. Asking the index
-//! for one document at a time (`MATCH ... AND rowid = ?`) runs the query's term lists from the
-//! start to that document, which costs a phrase with a common word ~0.1 ms per hit at 100k
-//! events, more as the index grows. So the page's texts are copied into a small FTS5 table of
-//! the same tokenizer, local to the connection, and the query is run there once: the same text
-//! and tokenizer give the same matches, so the same marks.
+//! The marks are `highlight()`'s: each run of the query's instances (an instance starting at or
+//! before the end of the run so far joins it) wrapped from its first token's first byte to its
+//! last token's last. They are placed here, from the tokens of the indexes' own tokenizer
+//! ([`Tokenizer`]): asking the index for one document at a time (`MATCH ... AND rowid = ?`)
+//! runs the query's term lists from the start to that document, and copying the page into an
+//! FTS5 table to ask it there tokenized every text twice.
 //!
 //! Only the snippet is shown, so a long text is first marked in a prefix cut at whitespace
 //! (so its tokens are the text's first tokens). The prefix's marks are kept when more words
@@ -15,7 +15,8 @@
 
 use rusqlite::Connection;
 
-use crate::search::snippet::snippet_and_rest;
+use crate::search::fts5::{Purpose, Tokenizer};
+use crate::search::snippet::{MARK_CLOSE, MARK_OPEN, snippet_and_rest};
 
 /// A text longer than this many bytes is first marked in a prefix of at most this many.
 const PREFIX_BYTES: usize = 8 << 10;
@@ -38,28 +39,33 @@ pub struct PageDoc {
     pub doc: i64,
 }
 
-const TABLES: [&str; 2] = [
-    "CREATE TEMP TABLE IF NOT EXISTS agentlog_page_text(rowid INTEGER PRIMARY KEY, text TEXT)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.agentlog_page
-       USING fts5(text, content = 'agentlog_page_text', tokenize = 'unicode61')",
-];
+/// The query as marking needs it: its FTS5 expression and its phrases (`request::phrases`).
+#[derive(Debug, Clone, Copy)]
+pub struct Marking<'q> {
+    /// The FTS5 expression, for a document marked by its own table.
+    pub expression: &'q str,
+    /// The phrases, each to be found whole.
+    pub phrases: &'q [String],
+}
 
-/// The texts of `docs` with the matches of `expression` wrapped in U+FDD0 ... U+FDD1, in order.
+/// The texts of `docs` with the matches of `query` wrapped in U+FDD0 ... U+FDD1, in order.
 /// With `snippet_chars`, a long text may be given as a marked prefix whose snippet of that
 /// many code points is the whole text's.
 pub fn marked_texts(
     conn: &Connection,
-    expression: &str,
+    query: Marking<'_>,
     docs: &[PageDoc],
     snippet_chars: Option<usize>,
 ) -> rusqlite::Result<Vec<String>> {
     if docs.is_empty() {
         return Ok(Vec::new());
     }
-    for sql in TABLES {
-        conn.prepare_cached(sql)?.execute([])?;
-    }
+    let tokenizer = Tokenizer::new(conn)?;
+    let phrases = Phrases::new(&tokenizer, query.phrases)?;
+    // More tokens than any phrase has: the expression's length bounds them.
+    let need = query.expression.chars().count() + 1;
     let mut texts = Vec::with_capacity(docs.len());
+    let mut tokens = Vec::new();
     for page_doc in docs {
         let text_sql = match page_doc.source {
             Source::Index => "SELECT text FROM fts WHERE rowid = ?1",
@@ -68,53 +74,29 @@ pub fn marked_texts(
         let text: String = conn
             .prepare_cached(text_sql)?
             .query_row([page_doc.doc], |r| r.get(0))?;
-        texts.push(text);
-    }
-    let cuts: Vec<Option<usize>> = texts
-        .iter()
-        .map(|t| snippet_chars.and_then(|_| prefix_end(t)))
-        .collect();
-    let pieces: Vec<&str> = texts
-        .iter()
-        .zip(&cuts)
-        .map(|(t, cut)| cut.and_then(|c| t.get(..c)).unwrap_or(t))
-        .collect();
-    let mut marked = mark(conn, expression, &pieces)?;
-    if let Some(max) = snippet_chars {
-        // More tokens than any phrase has: the expression's length bounds them.
-        let need = expression.chars().count() + 1;
-        // A prefix whose marks cannot be vouched for: marked again whole.
-        let redo: Vec<(usize, &str)> = marked
-            .iter()
-            .zip(&cuts)
-            .zip(&texts)
-            .enumerate()
-            .filter(|(_, ((m, cut), _))| {
-                cut.is_some()
-                    && m.as_deref()
-                        .is_none_or(|m| snippet_and_rest(m, max, need).1 < need)
-            })
-            .map(|(i, (_, text))| (i, text.as_str()))
-            .collect();
-        if !redo.is_empty() {
-            let whole: Vec<&str> = redo.iter().map(|(_, text)| *text).collect();
-            for ((i, _), again) in redo.iter().zip(mark(conn, expression, &whole)?) {
-                if let Some(slot) = marked.get_mut(*i) {
-                    *slot = again;
+        let prefix = snippet_chars
+            .and_then(|max| Some((max, text.get(..prefix_end(&text)?)?)))
+            .and_then(|(max, prefix)| {
+                let marked = phrases.mark(&tokenizer, prefix, &mut tokens);
+                // A prefix whose marks cannot be vouched for is marked again whole.
+                match marked {
+                    Ok(Some(m)) if snippet_and_rest(&m, max, need).1 >= need => Some(Ok(m)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
                 }
-            }
-        }
+            });
+        let marked = match prefix {
+            Some(marked) => Some(marked?),
+            None => phrases.mark(&tokenizer, &text, &mut tokens)?,
+        };
+        // Every page document matches the query; one whose tokens here would not is asked of
+        // its own table, the slow way, rather than shown unmarked.
+        texts.push(match marked {
+            Some(marked) => marked,
+            None => marked_in_place(conn, query.expression, *page_doc)?,
+        });
     }
-    // Every page document matches the query; one that would not here is asked of its own
-    // table, the slow way, rather than shown unmarked.
-    marked
-        .into_iter()
-        .zip(docs)
-        .map(|(text, page_doc)| match text {
-            Some(text) => Ok(text),
-            None => marked_in_place(conn, expression, *page_doc),
-        })
-        .collect()
+    Ok(texts)
 }
 
 /// Where a long text's prefix ends: at its last ASCII whitespace within [`PREFIX_BYTES`]
@@ -130,46 +112,120 @@ fn prefix_end(text: &str) -> Option<usize> {
         .filter(|&at| at > 0)
 }
 
-/// `texts` marked by the page table (`None` for one the query does not match there).
-fn mark(
-    conn: &Connection,
-    expression: &str,
-    texts: &[&str],
-) -> rusqlite::Result<Vec<Option<String>>> {
-    // One transaction: the copies, the query, and the clearing commit once (or roll back).
-    let tx = conn.unchecked_transaction()?;
-    clear(&tx)?;
-    for (i, text) in (0i64..).zip(texts) {
-        tx.prepare_cached("INSERT INTO temp.agentlog_page_text(rowid, text) VALUES (?1, ?2)")?
-            .execute((i, text))?;
-        tx.prepare_cached("INSERT INTO temp.agentlog_page(rowid, text) VALUES (?1, ?2)")?
-            .execute((i, text))?;
-    }
-    let mut marked: Vec<Option<String>> = vec![None; texts.len()];
-    {
-        let mut select = tx.prepare_cached(
-            "SELECT rowid, highlight(agentlog_page, 0, char(64976), char(64977))
-             FROM temp.agentlog_page WHERE agentlog_page MATCH ?1",
-        )?;
-        let mut rows = select.query([expression])?;
-        while let Some(row) = rows.next()? {
-            let i: i64 = row.get(0)?;
-            if let Some(slot) = usize::try_from(i).ok().and_then(|i| marked.get_mut(i)) {
-                *slot = Some(row.get(1)?);
-            }
-        }
-    }
-    clear(&tx)?;
-    tx.commit()?;
-    Ok(marked)
+/// A token of a text: which of the query's distinct tokens it is ([`NOT_QUERIED`]: none), and
+/// its bytes in the text.
+type Placed = (usize, usize, usize);
+const NOT_QUERIED: usize = usize::MAX;
+
+/// The query's phrases as tokens: the distinct tokens, and each phrase as their indexes.
+struct Phrases {
+    distinct: Vec<Vec<u8>>,
+    phrases: Vec<Vec<usize>>,
 }
 
-fn clear(conn: &Connection) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT INTO temp.agentlog_page(agentlog_page) VALUES ('delete-all')")?
-        .execute([])?;
-    conn.prepare_cached("DELETE FROM temp.agentlog_page_text")?
-        .execute([])?;
-    Ok(())
+impl Phrases {
+    fn new(tokenizer: &Tokenizer, phrases: &[String]) -> rusqlite::Result<Phrases> {
+        let mut distinct: Vec<Vec<u8>> = Vec::new();
+        let mut ids = Vec::with_capacity(phrases.len());
+        for phrase in phrases {
+            let mut phrase_ids = Vec::new();
+            tokenizer.tokenize(phrase, Purpose::Query, |token| {
+                let id = distinct
+                    .iter()
+                    .position(|d| d.as_slice() == token.text)
+                    .unwrap_or_else(|| {
+                        distinct.push(token.text.to_vec());
+                        distinct.len() - 1
+                    });
+                phrase_ids.push(id);
+                true
+            })?;
+            // A phrase without tokens has no instances and matches nothing (as FTS5's `""`).
+            if !phrase_ids.is_empty() {
+                ids.push(phrase_ids);
+            }
+        }
+        Ok(Phrases {
+            distinct,
+            phrases: ids,
+        })
+    }
+
+    /// `text` with each run of the phrases' instances marked as `highlight()` marks it;
+    /// `None` when a phrase does not occur (the text does not match). `tokens` is scratch.
+    fn mark(
+        &self,
+        tokenizer: &Tokenizer,
+        text: &str,
+        tokens: &mut Vec<Placed>,
+    ) -> rusqlite::Result<Option<String>> {
+        tokens.clear();
+        tokenizer.tokenize(text, Purpose::Document, |token| {
+            let id = self
+                .distinct
+                .iter()
+                .position(|d| d.as_slice() == token.text)
+                .unwrap_or(NOT_QUERIED);
+            tokens.push((id, token.start, token.end));
+            true
+        })?;
+        // Instances as (first token, last token), by first token as FTS5 orders them.
+        let mut instances: Vec<(usize, usize)> = Vec::new();
+        if self.phrases.is_empty() {
+            return Ok(None);
+        }
+        for phrase in &self.phrases {
+            let before = instances.len();
+            let len = phrase.len();
+            for (first, window) in tokens.windows(len).enumerate() {
+                if window.iter().map(|t| t.0).eq(phrase.iter().copied()) {
+                    instances.push((first, first + len - 1));
+                }
+            }
+            if instances.len() == before {
+                return Ok(None);
+            }
+        }
+        instances.sort_unstable();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (first, last) in instances {
+            match runs.last_mut() {
+                Some(run) if first <= run.1 => run.1 = run.1.max(last),
+                _ => runs.push((first, last)),
+            }
+        }
+        let mut marked = String::with_capacity(text.len() + runs.len() * 6);
+        let mut copied = 0;
+        for (first, last) in runs {
+            let (Some(&(_, start, _)), Some(&(_, _, end))) = (tokens.get(first), tokens.get(last))
+            else {
+                return Ok(None);
+            };
+            let (Some(before), Some(inside)) = (text.get(copied..start), text.get(start..end))
+            else {
+                return Ok(None);
+            };
+            marked.push_str(before);
+            marked.push(MARK_OPEN);
+            marked.push_str(inside);
+            marked.push(MARK_CLOSE);
+            copied = end;
+        }
+        marked.push_str(text.get(copied..).unwrap_or_default());
+        Ok(Some(marked))
+    }
+}
+
+/// `text` marked for `phrases` by the tokenizer alone (`None`: it does not match), for the
+/// tests against `highlight()`.
+#[cfg(test)]
+pub(crate) fn mark_alone(
+    conn: &Connection,
+    phrases: &[String],
+    text: &str,
+) -> rusqlite::Result<Option<String>> {
+    let tokenizer = Tokenizer::new(conn)?;
+    Phrases::new(&tokenizer, phrases)?.mark(&tokenizer, text, &mut Vec::new())
 }
 
 /// One document's marked text, from its own table.
@@ -199,6 +255,13 @@ mod tests {
     use crate::search::snippet::make_snippet;
     use proptest::prelude::*;
 
+    fn marking(q: &Query) -> Marking<'_> {
+        Marking {
+            expression: &q.expression,
+            phrases: &q.phrases,
+        }
+    }
+
     const WORDS: [&str; 10] = [
         "alpha", "beta", "the", "file", "x-y", "é", "1", "--", "Gamma", "beta's",
     ];
@@ -226,7 +289,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
-        /// The oracle: the snippet of the whole text, marked by the page table.
+        /// The oracles: `highlight()` of the whole text, and the snippet of the whole text.
         #[test]
         fn a_prefix_gives_the_whole_texts_snippet(
             docs in proptest::collection::vec(
@@ -258,8 +321,13 @@ mod tests {
                 conn.execute("INSERT INTO fts(rowid, text) VALUES (?1, ?2)", (i, &t)).unwrap();
                 page.push(PageDoc { source: Source::Index, doc: i });
             }
-            let whole = marked_texts(&conn, &q.expression, &page, None).unwrap();
-            let cut = marked_texts(&conn, &q.expression, &page, Some(max)).unwrap();
+            let whole = marked_texts(&conn, marking(&q), &page, None).unwrap();
+            let cut = marked_texts(&conn, marking(&q), &page, Some(max)).unwrap();
+            let highlighted: Vec<String> = page
+                .iter()
+                .map(|doc| marked_in_place(&conn, &q.expression, *doc).unwrap())
+                .collect();
+            prop_assert_eq!(&whole, &highlighted);
             for (w, c) in whole.iter().zip(&cut) {
                 prop_assert_eq!(make_snippet(w, max), make_snippet(c, max));
                 prop_assert!(c.len() <= w.len());
@@ -285,7 +353,7 @@ mod tests {
             doc,
         });
         let q = Query::new("needle", MatchMode::Phrase, None).unwrap();
-        let cut = marked_texts(&conn, &q.expression, &page, Some(240)).unwrap();
+        let cut = marked_texts(&conn, marking(&q), &page, Some(240)).unwrap();
         assert!(cut[0].len() <= PREFIX_BYTES + 6, "early match: the prefix");
         assert!(cut[1].len() > late.len(), "late match: the whole text");
         assert_eq!(make_snippet(&cut[1], 240).marks.len(), 1);

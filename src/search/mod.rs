@@ -52,11 +52,11 @@
 )]
 
 mod catch_up;
-mod count;
 mod cursor;
 mod db;
 mod documents;
 mod error;
+mod fts5;
 mod index;
 mod live;
 mod marked;

@@ -12,10 +12,10 @@
 
 use rusqlite::types::Value as SqlValue;
 
-use crate::search::count::runs_sql;
 use crate::search::db::Db;
 use crate::search::error::SearchError;
-use crate::search::marked::{PageDoc, Source, marked_texts};
+use crate::search::fts5::runs_sql;
+use crate::search::marked::{Marking, PageDoc, Source, marked_texts};
 use crate::search::predicate::Predicates;
 use crate::search::request::Query;
 
@@ -193,6 +193,10 @@ pub(crate) fn ranked<T>(
         .and_then(Iterator::collect)
         .map_err(failed)?;
     let (rows, docs): (Vec<T>, Vec<PageDoc>) = rows.into_iter().unzip();
-    let marked = marked_texts(conn, &query.expression, &docs, snippet_chars).map_err(failed)?;
+    let marking = Marking {
+        expression: &query.expression,
+        phrases: &query.phrases,
+    };
+    let marked = marked_texts(conn, marking, &docs, snippet_chars).map_err(failed)?;
     Ok(rows.into_iter().zip(marked).collect())
 }

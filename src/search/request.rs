@@ -103,6 +103,8 @@ pub struct Query {
     pub limit: u64,
     /// Its FTS5 expression ([`fts_expression`]).
     pub expression: String,
+    /// Its phrases ([`phrases`]), for marking the page's texts.
+    pub phrases: Vec<String>,
 }
 
 impl Query {
@@ -113,6 +115,7 @@ impl Query {
         Ok(Query {
             limit,
             expression: fts_expression(&text, mode),
+            phrases: phrases(&text, mode),
             text,
         })
     }

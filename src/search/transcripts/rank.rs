@@ -3,9 +3,9 @@
 //! ascending (an `OpenCode` message's parts share its offset: in part order); match counts and
 //! marked texts as a store search's ([`crate::search::rank`]).
 
-use crate::search::count::runs_sql;
 use crate::search::db::Db;
 use crate::search::error::SearchError;
+use crate::search::fts5::runs_sql;
 use crate::search::marked::{PageDoc, Source};
 use crate::search::rank::ranked;
 use crate::search::request::Query;

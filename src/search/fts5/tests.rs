@@ -167,4 +167,40 @@ proptest! {
         let mode = if all { MatchMode::All } else { MatchMode::Phrase };
         check(&docs, &query, mode);
     }
+
+    /// The page's marks, placed from the tokenizer's tokens, are `highlight()`'s.
+    #[test]
+    fn marks_are_highlights(
+        docs in prop::collection::vec(text(0..24), 1..16),
+        query in text(1..5),
+        all in any::<bool>(),
+    ) {
+        let mode = if all { MatchMode::All } else { MatchMode::Phrase };
+        let Ok(q) = crate::search::request::Query::new(&query, mode, None) else {
+            return Ok(());
+        };
+        let conn = index(&docs);
+        let rows: Vec<(i64, String, String)> = conn
+            .prepare(
+                "SELECT rowid, text, highlight(fts, 0, char(64976), char(64977))
+                 FROM fts WHERE fts MATCH ?1 ORDER BY rowid",
+            )
+            .unwrap()
+            .query_map([&q.expression], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let matching: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        for (doc, text) in (1i64..).zip(&docs) {
+            let text = crate::search::request::sanitize(text);
+            let marked = mark_alone(&conn, &q.phrases, &text).unwrap();
+            let highlighted = rows.iter().find(|r| r.0 == doc).map(|r| r.2.clone());
+            prop_assert_eq!(
+                marked, highlighted, "doc {} {:?}, query {:?} ({:?}), matching {:?}",
+                doc, text, query, mode, matching
+            );
+        }
+    }
 }
+
+use crate::search::marked::mark_alone;
