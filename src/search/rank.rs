@@ -2,13 +2,12 @@
 //!
 //! A candidate is a document matching the FTS5 expression, with its session's columns. Its match
 //! count is the number of runs `highlight()` would mark (FTS5 merges overlapping matches into
-//! one run), counted from the row's instances by an auxiliary function (`count`). Its length is
-//! the text's length in code
-//! points. Both orders are the reference's: match count descending, length ascending, time
-//! descending, then session id ascending (sessions) and seq descending. Only the rows of the
-//! page get their text with every match wrapped in U+FDD0 ... U+FDD1 (`highlight()`), for the
-//! snippet. Live sessions' documents come from connection-local tables and hide the persisted
-//! copy.
+//! one run), counted from the row's instances by an auxiliary function (`fts5`). Its length is
+//! the text's length in code points. Both orders are the reference's: match count descending,
+//! length ascending, time descending, then session id ascending (sessions) and seq descending.
+//! Only the rows of the page get their text with every match wrapped in U+FDD0 ... U+FDD1, as
+//! `highlight()` marks it (`marked`), for the snippet. Live sessions' documents come from
+//! connection-local tables and hide the persisted copy.
 
 use rusqlite::types::Value as SqlValue;
 
