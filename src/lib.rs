@@ -14,8 +14,9 @@
 //!   tiers and the labelling rule.
 //! * [`query`]: dsh-style session stores: live and persisted sessions, the surface fold,
 //!   filters, windows, traces, legacy normalization, read through each session's index.
-//! * [`transcript`]: Claude Code, Codex and pi transcripts read in place, with a derived index
-//!   per transcript in a per-user cache directory.
+//! * [`transcript`]: the transcripts of Claude Code, Codex, pi, Gemini CLI, Copilot CLI,
+//!   `OpenCode`, Qwen Code and Kimi Code read in place, with derived indexes in a per-user cache
+//!   directory.
 //! * [`archive`]: every transcript line kept, compressed, in a per-user data directory, so
 //!   sessions the agents clean up still answer and can be restored byte for byte.
 //! * `export` (feature `export`): Parquet datasets of agent logs and session stores for

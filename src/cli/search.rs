@@ -42,10 +42,10 @@ pub struct SearchArgs {
     #[arg(value_name = "ROOT")]
     root: OsString,
     /// The text to find: one phrase, case and accents ignored (with --transcripts: transcript
-    /// files or directories; default: the places Claude Code, Codex and pi keep theirs).
+    /// files or directories; default: the places the supported agents keep theirs).
     #[arg(value_name = "QUERY")]
     rest: Vec<OsString>,
-    /// Search agent transcripts (Claude Code, Codex, pi) instead of a store.
+    /// Search agent transcripts (every format `usage` reads) instead of a store.
     #[arg(long, conflicts_with_all = ["session", "types", "surface"])]
     transcripts: bool,
     /// With --transcripts: keep index files in DIR instead of the cache directory.

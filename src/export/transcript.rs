@@ -1,6 +1,7 @@
-//! Transcripts (Claude Code, Codex, pi) as export sources: one event row per complete line,
-//! with the line's own usage and message keys; the generations and their deduplicated usage
-//! from the transcript's own index (`docs/EXPORT.md`, "Transcripts").
+//! Line transcripts (every format `usage` reads but `OpenCode`'s database, in `opencode`) as
+//! export sources: one event row per complete line, with the line's own usage and message
+//! keys; the generations and their deduplicated usage from the transcript's own index
+//! (`docs/EXPORT.md`, "Transcripts").
 //!
 //! The index answers with the boundaries and per-generation tallies of exactly the bytes it
 //! covers, and its running crc: the scan reads the same bytes and must reach the same crc, so

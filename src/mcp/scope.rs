@@ -10,8 +10,8 @@ use crate::transcript::{default_roots, discover};
 /// The sources the server answers from.
 #[derive(Clone, Debug, Default)]
 pub struct McpConfig {
-    /// Transcript files or directories (empty: the places Claude Code, Codex and pi keep
-    /// theirs, as `usage` finds them).
+    /// Transcript files or directories (empty: the places the supported agents keep theirs,
+    /// as `usage` finds them).
     pub transcripts: Vec<PathBuf>,
     /// Agent directories (`DIR/logs/events.jsonl`) the `status` tool may read.
     pub agent_dirs: Vec<PathBuf>,

@@ -1,5 +1,4 @@
-//! [`TranscriptSearch`]: the same search over the Claude Code, Codex and pi transcripts
-//! agentlog reads (docs/SEARCH.md, "Transcript search").
+//! [`TranscriptSearch`]: the same search over the transcripts of every agent agentlog reads (docs/SEARCH.md, "Transcript search").
 //!
 //! A document is one line with message text ([`transcript_line_text`]), or one part of an
 //! `OpenCode` message (`databases`); a hit names its file, the line's offset and number (an
