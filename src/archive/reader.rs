@@ -153,37 +153,77 @@ impl Archive {
             .filter_map(|&i| self.catalog.record(i))
     }
 
-    /// A version whole, decompressed by two threads, each into its own part (the parts in
-    /// order): for a reader that writes the bytes out and need not join them. `None` when a
-    /// record is missing or a frame is damaged, for [`Archive::read_version`] to name the
-    /// damage.
-    pub(crate) fn read_in_two(&self, version: &Version) -> Option<[Vec<u8>; 2]> {
+    /// A version whole, frame by frame in order, handed to `sink` while two threads
+    /// decompress the frames after it: for a reader that writes the bytes out. `Ok(None)` when
+    /// a record is missing or a frame is damaged (nothing after it is handed on), for
+    /// [`Archive::read_version`] to name the damage; `Err` is the sink's. The bytes handed on.
+    pub(crate) fn stream_version(
+        &self,
+        version: &Version,
+        sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<Option<u64>> {
+        use std::collections::BTreeMap;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::{Mutex, PoisonError, mpsc};
+
         let records: Vec<&Record> = self.records(version).collect();
         let mut expected = 0;
         for r in &records {
             if r.start != expected {
-                return None;
+                return Ok(None);
             }
             expected = r.end;
         }
-        let split = records.partition_point(|r| r.end <= expected / 2);
-        let (head, tail) = records.split_at(split);
-        let decode = |part: &[&Record]| -> Option<Vec<u8>> {
-            let start = part.first().map_or(0, |r| r.start);
-            let size = part.last().map_or(0, |r| r.end).saturating_sub(start);
-            let mut out = Vec::new();
-            let _ = out.try_reserve_exact(usize::try_from(size).ok()?);
-            let mut scratch = Vec::new();
-            for r in part {
-                self.frame_into(r, &mut scratch, &mut out).ok()?;
-            }
-            Some(out)
-        };
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        // Buffers the sink is done with, reused: a frame is up to 4 MiB, each a fresh mapping
+        // (and its page faults) otherwise.
+        let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+        let take = || spare.lock().unwrap_or_else(PoisonError::into_inner).pop();
         std::thread::scope(|scope| {
-            let later = scope.spawn(|| decode(tail));
-            let first = decode(head);
-            let later = later.join().ok().flatten();
-            Some([first?, later?])
+            let (tx, rx) = mpsc::channel::<(usize, Option<Vec<u8>>)>();
+            for _ in 0..2 {
+                let tx = tx.clone();
+                let (records, next, stop, take) = (&records, &next, &stop, &take);
+                scope.spawn(move || {
+                    let mut scratch = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(r) = records.get(i) else { break };
+                        let mut out = take().unwrap_or_default();
+                        out.clear();
+                        let ok = self.frame_into(r, &mut scratch, &mut out).is_ok();
+                        if tx.send((i, ok.then_some(out))).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut pending: BTreeMap<usize, Option<Vec<u8>>> = BTreeMap::new();
+            let mut want = 0;
+            let mut total = 0u64;
+            let mut handed = || -> std::io::Result<Option<u64>> {
+                for (i, bytes) in &rx {
+                    pending.insert(i, bytes);
+                    while let Some(bytes) = pending.remove(&want) {
+                        let Some(bytes) = bytes else { return Ok(None) };
+                        sink(&bytes)?;
+                        total += bytes.len() as u64;
+                        spare
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(bytes);
+                        want += 1;
+                    }
+                }
+                Ok((want == records.len()).then_some(total))
+            };
+            let result = handed();
+            // The decoders stop at their next frame; the scope waits for them.
+            stop.store(true, Ordering::Relaxed);
+            drop(rx);
+            result
         })
     }
 

@@ -44,9 +44,9 @@ pub struct Restored {
 
 /// Restores `what`: a session id (every file of that session: a Claude Code transcript with
 /// its subagent files) or an original path (that file, with the rest of its session). Every
-/// file is read and checked, and every target checked free, before anything is written; a
-/// target that exists, or a version with a damaged frame, fails the whole restore with
-/// nothing written.
+/// target is checked free before anything is written, and nothing is linked into place before
+/// every file is whole: a target that exists, or a version with a damaged frame, fails the
+/// whole restore with nothing left behind.
 pub fn restore(
     archive: &Archive,
     what: &str,
@@ -80,35 +80,20 @@ pub fn restore(
         if target.symlink_metadata().is_ok() {
             return Err(ArchiveError::Exists { path: target });
         }
-        // Two threads decompress a whole version; one that is not is read again frame by
-        // frame to name the damage.
         let found = archive.version(&original, Some(version))?;
-        let parts = if let Some(parts) = archive.read_in_two(found) {
-            parts
-        } else {
-            let read = archive.read_version(&original, found);
-            if let Some(d) = read.damage.first() {
-                return Err(ArchiveError::Incomplete {
-                    path: original,
-                    version,
-                    why: format!("bytes {}..{}: {}", d.start, d.end, d.what),
-                });
-            }
-            [read.bytes, Vec::new()]
-        };
-        planned.push((original, version, target, parts));
+        planned.push((original, version, target, found));
     }
-    let mut files = Vec::new();
-    for (original, version, target, parts) in planned {
-        write_new(&target, &parts)?;
-        files.push(RestoredFile {
+    let mut staging = Staging::default();
+    for (original, version, target, found) in planned {
+        let bytes = staging.write(archive, &original, version, found, &target)?;
+        staging.files.push(RestoredFile {
             original,
             path: target,
             version,
-            bytes: parts.iter().map(|p| p.len() as u64).sum(),
+            bytes,
         });
     }
-    Ok(Restored { files })
+    staging.link()
 }
 
 /// The sources `what` names: those of the session it is the id of, or the session of the
@@ -153,38 +138,137 @@ fn common_dir<'a>(mut paths: impl Iterator<Item = &'a Path>) -> Option<PathBuf> 
     Some(base)
 }
 
-/// Writes `parts`, one after another, to a new file at `target` (mode 0600): through a temporary file beside it,
-/// linked into place, so a file that appears meanwhile is never overwritten and a cut-short
-/// write never leaves a partial file under the target's name.
-fn write_new(target: &Path, parts: &[Vec<u8>]) -> Result<(), ArchiveError> {
-    let dir = target.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| ArchiveError::io("create", dir, e))?;
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.agentlog-restore-{}", std::process::id()));
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| {
-            for part in parts {
-                f.write_all(part)?;
+/// Bytes written between requests to write them to the disk.
+const SYNC_EVERY: u64 = 32 << 20;
+
+/// Writes `found` into `file` as it is decompressed, and syncs it. A second thread syncs what
+/// is written so far every [`SYNC_EVERY`] bytes, so the disk writes while later frames are
+/// decompressed instead of all at the end. `Ok(None)`: a frame is damaged.
+fn write_synced(
+    archive: &Archive,
+    found: &super::catalog::Version,
+    file: &mut std::fs::File,
+) -> std::io::Result<Option<u64>> {
+    let syncer = file.try_clone()?;
+    let streamed = std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        scope.spawn(move || {
+            for () in rx {
+                // An error shows again in the final sync.
+                let _ = syncer.sync_data();
             }
-            f.sync_all()
+        });
+        let mut since = 0u64;
+        archive.stream_version(found, &mut |bytes| {
+            file.write_all(bytes)?;
+            since += bytes.len() as u64;
+            if since >= SYNC_EVERY {
+                since = 0;
+                // A sync already waiting takes these bytes too.
+                let _ = tx.try_send(());
+            }
+            Ok(())
         })
-        .map_err(|e| ArchiveError::io("write", &tmp, e));
-    let linked = written.and_then(|()| {
-        std::fs::hard_link(&tmp, target).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => ArchiveError::Exists {
-                path: target.to_path_buf(),
-            },
-            _ => ArchiveError::io("link", target, e),
+    })?;
+    file.sync_all()?;
+    Ok(streamed)
+}
+
+/// The files of one restore while they are written: each to a temporary file beside its
+/// target, linked into place once every file is whole, so a file that appears meanwhile is
+/// never overwritten and a cut-short restore leaves nothing under a target's name. Dropped
+/// before [`Staging::link`], it removes the temporary files and the folders it made.
+#[derive(Default)]
+struct Staging {
+    files: Vec<RestoredFile>,
+    temporary: Vec<PathBuf>,
+    made: Vec<PathBuf>,
+    linked: bool,
+}
+
+impl Staging {
+    /// Writes version `version` of `original` (`found`) to a temporary file for `target`,
+    /// decompressed while it is written; the bytes written.
+    fn write(
+        &mut self,
+        archive: &Archive,
+        original: &Path,
+        version: u32,
+        found: &super::catalog::Version,
+        target: &Path,
+    ) -> Result<u64, ArchiveError> {
+        let dir = target.parent().unwrap_or(Path::new("."));
+        self.make_dir(dir)?;
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = dir.join(format!(".{name}.agentlog-restore-{}", std::process::id()));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| ArchiveError::io("write", &tmp, e))?;
+        self.temporary.push(tmp.clone());
+        let streamed = write_synced(archive, found, &mut file)
+            .map_err(|e| ArchiveError::io("write", &tmp, e))?;
+        if let Some(bytes) = streamed {
+            return Ok(bytes);
+        }
+        // Read again frame by frame to name the damage.
+        let read = archive.read_version(original, found);
+        let why = read.damage.first().map_or_else(
+            || "a frame could not be read".to_owned(),
+            |d| format!("bytes {}..{}: {}", d.start, d.end, d.what),
+        );
+        Err(ArchiveError::Incomplete {
+            path: original.to_path_buf(),
+            version,
+            why,
         })
-    });
-    let _ = std::fs::remove_file(&tmp);
-    linked
+    }
+
+    /// Makes `dir` and its missing parents (0700), remembering the ones it made.
+    fn make_dir(&mut self, dir: &Path) -> Result<(), ArchiveError> {
+        let missing: Vec<&Path> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && d.symlink_metadata().is_err())
+            .collect();
+        for d in missing.into_iter().rev() {
+            match std::fs::DirBuilder::new().mode(0o700).create(d) {
+                Ok(()) => self.made.push(d.to_path_buf()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(ArchiveError::io("create", d, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Links every file into place (a target that appeared meanwhile fails the restore there).
+    fn link(mut self) -> Result<Restored, ArchiveError> {
+        self.linked = true;
+        for (file, tmp) in self.files.iter().zip(&self.temporary) {
+            std::fs::hard_link(tmp, &file.path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => ArchiveError::Exists {
+                    path: file.path.clone(),
+                },
+                _ => ArchiveError::io("link", &file.path, e),
+            })?;
+        }
+        Ok(Restored {
+            files: std::mem::take(&mut self.files),
+        })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        for tmp in &self.temporary {
+            let _ = std::fs::remove_file(tmp);
+        }
+        if !self.linked {
+            // Deepest first; a folder something else wrote into meanwhile stays.
+            for dir in self.made.iter().rev() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
 }

@@ -423,19 +423,66 @@ fn a_session_is_restored_with_its_subagents_under_to() {
 }
 
 #[test]
-fn the_two_halves_of_a_version_join_to_what_a_read_gives() {
+fn a_restore_cut_short_by_a_damaged_later_frame_leaves_nothing() {
     let s = setup();
     let a = s.src.join("a.jsonl");
-    // One record more at each run: every split point of up to six records.
-    for n in [1, 2, 5, 6, 9, 14] {
+    for n in [10, 20, 30] {
+        std::fs::write(&a, lines(0..n)).unwrap();
+        s.run();
+    }
+    let archive = s.open();
+    let found = archive.version(&a, Some(1)).unwrap();
+    let offsets: Vec<u64> = found
+        .records
+        .iter()
+        .map(|&i| archive.catalog.record(i).unwrap().frame_offset)
+        .collect();
+    assert_eq!(offsets.len(), 3);
+    // The first two frames are written before the third is found damaged.
+    let frames = s.archive.join("frames");
+    let mut bad = std::fs::read(&frames).unwrap();
+    bad[usize::try_from(offsets[2]).unwrap() + 40] ^= 0x10;
+    std::fs::write(&frames, &bad).unwrap();
+    let (to, err) = s.restore_under("a", "out/deeper");
+    assert!(
+        matches!(err, Err(ArchiveError::Incomplete { .. })),
+        "{err:?}"
+    );
+    assert!(!to.exists());
+    assert!(
+        !to.parent().unwrap().exists(),
+        "the folders the restore made are removed"
+    );
+}
+
+#[test]
+fn a_streamed_version_is_what_a_read_gives() {
+    let s = setup();
+    let a = s.src.join("a.jsonl");
+    // One record more at each run: one to six frames, handed on in order.
+    for (runs, n) in (1..).zip([1, 2, 5, 6, 9, 14]) {
         std::fs::write(&a, lines(0..n)).unwrap();
         s.run();
         let archive = s.open();
-        let halves = archive
-            .read_in_two(archive.version(&a, Some(1)).unwrap())
+        let mut streamed = Vec::new();
+        let mut frames = 0;
+        let total = archive
+            .stream_version(archive.version(&a, Some(1)).unwrap(), &mut |bytes| {
+                streamed.extend_from_slice(bytes);
+                frames += 1;
+                Ok(())
+            })
             .unwrap();
-        assert_eq!(halves.concat(), s.read(&a, None), "{n} lines");
-        assert_eq!(halves.concat(), lines(0..n).as_bytes());
+        assert_eq!(streamed, s.read(&a, None), "{n} lines");
+        assert_eq!(streamed, lines(0..n).as_bytes());
+        assert_eq!(total, Some(streamed.len() as u64));
+        assert_eq!(frames, runs);
     }
     assert!(s.open().version(&a, Some(2)).is_err(), "no such version");
+    // A sink's error ends the stream with it.
+    let archive = s.open();
+    let failed = archive.stream_version(archive.version(&a, Some(1)).unwrap(), &mut |_| {
+        Err(std::io::Error::other("full"))
+    });
+    assert!(failed.is_err());
 }
