@@ -294,7 +294,8 @@ pub struct ScannedLog {
 }
 
 /// Scans a whole log file (docs/SESSIONS.md, "Torn tails and corruption"): its header, then
-/// each complete line judged by [`RegionJudge`]. A final line without `\n` is a torn tail.
+/// each complete line judged by the region rules (`RegionJudge`). A final line without `\n` is
+/// a torn tail.
 pub fn scan_log(bytes: &[u8]) -> Result<ScannedLog, SourceError> {
     let header_end = memchr(b'\n', bytes)
         .ok_or_else(|| SourceError::corrupt("the header line is incomplete"))?;
