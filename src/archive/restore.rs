@@ -170,7 +170,9 @@ fn write_synced(
             Ok(())
         })
     })?;
-    file.sync_all()?;
+    if streamed.is_some() {
+        file.sync_all()?;
+    }
     Ok(streamed)
 }
 

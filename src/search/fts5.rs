@@ -306,12 +306,15 @@ unsafe extern "C" fn token(
     ) else {
         return ffi::SQLITE_ERROR;
     };
-    // SAFETY: as documented above; FTS5 keeps the token's bytes valid during the call.
+    // SAFETY: as documented above; FTS5 keeps the token's bytes valid during the call (an
+    // empty token may come without them).
     let (sink, bytes) = unsafe {
-        (
-            &mut *ctx.cast::<&mut dyn FnMut(Token<'_>) -> bool>(),
-            std::slice::from_raw_parts(text.cast::<u8>(), len),
-        )
+        let bytes: &[u8] = if len == 0 || text.is_null() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(text.cast::<u8>(), len)
+        };
+        (&mut *ctx.cast::<&mut dyn FnMut(Token<'_>) -> bool>(), bytes)
     };
     let go_on = sink(Token {
         text: bytes,
