@@ -32,13 +32,11 @@ pub(crate) fn runs_sql(table: &str) -> String {
 /// Registers [`RUNS_FN`] on `conn` (auxiliary functions belong to one connection).
 pub(crate) fn install(conn: &Connection) -> rusqlite::Result<()> {
     let api = fts5_api(conn)?;
-    // SAFETY: `api` is the connection's live `fts5_api` (checked non-null), valid while the
-    // connection is open; the name is a NUL-terminated static string that FTS5 copies; the
-    // function keeps no user data, so there is nothing to destroy.
+    // SAFETY: `api` is the connection's live `fts5_api` (checked non-null).
+    let create = unsafe { (*api).xCreateFunction }.ok_or_else(|| failure(ffi::SQLITE_MISUSE))?;
+    // SAFETY: `api` is valid while the connection is open; the name is a NUL-terminated
+    // static string that FTS5 copies; the function keeps no user data, so nothing to destroy.
     let rc = unsafe {
-        let Some(create) = (*api).xCreateFunction else {
-            return Err(failure(ffi::SQLITE_MISUSE));
-        };
         create(
             api,
             c"agentlog_runs".as_ptr(),
@@ -204,12 +202,10 @@ impl Tokenizer {
             xDelete: None,
             xTokenize: None,
         };
-        // SAFETY: `api` is the connection's `fts5_api`; FTS5 fills `user_data` and copies the
-        // module's functions into `module`.
+        // SAFETY: `api` is the connection's live `fts5_api` (checked non-null).
+        let find = unsafe { (*api).xFindTokenizer }.ok_or_else(|| failure(ffi::SQLITE_MISUSE))?;
+        // SAFETY: FTS5 fills `user_data` and copies the module's functions into `module`.
         let rc = unsafe {
-            let Some(find) = (*api).xFindTokenizer else {
-                return Err(failure(ffi::SQLITE_MISUSE));
-            };
             find(
                 api,
                 c"unicode61".as_ptr(),

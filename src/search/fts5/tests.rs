@@ -158,24 +158,16 @@ fn text(items: std::ops::Range<usize>) -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
+    /// The match counts are `highlight()`'s runs, and the page's marks, placed from the
+    /// tokenizer's tokens, are `highlight()`'s marks.
     #[test]
-    fn counts_are_highlights_runs(
+    fn counts_and_marks_are_highlights(
         docs in prop::collection::vec(text(0..24), 1..16),
         query in text(1..5),
         all in any::<bool>(),
     ) {
         let mode = if all { MatchMode::All } else { MatchMode::Phrase };
         check(&docs, &query, mode);
-    }
-
-    /// The page's marks, placed from the tokenizer's tokens, are `highlight()`'s.
-    #[test]
-    fn marks_are_highlights(
-        docs in prop::collection::vec(text(0..24), 1..16),
-        query in text(1..5),
-        all in any::<bool>(),
-    ) {
-        let mode = if all { MatchMode::All } else { MatchMode::Phrase };
         let Ok(q) = crate::search::request::Query::new(&query, mode, None) else {
             return Ok(());
         };
