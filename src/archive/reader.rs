@@ -153,10 +153,10 @@ impl Archive {
             .filter_map(|&i| self.catalog.record(i))
     }
 
-    /// A version whole, frame by frame in order, handed to `sink` while two threads
-    /// decompress the frames after it: for a reader that writes the bytes out. `Ok(None)` when
-    /// a record is missing or a frame is damaged (nothing after it is handed on), for
-    /// [`Archive::read_version`] to name the damage; `Err` is the sink's. The bytes handed on.
+    /// Hands a whole version to `sink`, frame by frame in order, while two threads decompress
+    /// the frames after it: for a reader that writes the bytes out. The bytes handed on;
+    /// `Ok(None)` when a record is missing or a frame is damaged (nothing after it is handed
+    /// on), for [`Archive::read_version`] to name the damage; `Err` is the sink's.
     pub(crate) fn stream_version(
         &self,
         version: &Version,
