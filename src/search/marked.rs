@@ -16,6 +16,7 @@
 use rusqlite::Connection;
 
 use crate::search::fts5::{Purpose, Tokenizer};
+use crate::search::request::Query;
 use crate::search::snippet::{MARK_CLOSE, MARK_OPEN, snippet_and_rest};
 
 /// A text longer than this many bytes is first marked in a prefix of at most this many.
@@ -39,21 +40,12 @@ pub struct PageDoc {
     pub doc: i64,
 }
 
-/// The query as marking needs it: its FTS5 expression and its phrases (`request::phrases`).
-#[derive(Debug, Clone, Copy)]
-pub struct Marking<'q> {
-    /// The FTS5 expression, for a document marked by its own table.
-    pub expression: &'q str,
-    /// The phrases, each to be found whole.
-    pub phrases: &'q [String],
-}
-
 /// The texts of `docs` with the matches of `query` wrapped in U+FDD0 ... U+FDD1, in order.
 /// With `snippet_chars`, a long text may be given as a marked prefix whose snippet of that
 /// many code points is the whole text's.
 pub fn marked_texts(
     conn: &Connection,
-    query: Marking<'_>,
+    query: &Query,
     docs: &[PageDoc],
     snippet_chars: Option<usize>,
 ) -> rusqlite::Result<Vec<String>> {
@@ -61,7 +53,7 @@ pub fn marked_texts(
         return Ok(Vec::new());
     }
     let tokenizer = Tokenizer::new(conn)?;
-    let phrases = Phrases::new(&tokenizer, query.phrases)?;
+    let phrases = Phrases::new(&tokenizer, &query.phrases)?;
     // More tokens than any phrase has: the expression's length bounds them.
     let need = query.expression.chars().count() + 1;
     let mut texts = Vec::with_capacity(docs.len());
@@ -93,7 +85,7 @@ pub fn marked_texts(
         // its own table, the slow way, rather than shown unmarked.
         texts.push(match marked {
             Some(marked) => marked,
-            None => marked_in_place(conn, query.expression, *page_doc)?,
+            None => marked_in_place(conn, &query.expression, *page_doc)?,
         });
     }
     Ok(texts)
@@ -251,16 +243,9 @@ fn marked_in_place(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::request::{MatchMode, Query};
+    use crate::search::request::MatchMode;
     use crate::search::snippet::make_snippet;
     use proptest::prelude::*;
-
-    fn marking(q: &Query) -> Marking<'_> {
-        Marking {
-            expression: &q.expression,
-            phrases: &q.phrases,
-        }
-    }
 
     const WORDS: [&str; 10] = [
         "alpha", "beta", "the", "file", "x-y", "é", "1", "--", "Gamma", "beta's",
@@ -321,8 +306,8 @@ mod tests {
                 conn.execute("INSERT INTO fts(rowid, text) VALUES (?1, ?2)", (i, &t)).unwrap();
                 page.push(PageDoc { source: Source::Index, doc: i });
             }
-            let whole = marked_texts(&conn, marking(&q), &page, None).unwrap();
-            let cut = marked_texts(&conn, marking(&q), &page, Some(max)).unwrap();
+            let whole = marked_texts(&conn, &q, &page, None).unwrap();
+            let cut = marked_texts(&conn, &q, &page, Some(max)).unwrap();
             let highlighted: Vec<String> = page
                 .iter()
                 .map(|doc| marked_in_place(&conn, &q.expression, *doc).unwrap())
@@ -353,7 +338,7 @@ mod tests {
             doc,
         });
         let q = Query::new("needle", MatchMode::Phrase, None).unwrap();
-        let cut = marked_texts(&conn, marking(&q), &page, Some(240)).unwrap();
+        let cut = marked_texts(&conn, &q, &page, Some(240)).unwrap();
         assert!(cut[0].len() <= PREFIX_BYTES + 6, "early match: the prefix");
         assert!(cut[1].len() > late.len(), "late match: the whole text");
         assert_eq!(make_snippet(&cut[1], 240).marks.len(), 1);

@@ -14,7 +14,7 @@ use rusqlite::types::Value as SqlValue;
 use crate::search::db::Db;
 use crate::search::error::SearchError;
 use crate::search::fts5::runs_sql;
-use crate::search::marked::{Marking, PageDoc, Source, marked_texts};
+use crate::search::marked::{PageDoc, Source, marked_texts};
 use crate::search::predicate::Predicates;
 use crate::search::request::Query;
 
@@ -166,10 +166,10 @@ fn run(
 }
 
 /// Runs the ranking statement `sql` (`?1` the query's expression, `?2` the page size + 1, `?3`
-/// the offset, then `params`), and gives each row, made by `row` with its document, and the document's text
-/// with its matches marked (for the page only: marked in the ranking, every candidate's text
-/// would be highlighted; with `snippet_chars`, a long text may be marked in a prefix that gives
-/// the same snippet of that many code points: [`marked_texts`]).
+/// the offset, then `params`), and gives each row, made by `row` with its document, and the
+/// document's text with its matches marked (for the page only: marked in the ranking, every
+/// candidate's text would be highlighted; with `snippet_chars`, a long text may be marked in a
+/// prefix that gives the same snippet of that many code points: [`marked_texts`]).
 pub(crate) fn ranked<T>(
     db: &Db,
     sql: &str,
@@ -192,10 +192,6 @@ pub(crate) fn ranked<T>(
         .and_then(Iterator::collect)
         .map_err(failed)?;
     let (rows, docs): (Vec<T>, Vec<PageDoc>) = rows.into_iter().unzip();
-    let marking = Marking {
-        expression: &query.expression,
-        phrases: &query.phrases,
-    };
-    let marked = marked_texts(conn, marking, &docs, snippet_chars).map_err(failed)?;
+    let marked = marked_texts(conn, query, &docs, snippet_chars).map_err(failed)?;
     Ok(rows.into_iter().zip(marked).collect())
 }
