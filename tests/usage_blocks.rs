@@ -14,7 +14,10 @@ mod oracle;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use agentlog::transcript::{Format, GroupBy, OpenOptions, SnapshotOutcome, UsageOptions, usage};
+use agentlog::transcript::{
+    Format, GroupBy, OpenOptions, SnapshotOutcome, StatusInput, StatusOptions, UsageOptions,
+    statusline, usage,
+};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use proptest::prelude::*;
@@ -186,6 +189,74 @@ proptest! {
         // Without the snapshot, from the indexes alone.
         let (plain, _) = blocks(&paths, &options(&index, false));
         prop_assert_eq!(&plain, &naive(&all));
+    }
+}
+
+/// The status line's block, by the rule over the messages from its horizon on: the earlier of
+/// the day's start (UTC) and 10 hours before now, floored to its quarter-hour.
+fn naive_active(messages: &[(i64, u64)], now: i64) -> Option<(i64, u64)> {
+    let day = now - now.rem_euclid(24 * HOUR);
+    let horizon = day.min(now - 2 * BLOCK);
+    let from = horizon - horizon.rem_euclid(QUARTER);
+    let seen: Vec<(i64, u64)> = messages.iter().copied().filter(|m| m.0 >= from).collect();
+    let last = seen.iter().map(|m| m.0).max()?;
+    let (_, end, tokens, _) = *naive(&seen).last()?;
+    (now - last < BLOCK && now < end).then_some((end, tokens))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The status line's active block, over the session's transcript and another of its
+    /// project: the rule's last block over the messages since its horizon, when that block is
+    /// active; and the rule's over all messages when a gap of more than 5 hours opens the
+    /// horizon's messages.
+    #[test]
+    fn the_status_lines_block_is_the_rules_active_one(
+        steps in proptest::collection::vec((step(), 1u64..1000, any::<bool>()), 1..40),
+        back in 0i64..(30 * HOUR),
+    ) {
+        let now = Timestamp::now().as_millisecond();
+        let mut t = now - back;
+        let mut messages = Vec::new();
+        for (step, tokens, session) in steps {
+            t += step;
+            if t <= now {
+                messages.push((t, tokens, session));
+            }
+        }
+        let all: Vec<(i64, u64)> = messages.iter().map(|m| (m.0, m.1)).collect();
+        prop_assume!(!on_the_line(&all));
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir(&project).unwrap();
+        let (main, other) = (project.join("s.jsonl"), project.join("o.jsonl"));
+        let mut files = (std::fs::File::create(&main).unwrap(), std::fs::File::create(&other).unwrap());
+        for (n, m) in messages.iter().enumerate() {
+            let file = if m.2 { &mut files.0 } else { &mut files.1 };
+            file.write_all(claude_line(n, m.0, m.1).as_bytes()).unwrap();
+        }
+        drop(files);
+        let input = StatusInput { transcript_path: main, ..StatusInput::default() };
+        let options = StatusOptions {
+            index_dir: Some(dir.path().join("index")),
+            now: Some(Timestamp::from_millisecond(now).unwrap()),
+            timezone: Some(TimeZone::UTC),
+            ..StatusOptions::default()
+        };
+        let line = statusline(&input, &options).unwrap();
+        let got = line.block_end.as_ref().map(|e| {
+            (e.parse::<Timestamp>().unwrap().as_millisecond(), line.block_total_tokens.unwrap())
+        });
+        let want = naive_active(&all, now);
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(line.block_total_tokens.is_some(), line.block_cost_usd.is_some());
+        let first = all.iter().map(|m| m.0).filter(|&t| t >= now - 2 * BLOCK - QUARTER).min();
+        let opened_by_gap = first.is_some_and(|f| all.iter().all(|m| m.0 >= f || f - m.0 > BLOCK));
+        if opened_by_gap && let Some((end, _)) = want {
+            let last = naive(&all).last().copied().unwrap();
+            prop_assert_eq!((last.1, last.2), (end, want.unwrap().1));
+        }
     }
 }
 

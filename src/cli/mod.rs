@@ -107,15 +107,16 @@ enum Command {
     Export(export::Args),
     /// Full-text search over a store's sessions (one phrase, case and accents ignored).
     Search(search::SearchArgs),
-    /// A Claude Code, Codex, pi, Gemini CLI or Qwen Code transcript: compaction boundaries and
-    /// token totals per generation, since the latest compaction and lifetime, through an index
-    /// in the cache.
+    /// Any supported agent's transcript (Claude Code, Codex, pi, Gemini CLI, Copilot CLI,
+    /// `OpenCode`, Qwen Code, Kimi Code): compaction boundaries and token totals per generation,
+    /// since the latest compaction and lifetime, through an index in the cache.
     Transcript(transcript::Args),
-    /// Token usage over every Claude Code, Codex, pi, Gemini CLI and Qwen Code transcript
-    /// found, each message counted once, by day, session, project or model.
+    /// Token usage and cost over every supported agent's transcripts found, each message
+    /// counted once, by day, week, month, session, project, model, agent or 5-hour block.
     Usage(usage::Args),
     /// One line for Claude Code's statusLine setting, from the JSON it passes on stdin: model,
-    /// context size, tokens since the latest compaction, the session's and today's totals.
+    /// context size, tokens since the latest compaction, the session's, today's and the active
+    /// 5-hour block's totals and costs.
     Statusline(statusline::Args),
     /// The prices `usage` and `statusline` use (`LiteLLM`'s table: the embedded snapshot or
     /// `--pricing FILE`) and where they came from.

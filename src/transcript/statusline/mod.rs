@@ -5,6 +5,7 @@
 
 mod input;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,13 +23,15 @@ use super::format::Format;
 use super::price::{CostMode, PriceTable, Pricer, RowCost};
 use super::report::UsageFigures;
 use super::store::{OpenOptions, Transcript, open};
-use super::usage::system_zone;
-use super::usage::zone_name;
+use super::usage::{BLOCK_SECONDS, Slot, UsageRow, blocks, system_zone, zone_name};
 
 /// New transcript bytes up to this many are folded in memory instead of written to the index.
 const MEMORY_TAIL: u64 = 1 << 20;
 /// Seconds in a day.
 const DAY: i64 = 86_400;
+/// How far back the active billing block is looked for: it started at most 5 hours ago, and
+/// the 5 hours before its start tell whether a gap opened it.
+const BLOCK_HORIZON: i64 = 2 * BLOCK_SECONDS;
 
 /// How the status line reads.
 #[derive(Clone, Debug, Default)]
@@ -75,6 +78,13 @@ pub struct StatusLine {
     pub session_cost_usd: Option<f64>,
     /// What today's usage in the session's project cost (`null` when nothing has a price).
     pub today_cost_usd: Option<f64>,
+    /// Total tokens in the active 5-hour billing block of the session's project, as
+    /// `usage --by block` finds blocks (`null` when no block is active).
+    pub block_total_tokens: Option<u64>,
+    /// What the active block cost (`null` when none is active or nothing in it has a price).
+    pub block_cost_usd: Option<f64>,
+    /// When the active block ends (RFC 3339, UTC).
+    pub block_end: Option<String>,
     /// Models seen in the session and today without a price (left out of the costs).
     pub unpriced_models: Vec<String>,
     /// The time zone of `today`: its IANA name, else its offset.
@@ -95,7 +105,8 @@ fn display<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S:
 
 impl StatusLine {
     /// The line: `Opus | ctx 77.3k (39%) | since compact 3.0M | session 15.2M $4.10 | today
-    /// 21.4M $6.02`.
+    /// 21.4M $6.02 | block 4.1M $1.20`, the block while one is active, then the plan's limits
+    /// when Claude Code passes them.
     pub fn line(&self) -> String {
         let context = match (self.context_tokens, self.context_percent) {
             (Some(c), Some(p)) => format!("{} ({p:.0}%)", short(c)),
@@ -109,8 +120,12 @@ impl StatusLine {
                 format!(" | 5h {} 7d {}", p(five), p(seven))
             }
         };
+        let block = self
+            .block_total_tokens
+            .map(|t| format!(" | block {}{}", short(t), usd(self.block_cost_usd)))
+            .unwrap_or_default();
         format!(
-            "{} | ctx {context} | since compact {} | session {}{} | today {}{}{limits}",
+            "{} | ctx {context} | since compact {} | session {}{} | today {}{}{block}{limits}",
             self.model,
             short(self.since_compaction.tally.usage.total()),
             short(self.session_total_tokens),
@@ -158,21 +173,25 @@ impl StatusLine {
 const UNKNOWN_MODEL: &str = "unknown";
 
 /// The status line of the session `input` names: its transcript read through its index (a
-/// tail up to 1 MiB folded in memory, so a status line seldom writes), and today's usage of
-/// its project's transcripts written today. A transcript that does not exist yet, or holds no
-/// complete line, counts nothing; any other failure to read it is an error.
+/// tail up to 1 MiB folded in memory, so a status line seldom writes), and today's usage and
+/// the active billing block of its project's transcripts written today or in the last 10
+/// hours. A transcript that does not exist yet, or holds no complete line, counts nothing; any
+/// other failure to read it is an error.
 pub fn statusline(
     input: &StatusInput,
     options: &StatusOptions,
 ) -> Result<StatusLine, TranscriptError> {
     let zone = options.timezone.clone().unwrap_or_else(system_zone);
-    let day_start = day_start(options.now.unwrap_or_else(jiff::Timestamp::now), &zone);
+    let now = options.now.unwrap_or_else(jiff::Timestamp::now);
+    let day_start = day_start(now, &zone);
+    let horizon = day_start.min(now.as_second().saturating_sub(BLOCK_HORIZON));
     // Usage is kept by UTC quarter-hour; every zone's midnight in use today falls on one.
     let from = day_start.div_euclid(QUARTER_SECONDS);
+    let from_horizon = horizon.div_euclid(QUARTER_SECONDS);
     let mut open_options = OpenOptions {
         index_dir: options.index_dir.clone(),
         max_memory_tail: MEMORY_TAIL,
-        buckets_from: Some(from),
+        buckets_from: Some(from_horizon),
         ..OpenOptions::default()
     };
     let path = &input.transcript_path;
@@ -183,7 +202,7 @@ pub fn statusline(
     open_options.format = Some(format);
     // Today's other transcripts, opened before pricing: the embedded table is read for the
     // models they and the session use, not whole.
-    let others: Vec<Transcript> = written_since(path, day_start)
+    let others: Vec<Transcript> = written_since(path, horizon)
         .iter()
         .filter_map(|other| open(other, &open_options).ok())
         .collect();
@@ -197,6 +216,8 @@ pub fn statusline(
     });
     let mut pricer = Pricer::new(table, CostMode::Auto);
     let (mut session_cost, mut today_cost) = (RowCost::default(), RowCost::default());
+    // The quarter-hours since the horizon, as `usage --by block` keeps them.
+    let mut quarters: BTreeMap<i64, Slot> = BTreeMap::new();
     let mut today_of = |t: &Transcript, session: Option<&mut RowCost>| -> u64 {
         let buckets = t.buckets().unwrap_or_default();
         let mut session = session;
@@ -215,6 +236,17 @@ pub fn statusline(
                 sum = sum.saturating_add(tally.usage.total());
                 today_cost.add(name, cost);
             }
+            if *q >= from_horizon {
+                let slot = quarters.entry(*q).or_default();
+                slot.tally.add(tally);
+                slot.cost.add(name, cost);
+            }
+        }
+        let spans = t.dedup.iter().flat_map(|d| &d.spans);
+        for (q, span) in spans.filter(|(q, _)| **q >= from_horizon) {
+            if let Some(slot) = quarters.get_mut(q) {
+                slot.span.get_or_insert(*span).widen(*span);
+            }
         }
         sum
     };
@@ -226,11 +258,16 @@ pub fn statusline(
         today = today.saturating_add(today_of(t, None));
         today_transcripts += 1;
     }
+    let block = active_block(&quarters, now);
+    let block_cost = block.as_ref().map(|b| &b.cost);
     let mut unpriced: Vec<String> = session_cost
         .unpriced_models
-        .union(&today_cost.unpriced_models)
+        .iter()
+        .chain(&today_cost.unpriced_models)
+        .chain(block_cost.iter().flat_map(|c| &c.unpriced_models))
         .cloned()
         .collect();
+    unpriced.sort();
     unpriced.dedup();
     let window = input
         .context_window_size
@@ -262,12 +299,25 @@ pub fn statusline(
         ),
         session_cost_usd: session_cost.usd(),
         today_cost_usd: today_cost.usd(),
+        block_total_tokens: block.as_ref().map(|b| b.tally.usage.total()),
+        block_cost_usd: block_cost.and_then(RowCost::usd),
+        block_end: block
+            .as_ref()
+            .and_then(|b| b.block.as_ref())
+            .map(|b| b.end.to_string()),
         unpriced_models: unpriced,
         timezone: zone_name(&zone),
         today_total_tokens: today,
         today_transcripts,
         transcript_path: path.clone(),
     })
+}
+
+/// The block of `quarters` active at `now`, if one is: only the last can be.
+fn active_block(quarters: &BTreeMap<i64, Slot>, now: jiff::Timestamp) -> Option<UsageRow> {
+    blocks(quarters, now)
+        .pop()
+        .filter(|row| row.block.as_ref().is_some_and(|b| b.is_active))
 }
 
 /// The session's transcript, with all its buckets (its cost): of the format its lines show,
@@ -371,6 +421,9 @@ mod tests {
             since_compaction: UsageFigures::new(Format::ClaudeCode, Tally::default()),
             session_cost_usd: Some(4.104),
             today_cost_usd: None,
+            block_total_tokens: None,
+            block_cost_usd: None,
+            block_end: None,
             unpriced_models: Vec::new(),
             timezone: "UTC".to_owned(),
             today_total_tokens: 21,

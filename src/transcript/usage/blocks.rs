@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde::ser::Serializer;
 
-use super::{GroupBy, UsageOptions, UsageRow, insert_agent};
+use super::{GroupBy, UsageRow, insert_agent};
 use crate::transcript::fold::{QUARTER_MILLIS, Span};
 use crate::transcript::format::Format;
 use crate::transcript::price::RowCost;
@@ -99,9 +99,10 @@ struct Open {
     slot: Slot,
 }
 
-/// The block rows of `quarters` (quarter-hour -> usage, in time order), oldest first.
-pub(crate) fn blocks(quarters: &BTreeMap<i64, Slot>, options: &UsageOptions) -> Vec<UsageRow> {
-    let now = options.now.unwrap_or_else(Timestamp::now).as_millisecond();
+/// The block rows of `quarters` (quarter-hour -> usage, in time order), oldest first; a block
+/// is active as of `now`.
+pub(crate) fn blocks(quarters: &BTreeMap<i64, Slot>, now: Timestamp) -> Vec<UsageRow> {
+    let now = now.as_millisecond();
     let mut rows = Vec::new();
     let mut open: Option<Open> = None;
     for (&quarter, slot) in quarters {
@@ -223,11 +224,8 @@ mod tests {
     use crate::transcript::tally::Money;
     use crate::transcript::tokens::Usage;
 
-    fn options(now: i64) -> UsageOptions {
-        UsageOptions {
-            now: Some(at(now)),
-            ..UsageOptions::default()
-        }
+    fn options(now: i64) -> Timestamp {
+        at(now)
     }
 
     fn slot(tokens: u64, span: Option<Span>) -> Slot {
@@ -341,7 +339,7 @@ mod tests {
                 messages.push((t, tokens));
             }
             proptest::prop_assume!(!on_the_line(&messages));
-            let rows = blocks(&quarters_of(&messages), &options(0));
+            let rows = blocks(&quarters_of(&messages), options(0));
             proptest::prop_assert_eq!(got(&rows), naive(&messages));
             let total: u64 = messages.iter().map(|m| m.1).sum();
             let cost: u64 = rows.iter().filter_map(|r| r.cost.cost).map(Money::picodollars).sum();
@@ -363,11 +361,11 @@ mod tests {
             vec![(h + 30 * min, 1), (h + 30 * min + BLOCK_MILLIS, 2)],
             vec![(h + 30 * min, 1), (h + 30 * min + BLOCK_MILLIS + 1, 2)],
         ] {
-            let rows = blocks(&quarters_of(&messages), &options(0));
+            let rows = blocks(&quarters_of(&messages), options(0));
             assert_eq!(got(&rows), naive(&messages), "{messages:?}");
         }
         let two = [(h + 10 * min, 1), (h + 5 * 60 * min + 23 * min, 2)];
-        let rows = got(&blocks(&quarters_of(&two), &options(0)));
+        let rows = got(&blocks(&quarters_of(&two), options(0)));
         assert_eq!(rows.len(), 3);
         assert_eq!(
             rows[1],
@@ -385,7 +383,7 @@ mod tests {
         let h = 1_800_000_000_000 / HOUR_MILLIS * HOUR_MILLIS;
         let messages = [(h, 1), (h + BLOCK_MILLIS, 2), (h + BLOCK_MILLIS + 1, 4)];
         assert!(on_the_line(&messages));
-        let rows = got(&blocks(&quarters_of(&messages), &options(0)));
+        let rows = got(&blocks(&quarters_of(&messages), options(0)));
         // ccusage keeps the message on the line in the first block (1 + 2, then 4); the
         // quarter-hour moves whole.
         assert_eq!(
@@ -403,7 +401,7 @@ mod tests {
         let base: i64 = 1_900_000 * QUARTER_MILLIS; // on the hour
         let messages = [(base, 600), (base + 45 * 60_000, 600)];
         let quarters = quarters_of(&messages);
-        let rows = blocks(&quarters, &options(base + HOUR_MILLIS));
+        let rows = blocks(&quarters, options(base + HOUR_MILLIS));
         let b = rows[0].block.as_ref().unwrap();
         assert!(b.is_active && !b.is_gap);
         assert_eq!(b.last_activity.as_millisecond(), base + 45 * 60_000);
@@ -414,7 +412,7 @@ mod tests {
         assert_eq!(p.remaining_minutes, 240);
         // 1200 + 1200 / 45 * 240 = 7600
         assert_eq!(p.total_tokens, 7600);
-        let later = blocks(&quarters, &options(base + 6 * HOUR_MILLIS));
+        let later = blocks(&quarters, options(base + 6 * HOUR_MILLIS));
         assert!(!later[0].block.as_ref().unwrap().is_active);
         assert!(later[0].block.as_ref().unwrap().burn_rate.is_none());
     }

@@ -165,7 +165,8 @@ impl<'a> Grouper<'a> {
         for (quarter, slot) in &mut self.quarters {
             slot.span = self.spans.get(quarter).copied();
         }
-        let mut rows = blocks(&self.quarters, self.options);
+        let now = self.options.now.unwrap_or_else(jiff::Timestamp::now);
+        let mut rows = blocks(&self.quarters, now);
         rows.extend(self.groups.into_values());
         report.rows = rows;
         report.by_model = self

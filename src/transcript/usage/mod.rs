@@ -26,6 +26,7 @@ pub use args::{
     UsageArgError, parse_agent, parse_cost_mode, parse_day, parse_group_by, parse_timezone,
 };
 pub use blocks::{BLOCK_SECONDS, Block, BurnRate, Projection};
+pub(crate) use blocks::{Slot, blocks};
 pub use files::{
     default_roots, discover, discover_lines, read_by_lines, roots_or_default, session_of,
 };

@@ -255,6 +255,9 @@ class StatusLine(_Document):
     since_compaction: Usage
     session_cost_usd: Optional[float]
     today_cost_usd: Optional[float]
+    block_total_tokens: Optional[int]
+    block_cost_usd: Optional[float]
+    block_end: Optional[str]
     unpriced_models: List[str]
     timezone: str
     today_total_tokens: int
