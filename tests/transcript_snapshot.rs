@@ -176,13 +176,22 @@ fn check(root: &Path, cache: &Path, files: &[(PathBuf, Format)]) -> SnapshotOutc
 }
 
 fn snapshot_files(cache: &Path) -> Vec<PathBuf> {
+    files_ending(cache, ".snapshot")
+}
+
+/// The snapshot's keys files (read only when a file grew).
+fn keys_files(cache: &Path) -> Vec<PathBuf> {
+    files_ending(cache, ".keys")
+}
+
+fn files_ending(cache: &Path, end: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(cache) else {
         return Vec::new();
     };
     entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".snapshot"))
+        .filter(|p| p.to_string_lossy().ends_with(end))
         .collect()
 }
 
@@ -195,8 +204,9 @@ enum Op {
     Truncate(usize, u16),
     /// Replaces a file by another transcript's first bytes, as many as it had.
     Rewrite(usize),
-    /// Damages the snapshot: flips a byte at this share (per mille) of it, or cuts it.
-    Damage(u16, bool),
+    /// Damages the snapshot (or with `true` last, its keys file): flips a byte at this share
+    /// (per mille) of it, or cuts it.
+    Damage(u16, bool, bool),
     Nothing,
 }
 
@@ -206,7 +216,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..6usize).prop_map(Op::Delete),
         1 => (0..6usize, 0..1000u16).prop_map(|(f, p)| Op::Truncate(f, p)),
         1 => (0..6usize).prop_map(Op::Rewrite),
-        1 => (0..1000u16, any::<bool>()).prop_map(|(p, cut)| Op::Damage(p, cut)),
+        1 => (0..1000u16, any::<bool>(), any::<bool>()).prop_map(|(p, cut, keys)| Op::Damage(p, cut, keys)),
         1 => Just(Op::Nothing),
     ]
 }
@@ -275,8 +285,9 @@ proptest! {
                         std::fs::write(path(i), &source[i][..n]).unwrap();
                     }
                 }
-                Op::Damage(share, cut) => {
-                    for s in snapshot_files(&cache) {
+                Op::Damage(share, cut, keys) => {
+                    let files = if keys { keys_files(&cache) } else { snapshot_files(&cache) };
+                    for s in files {
                         let mut bytes = std::fs::read(&s).unwrap();
                         let at = bytes.len() * usize::from(share) / 1000;
                         if cut {
@@ -285,7 +296,8 @@ proptest! {
                             *b ^= 0x5a;
                         }
                         std::fs::write(&s, &bytes).unwrap();
-                        damaged = true;
+                        // Damaged keys are read, and refused, only when a file grew.
+                        damaged = !keys;
                     }
                 }
                 Op::Nothing => touched = false,
@@ -387,6 +399,49 @@ fn a_file_grown_with_new_messages_is_caught_up_from_the_snapshot() {
     append(
         &root.join("p3/own.jsonl"),
         assistant("msg_new_3", "req_new_3", 950).as_bytes(),
+    );
+    assert_eq!(
+        check(&root, &cache, &files),
+        SnapshotOutcome::CaughtUp { files: 1 }
+    );
+}
+
+#[test]
+fn damaged_or_missing_keys_are_read_only_when_a_file_grew_and_then_refused() {
+    let (_dir, root, cache, files) = warm_tree();
+    let keys = keys_files(&cache);
+    assert_eq!(keys.len(), 1);
+    let good = std::fs::read(&keys[0]).unwrap();
+    let mut bad = good.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    std::fs::write(&keys[0], &bad).unwrap();
+    // Nothing grew: the keys are not read.
+    assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
+    append(
+        &root.join("p3/own.jsonl"),
+        assistant("msg_k_1", "req_k_1", 300).as_bytes(),
+    );
+    let outcome = check(&root, &cache, &files);
+    assert!(
+        matches!(&outcome, SnapshotOutcome::Rebuilt { reason } if reason.contains("keys")),
+        "{outcome:?}"
+    );
+    // The keys written again with the snapshot; then gone altogether.
+    assert_ne!(std::fs::read(&keys[0]).unwrap(), bad);
+    std::fs::remove_file(&keys[0]).unwrap();
+    append(
+        &root.join("p1/a.jsonl"),
+        assistant("msg_k_2", "req_k_2", 400).as_bytes(),
+    );
+    let outcome = check(&root, &cache, &files);
+    assert!(
+        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
+        "{outcome:?}"
+    );
+    append(
+        &root.join("p1/a.jsonl"),
+        assistant("msg_k_3", "req_k_3", 500).as_bytes(),
     );
     assert_eq!(
         check(&root, &cache, &files),

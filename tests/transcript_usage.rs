@@ -391,7 +391,7 @@ fn a_grown_file_is_caught_up_never_rebuilt_and_still_matches() {
 fn indexes_in(cache: &Path) -> usize {
     std::fs::read_dir(cache).map_or(0, |d| {
         d.filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().ends_with(".snapshot"))
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".redb"))
             .count()
     })
 }

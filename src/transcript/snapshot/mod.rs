@@ -33,7 +33,7 @@ use crate::log::{Coverage, CoverageCheck};
 
 mod file;
 
-use file::{read_snapshot, write_snapshot};
+use file::{KeysSeal, keys_file, read_keys, read_snapshot, write_snapshot};
 
 /// The holder of a key several files hold.
 const SEVERAL: u32 = u32::MAX;
@@ -79,9 +79,9 @@ struct Snapshot {
     models: Vec<String>,
     /// Messages of later files merged into earlier ones.
     duplicates: u64,
-    /// Every merge key's hash and the file holding it ([`SEVERAL`] for more than one), sorted
-    /// by hash, each hash once.
-    keys: Vec<(u64, u32)>,
+    /// The keys file written with it: every merge key's hash and the file holding it
+    /// ([`SEVERAL`] for more than one), sorted by hash, each hash once.
+    keys: KeysSeal,
 }
 
 /// A usage report over `files` (found under `roots`), answered from the run-level snapshot
@@ -114,11 +114,11 @@ fn answer_with_snapshot(
     let request = request_of(roots, &options.open);
     let path = snapshot_file(&dir, &request);
     let reason = match read_snapshot(&path, &request) {
-        Ok(snapshot) => match warm(snapshot, files, extra, options) {
+        Ok(snapshot) => match warm(snapshot, &path, files, extra, options) {
             Ok((report, outcome, changed)) => {
-                if let Some(snapshot) = changed {
+                if let Some((mut snapshot, keys)) = changed {
                     // The answer stands even if the snapshot cannot be kept.
-                    let _ = write_snapshot(&dir, &path, &snapshot);
+                    let _ = write_snapshot(&dir, &path, &mut snapshot, keys.as_deref());
                 }
                 return (report, outcome);
             }
@@ -126,8 +126,8 @@ fn answer_with_snapshot(
         },
         Err(reason) => reason,
     };
-    let (report, snapshot) = full(files, extra, options, progress, request);
-    let outcome = match write_snapshot(&dir, &path, &snapshot) {
+    let (report, mut snapshot, keys) = full(files, extra, options, progress, request);
+    let outcome = match write_snapshot(&dir, &path, &mut snapshot, Some(&keys)) {
         Ok(()) => SnapshotOutcome::Rebuilt { reason },
         Err(e) => SnapshotOutcome::Unavailable {
             reason: format!("cannot write {}: {e}", path.display()),
@@ -290,14 +290,14 @@ fn corrected(own: &Tally, delta: &Delta) -> Option<Tally> {
     Tally::from_counts(counts)
 }
 
-/// The full path: every file read and merged, and the snapshot of that answer.
+/// The full path: every file read and merged, and the snapshot of that answer with its keys.
 fn full(
     files: &[PathBuf],
     extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
     request: Vec<u8>,
-) -> (UsageReport, Snapshot) {
+) -> (UsageReport, Snapshot, Vec<(u64, u32)>) {
     // Every file is read with its merge keys (ids) already.
     let merged = read_and_merge(files, options, progress, true);
     let mut models = Models::default();
@@ -360,11 +360,11 @@ fn full(
         skipped,
         models: models.names,
         duplicates: merged.report.cross_file_duplicates,
-        keys,
+        keys: KeysSeal::default(),
     };
     let mut report = merged.report;
     answer(&snapshot, extra, options, &mut report);
-    (report, snapshot)
+    (report, snapshot, keys)
 }
 
 /// Fills the report's rows, file counts and duplicates from the snapshot (and the usage read
@@ -467,15 +467,19 @@ fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, Str
     })
 }
 
-/// The warm path: the answer from the snapshot, after catching up the files that grew. `Err`
-/// says why the full path must answer instead. With the answer, the snapshot to write if it
-/// changed.
+/// What the warm path changed: the snapshot, and its keys if they changed too.
+type Changed = Option<(Snapshot, Option<Vec<(u64, u32)>>)>;
+
+/// The warm path: the answer from the snapshot in `path`, after catching up the files that
+/// grew (only then are the keys read). `Err` says why the full path must answer instead. With
+/// the answer, what to write if the snapshot changed.
 fn warm(
     mut snapshot: Snapshot,
+    path: &Path,
     files: &[PathBuf],
     extra: Extra<'_>,
     options: &UsageOptions,
-) -> Result<(UsageReport, SnapshotOutcome, Option<Snapshot>), String> {
+) -> Result<(UsageReport, SnapshotOutcome, Changed), String> {
     // The same files: those read and those that could not be, in path order.
     if files.len() != snapshot.files.len() + snapshot.skipped.len() {
         return Err("files were added or removed".to_owned());
@@ -520,9 +524,10 @@ fn warm(
         return Ok((
             report,
             SnapshotOutcome::Current,
-            changed.then_some(snapshot),
+            changed.then_some((snapshot, None)),
         ));
     }
+    let mut keys = read_keys(&keys_file(path), snapshot.keys, snapshot.files.len())?;
     let open_options = OpenOptions {
         buckets_from: Some(UNKNOWN_QUARTER),
         ..options.open.clone()
@@ -554,8 +559,8 @@ fn warm(
             return Err(format!("{} reads as another format now", path.display()));
         }
         for hash in keys_in(t.format, &fresh) {
-            match snapshot.keys.binary_search_by_key(&hash, |&(h, _)| h) {
-                Ok(at) if snapshot.keys.get(at).is_some_and(|&(_, h)| h == number) => {}
+            match keys.binary_search_by_key(&hash, |&(h, _)| h) {
+                Ok(at) if keys.get(at).is_some_and(|&(_, h)| h == number) => {}
                 Ok(_) => {
                     return Err(format!(
                         "{} grew with a message another file holds",
@@ -583,13 +588,15 @@ fn warm(
         entry.stat = None;
     }
     snapshot.models = models.names;
-    if !new_keys.is_empty() {
-        snapshot.keys.extend(new_keys);
-        snapshot.keys.sort_unstable();
-    }
+    let keys = (!new_keys.is_empty()).then(|| {
+        keys.extend(new_keys);
+        keys.sort_unstable();
+        keys
+    });
     answer(&snapshot, extra, options, &mut report);
     let outcome = SnapshotOutcome::CaughtUp { files: grown.len() };
-    Ok((report, outcome, changed.then_some(snapshot)))
+    changed |= keys.is_some();
+    Ok((report, outcome, changed.then_some((snapshot, keys))))
 }
 
 /// The bytes an answer covers beyond the snapshot's coverage of the file, checked to be the

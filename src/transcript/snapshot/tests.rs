@@ -1,4 +1,4 @@
-use super::file::{decode, encode};
+use super::file::{decode, decode_keys, encode, encode_keys_file};
 use super::*;
 use crate::transcript::tokens::Usage;
 
@@ -36,7 +36,7 @@ fn sample() -> Snapshot {
         skipped: vec![b"/b.jsonl".to_vec()],
         models: vec!["m".to_owned()],
         duplicates: 1,
-        keys: vec![(1, 0), (2, SEVERAL)],
+        keys: KeysSeal::default(),
     }
 }
 
@@ -56,13 +56,37 @@ fn a_snapshot_round_trips_and_any_damage_is_refused() {
 }
 
 #[test]
+fn keys_round_trip_and_damaged_foreign_or_loose_keys_are_refused() {
+    let keys = [(1, 0), (2, SEVERAL), (u64::MAX, 1)];
+    let (bytes, seal) = encode_keys_file(&keys);
+    assert_eq!(decode_keys(&bytes, seal, 2).unwrap(), keys);
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x40;
+        assert!(
+            decode_keys(&bad, seal, 2).is_err(),
+            "flipped byte {i} was believed"
+        );
+    }
+    for len in 0..bytes.len() {
+        assert!(
+            decode_keys(&bytes[..len], seal, 2).is_err(),
+            "cut at {len} was believed"
+        );
+    }
+    // Another snapshot's keys, though whole.
+    let (other, other_seal) = encode_keys_file(&keys[..2]);
+    assert!(decode_keys(&other, seal, 2).is_err());
+    assert!(decode_keys(&bytes, other_seal, 2).is_err());
+    // Out of order, or filed under a file the snapshot does not have.
+    for loose in [vec![(2, 0), (1, 0)], vec![(1, 0), (1, 0)], vec![(1, 5)]] {
+        let (bytes, seal) = encode_keys_file(&loose);
+        assert!(decode_keys(&bytes, seal, 2).is_err(), "{loose:?}");
+    }
+}
+
+#[test]
 fn a_snapshot_that_does_not_hold_together_is_refused() {
-    let mut s = sample();
-    s.keys = vec![(2, 0), (1, 0)];
-    assert!(decode(&encode(&s).unwrap()).is_err());
-    let mut s = sample();
-    s.keys = vec![(1, 5)];
-    assert!(decode(&encode(&s).unwrap()).is_err());
     let mut s = sample();
     s.skipped = vec![b"/a.jsonl".to_vec()];
     assert!(decode(&encode(&s).unwrap()).is_err());
