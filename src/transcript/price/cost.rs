@@ -92,12 +92,12 @@ impl Pricer {
             }
             CostMode::Auto | CostMode::Calculate => {}
         }
-        let table = &self.table;
-        let price = self
-            .found
-            .entry(model.to_owned())
-            .or_insert_with(|| table.lookup(model).cloned());
-        price.as_ref().map(|p| p.cost(tally))
+        // Looked up without a key of its own: a report prices thousands of buckets.
+        if !self.found.contains_key(model) {
+            let price = self.table.lookup(model).cloned();
+            self.found.insert(model.to_owned(), price);
+        }
+        self.found.get(model)?.as_ref().map(|p| p.cost(tally))
     }
 }
 

@@ -35,6 +35,27 @@ fn monday_of(day: Date) -> Date {
     day.checked_sub(jiff::Span::new().days(back)).unwrap_or(day)
 }
 
+/// The quarter-hours `from..to` lie in `day`, whose row key (by day, week or month) is `key`.
+struct DaySpan {
+    from: i64,
+    to: i64,
+    day: Date,
+    key: String,
+}
+
+/// The quarter-hours of `day` in `zone` (`None` where a midnight is missing or off the
+/// quarter-hours, as in some zones' old local mean times).
+fn quarters_of(day: Date, zone: &TimeZone) -> Option<(i64, i64)> {
+    let start = |d: Date| -> Option<i64> {
+        let ts = zone
+            .to_timestamp(d.to_datetime(jiff::civil::Time::midnight()))
+            .ok()?;
+        let second = ts.as_second();
+        (second.rem_euclid(QUARTER_SECONDS) == 0).then(|| second.div_euclid(QUARTER_SECONDS))
+    };
+    Some((start(day)?, start(day.tomorrow().ok()?)?))
+}
+
 /// Adds tallies up into a report's rows, by the report's grouping and day range.
 pub(crate) struct Grouper<'a> {
     options: &'a UsageOptions,
@@ -48,6 +69,9 @@ pub(crate) struct Grouper<'a> {
     spans: HashMap<i64, Span>,
     totals: Tally,
     cost: RowCost,
+    /// The day of the last quarter-hour added: buckets come in time order, file by file, so
+    /// most fall in the day before them.
+    last_day: Option<DaySpan>,
 }
 
 impl<'a> Grouper<'a> {
@@ -61,7 +85,30 @@ impl<'a> Grouper<'a> {
             spans: HashMap::new(),
             totals: Tally::default(),
             cost: RowCost::default(),
+            last_day: None,
         }
+    }
+
+    /// The day of `quarter` in the report's zone and that day's row key (by day, week or
+    /// month); `None` for [`UNKNOWN_QUARTER`].
+    fn day_of(&mut self, quarter: i64) -> Option<(Date, &str)> {
+        let fresh = !self
+            .last_day
+            .as_ref()
+            .is_some_and(|d| (d.from..d.to).contains(&quarter));
+        if fresh {
+            let zone = &self.options.timezone;
+            let day = day_in(quarter, zone)?;
+            // A day whose midnights are off the quarter-hours is kept for this one alone.
+            let (from, to) = quarters_of(day, zone).unwrap_or((quarter, quarter.saturating_add(1)));
+            let key = match self.options.by {
+                GroupBy::Week => monday_of(day).to_string(),
+                GroupBy::Month => format!("{:04}-{:02}", day.year(), day.month()),
+                _ => day.to_string(),
+            };
+            self.last_day = Some(DaySpan { from, to, day, key });
+        }
+        self.last_day.as_ref().map(|d| (d.day, d.key.as_str()))
     }
 
     /// Adds a bucket's tally (of `model`, in a file of `format` of `session` in `project`;
@@ -77,7 +124,7 @@ impl<'a> Grouper<'a> {
         if tally.is_empty() || !(options.agents.is_empty() || options.agents.contains(&format)) {
             return;
         }
-        let day = day_in(quarter, &options.timezone);
+        let day = self.day_of(quarter).map(|(d, _)| d);
         let outside = match day {
             Some(d) => options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u),
             None => options.since.is_some() || options.until.is_some(),
@@ -88,18 +135,17 @@ impl<'a> Grouper<'a> {
         let cost = self.pricer.cost(format, model, tally);
         self.totals.add(tally);
         self.cost.add(model, cost);
-        let unknown = || "unknown".to_owned();
-        let (key, project) = match options.by {
-            GroupBy::Day => (day.map_or_else(unknown, |d| d.to_string()), None),
-            GroupBy::Week => (day.map_or_else(unknown, |d| monday_of(d).to_string()), None),
-            GroupBy::Month => (
-                day.map_or_else(unknown, |d| format!("{:04}-{:02}", d.year(), d.month())),
-                None,
-            ),
-            GroupBy::Session => (session.to_owned(), Some(project.to_owned())),
-            GroupBy::Project => (project.to_owned(), None),
-            GroupBy::Model => (model.to_owned(), None),
-            GroupBy::Agent => (format.name().to_owned(), None),
+        // The day's key is borrowed from the cache: most buckets add to a row that exists,
+        // and allocate nothing.
+        let day_key = self.last_day.as_ref().filter(|_| day.is_some());
+        let (key, project): (&str, Option<&str>) = match options.by {
+            GroupBy::Day | GroupBy::Week | GroupBy::Month => {
+                (day_key.map_or("unknown", |d| d.key.as_str()), None)
+            }
+            GroupBy::Session => (session, Some(project)),
+            GroupBy::Project => (project, None),
+            GroupBy::Model => (model, None),
+            GroupBy::Agent => (format.name(), None),
             GroupBy::Block if quarter != UNKNOWN_QUARTER => {
                 let slot = self.quarters.entry(quarter).or_default();
                 insert_agent(&mut slot.agents, format);
@@ -107,7 +153,7 @@ impl<'a> Grouper<'a> {
                 slot.cost.add(model, cost);
                 return;
             }
-            GroupBy::Block => (unknown(), None),
+            GroupBy::Block => ("unknown", None),
         };
         let end = (quarter != UNKNOWN_QUARTER)
             .then(|| quarter.saturating_add(1).saturating_mul(QUARTER_SECONDS))
@@ -115,21 +161,23 @@ impl<'a> Grouper<'a> {
         if options.split_by_model && !matches!(options.by, GroupBy::Session | GroupBy::Block) {
             let part = self
                 .by_model
-                .entry(key.clone())
+                .entry(key.to_owned())
                 .or_default()
                 .entry(model.to_owned())
                 .or_insert_with(|| empty_row(GroupBy::Model, model.to_owned(), None));
             add_to(part, format, (model, cost), tally, end);
         }
-        let group_key = match &project {
-            Some(p) => format!("{p}\u{0}{key}"),
-            None => key.clone(),
+        let group_key = match project {
+            Some(p) => std::borrow::Cow::Owned(format!("{p}\u{0}{key}")),
+            None => std::borrow::Cow::Borrowed(key),
         };
-        let row = self
-            .groups
-            .entry(group_key)
-            .or_insert_with(|| empty_row(options.by, key, project));
-        add_to(row, format, (model, cost), tally, end);
+        if !self.groups.contains_key(group_key.as_ref()) {
+            let row = empty_row(options.by, key.to_owned(), project.map(str::to_owned));
+            self.groups.insert(group_key.clone().into_owned(), row);
+        }
+        if let Some(row) = self.groups.get_mut(group_key.as_ref()) {
+            add_to(row, format, (model, cost), tally, end);
+        }
     }
 
     /// Adds the span of a quarter-hour's message times in a file of `format` (for blocks; the
@@ -229,5 +277,39 @@ mod tests {
         let d: Date = "2026-03-08".parse().unwrap(); // a Sunday
         assert_eq!(monday_of(d).to_string(), "2026-03-02");
         assert_eq!(monday_of(monday_of(d)), monday_of(d));
+    }
+
+    #[test]
+    fn the_day_cache_gives_every_quarter_hour_its_own_day() {
+        for zone in [
+            "America/New_York",
+            "Australia/Lord_Howe",
+            "Asia/Kathmandu",
+            "UTC",
+        ] {
+            let options = UsageOptions {
+                timezone: TimeZone::get(zone).unwrap(),
+                ..UsageOptions::default()
+            };
+            let mut grouper = Grouper::new(&options);
+            // Around both DST changes of 2026, and a stretch of 1890 (local mean times).
+            let quarter = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_second() / 900;
+            let mut quarters: Vec<i64> = Vec::new();
+            for from in [
+                "2026-03-06T00:00:00Z",
+                "2026-10-02T00:00:00Z",
+                "1890-01-01T00:00:00Z",
+            ] {
+                quarters.extend(quarter(from)..quarter(from) + 4 * 24 * 8);
+            }
+            // In order, and jumping back and forth.
+            let jumps: Vec<i64> = quarters.iter().rev().step_by(7).copied().collect();
+            for q in quarters.into_iter().chain(jumps) {
+                let want = day_in(q, &options.timezone);
+                let got = grouper.day_of(q).map(|(d, key)| (d, key.to_owned()));
+                assert_eq!(got.map(|g| g.0), want, "{zone} {q}");
+            }
+            assert_eq!(grouper.day_of(UNKNOWN_QUARTER), None);
+        }
     }
 }
