@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::catalog::Catalog;
 use super::error::ArchiveError;
+use crate::transcript::StatsTaken;
 
 /// The age past which an unarchived transcript is warned about: Claude Code cleans up after
 /// 30 days by default.
@@ -20,21 +21,35 @@ pub fn unarchived_older_than<'a>(
     age: Duration,
 ) -> Result<Vec<PathBuf>, ArchiveError> {
     let catalog = Catalog::load(dir)?;
+    Ok(unarchived_in(files, &catalog, age, &StatsTaken::default()))
+}
+
+/// Of `files`, those last modified more than `age` ago whose current size `catalog` has not
+/// seen; a file's `stat` is taken from `seen` when the run noted one.
+pub(crate) fn unarchived_in<'a>(
+    files: impl IntoIterator<Item = &'a PathBuf>,
+    catalog: &Catalog,
+    age: Duration,
+    seen: &StatsTaken,
+) -> Vec<PathBuf> {
     let cutoff = SystemTime::now()
         .checked_sub(age)
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    Ok(files
+    files
         .into_iter()
         .filter(|path| {
-            let Ok(meta) = std::fs::metadata(path) else {
-                return false;
+            let (len, modified) = match seen.get(path) {
+                Some(stat) => (stat.len, stat.modified()),
+                None => match std::fs::metadata(path) {
+                    Ok(meta) => (meta.len(), meta.modified().unwrap_or(SystemTime::now())),
+                    Err(_) => return false,
+                },
             };
-            let old = meta.modified().is_ok_and(|m| m < cutoff);
             let held = catalog
                 .latest(path.as_os_str().as_bytes())
-                .is_some_and(|(_, r)| r.seen.size == meta.len() || r.end == meta.len());
-            old && !held
+                .is_some_and(|(_, r)| r.seen.size == len || r.end == len);
+            modified < cutoff && !held
         })
         .cloned()
-        .collect())
+        .collect()
 }

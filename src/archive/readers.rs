@@ -6,14 +6,17 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::catalog::Catalog;
 use super::copies::{COPIES_DIR, archived_sources, copy_path};
 use super::error::ArchiveError;
+use super::pending::unarchived_in;
+#[cfg(doc)]
 use super::pending::unarchived_older_than;
 use super::reader::Archive;
 use crate::transcript::{
-    ReportError, ReportOptions, Skipped, TranscriptError, TranscriptReport, UsageOptions,
-    UsageReport, default_index_dir, discover, read_report, roots_or_default, sort_paths,
-    usage_of_files,
+    ReportError, ReportOptions, Skipped, StatsTaken, TranscriptError, TranscriptReport,
+    UsageOptions, UsageReport, default_index_dir, discover, read_report, roots_or_default,
+    sort_paths, usage_of_files_noting,
 };
 
 /// Where the cache copies of archived versions go: `<index dir>/archived`, the index
@@ -62,13 +65,20 @@ pub fn usage(
 ) -> UsageReport {
     let mut reading = with_archive(paths, options.open.index_dir.as_deref(), archive_dir);
     let skipped = std::mem::take(&mut reading.skipped);
-    report_of(&reading, skipped, options, progress)
+    report_of(
+        &reading,
+        skipped,
+        options,
+        progress,
+        &mut StatsTaken::default(),
+    )
 }
 
 /// [`usage`], and beside it the transcripts under `paths` that [`unarchived_older_than`] names
 /// for `age` and the archive in `pending_dir` (which `usage` warns about even when it does not
-/// read the archive). One discovery serves both, and the check, a `stat` of each file, runs in
-/// a thread of its own while the report is made.
+/// read the archive). One discovery serves both; the archive's catalog is read in a thread of
+/// its own while the report is made, and the check then takes each file's `stat` from the
+/// report's own checks where they took one.
 pub fn usage_and_unarchived(
     paths: &[PathBuf],
     options: &UsageOptions,
@@ -91,16 +101,18 @@ pub fn usage_and_unarchived(
             .is_none_or(|c| !f.as_os_str().as_bytes().starts_with(c))
     };
     std::thread::scope(|scope| {
-        let pending = scope.spawn(|| {
-            unarchived_older_than(reading.files.iter().filter(original), pending_dir, age)
-        });
-        let report = report_of(&reading, skipped, options, progress);
-        let pending = pending.join().unwrap_or_else(|_| {
+        let catalog = scope.spawn(|| Catalog::load(pending_dir));
+        let mut seen = StatsTaken::default();
+        let report = report_of(&reading, skipped, options, progress, &mut seen);
+        let catalog = catalog.join().unwrap_or_else(|_| {
             Err(ArchiveError::io(
                 "check",
                 pending_dir,
-                std::io::Error::other("the check of unarchived transcripts stopped"),
+                std::io::Error::other("the archive's catalog could not be read"),
             ))
+        });
+        let pending = catalog.map(|catalog| {
+            unarchived_in(reading.files.iter().filter(original), &catalog, age, &seen)
         });
         (report, pending)
     })
@@ -112,8 +124,16 @@ fn report_of(
     skipped: Vec<Skipped>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
+    seen: &mut StatsTaken,
 ) -> UsageReport {
-    let mut report = usage_of_files(&reading.request, &reading.files, skipped, options, progress);
+    let mut report = usage_of_files_noting(
+        &reading.request,
+        &reading.files,
+        skipped,
+        options,
+        progress,
+        seen,
+    );
     report.archive_only_sessions = reading.archive_only_sessions;
     report
 }

@@ -104,6 +104,7 @@ pub use sessions::{
     SessionCatalog, SessionFile, SessionFilter, SessionListError, SessionPage, SessionRow,
     catalog_of_files,
 };
+pub(crate) use stat::StatsTaken;
 pub use statusline::{
     MAX_STATUS_INPUT, RateLimit, StatusInput, StatusInputError, StatusLine, StatusOptions,
     context_window, parse_status_input, statusline,
@@ -121,4 +122,4 @@ pub use usage::{
     parse_day, parse_group_by, parse_timezone, read_by_lines, roots_or_default, session_of,
     system_zone, usage, usage_of_files, zone_named,
 };
-pub(crate) use usage::{path_order, sort_paths};
+pub(crate) use usage::{path_order, sort_paths, usage_of_files_noting};

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::cache::{default_index_dir, fnv};
 use super::fold::{BucketKey, Fold, Span, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
-use super::stat::Stat;
+use super::stat::{Stat, StatsTaken};
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
 use super::usage::merge::read_and_merge;
@@ -87,14 +87,16 @@ struct Snapshot {
 /// A usage report over `files` (found under `roots`), answered from the run-level snapshot
 /// when it can be, by reading every index otherwise (then the snapshot is written again). The
 /// answer is the same either way; [`UsageReport::snapshot`] says which it was.
+/// The `stat` each file's check took is noted in `seen`.
 pub(crate) fn usage_with_snapshot(
     roots: &[PathBuf],
     files: &[PathBuf],
     extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
+    seen: &mut StatsTaken,
 ) -> UsageReport {
-    let (mut report, outcome) = answer_with_snapshot(roots, files, extra, options, progress);
+    let (mut report, outcome) = answer_with_snapshot(roots, files, extra, options, progress, seen);
     report.snapshot = outcome;
     report
 }
@@ -105,6 +107,7 @@ fn answer_with_snapshot(
     extra: Extra<'_>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
+    seen: &mut StatsTaken,
 ) -> (UsageReport, SnapshotOutcome) {
     let Some(dir) = options.open.index_dir.clone().or_else(default_index_dir) else {
         let report = read_files(files, extra, options, progress);
@@ -114,7 +117,7 @@ fn answer_with_snapshot(
     let request = request_of(roots, &options.open);
     let path = snapshot_file(&dir, &request);
     let reason = match read_snapshot(&path, &request) {
-        Ok(snapshot) => match warm(snapshot, &path, files, extra, options) {
+        Ok(snapshot) => match warm(snapshot, &path, files, extra, options, seen) {
             Ok((report, outcome, changed)) => {
                 if let Some((mut snapshot, keys)) = changed {
                     // The answer stands even if the snapshot cannot be kept.
@@ -126,7 +129,7 @@ fn answer_with_snapshot(
         },
         Err(reason) => reason,
     };
-    let (report, mut snapshot, keys) = full(files, extra, options, progress, request);
+    let (report, mut snapshot, keys) = full(files, extra, options, progress, request, seen);
     let outcome = match write_snapshot(&dir, &path, &mut snapshot, Some(&keys)) {
         Ok(()) => SnapshotOutcome::Rebuilt { reason },
         Err(e) => SnapshotOutcome::Unavailable {
@@ -297,6 +300,7 @@ fn full(
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
     request: Vec<u8>,
+    seen: &mut StatsTaken,
 ) -> (UsageReport, Snapshot, Vec<(u64, u32)>) {
     // Every file is read with its merge keys (ids) already.
     let merged = read_and_merge(files, options, progress, true);
@@ -348,10 +352,11 @@ fn full(
     skipped.dedup();
     // The windows checked once more, to record each file's stat for the next run.
     if let Ok(standings) = check_all(&entries, options.threads) {
-        for (entry, standing) in entries.iter_mut().zip(standings) {
+        for (entry, (standing, now)) in entries.iter_mut().zip(standings) {
             if let Standing::Current(stat) = standing {
                 entry.stat = stat;
             }
+            seen.note(&entry.path, now);
         }
     }
     let snapshot = Snapshot {
@@ -412,9 +417,10 @@ enum Standing {
 }
 
 /// Checks every snapshot entry against its file, in a few threads; the first file that is
-/// neither as it was nor grown is the reason to take the full path.
-fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, String> {
-    let check = |f: &FileEntry| -> Result<Standing, String> {
+/// neither as it was nor grown is the reason to take the full path. With each standing, the
+/// file's `stat`.
+fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<(Standing, Stat)>, String> {
+    let check = |f: &FileEntry| -> Result<(Standing, Stat), String> {
         let path = PathBuf::from(std::ffi::OsString::from_vec(f.path.clone()));
         let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
         // Taken before the file is read: a change after it changes mtime or ctime.
@@ -425,16 +431,16 @@ fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<Standing>, Str
             && stat.len == f.coverage.end
             && stat.same_file(&now)
         {
-            return Ok(Standing::Current(None));
+            return Ok((Standing::Current(None), now));
         }
         let file = File::open(&path).map_err(unreadable)?;
         match f.coverage.check(&file).map_err(unreadable)? {
             CoverageCheck::Current { .. } => {
                 let record = (now.len == f.coverage.end && now.settled() && f.stat != Some(now))
                     .then_some(now);
-                Ok(Standing::Current(record))
+                Ok((Standing::Current(record), now))
             }
-            CoverageCheck::Grew { .. } => Ok(Standing::Grew),
+            CoverageCheck::Grew { .. } => Ok((Standing::Grew, now)),
             other => Err(format!(
                 "{} changed ({})",
                 path.display(),
@@ -479,6 +485,7 @@ fn warm(
     files: &[PathBuf],
     extra: Extra<'_>,
     options: &UsageOptions,
+    seen: &mut StatsTaken,
 ) -> Result<(UsageReport, SnapshotOutcome, Changed), String> {
     // The same files: those read and those that could not be, in path order.
     if files.len() != snapshot.files.len() + snapshot.skipped.len() {
@@ -499,11 +506,12 @@ fn warm(
     let standings = check_all(&snapshot.files, options.threads)?;
     // Stats newly settled are recorded: the next run need not read those files' windows.
     let mut changed = false;
-    for (entry, standing) in snapshot.files.iter_mut().zip(&standings) {
+    for (entry, (standing, now)) in snapshot.files.iter_mut().zip(&standings) {
         if let Standing::Current(Some(stat)) = standing {
             entry.stat = Some(*stat);
             changed = true;
         }
+        seen.note(&entry.path, *now);
     }
     let mut report = UsageReport::default();
     for path in &snapshot.skipped {
@@ -516,7 +524,7 @@ fn warm(
     let grown: Vec<usize> = standings
         .iter()
         .enumerate()
-        .filter(|(_, s)| matches!(s, Standing::Grew))
+        .filter(|(_, (s, _))| matches!(s, Standing::Grew))
         .map(|(i, _)| i)
         .collect();
     if grown.is_empty() {

@@ -35,6 +35,7 @@ pub(crate) use group::Grouper;
 pub use group::{day_in, day_of};
 pub use live::{LiveView, live, live_with};
 use merge::read_and_merge;
+pub(crate) use run::usage_of_files_noting;
 pub use run::{usage, usage_of_files};
 pub use zone::{system_zone, zone_named};
 

@@ -11,6 +11,7 @@ use super::{
 use crate::transcript::format::Format;
 use crate::transcript::opencode;
 use crate::transcript::snapshot::usage_with_snapshot;
+use crate::transcript::stat::StatsTaken;
 
 /// The usage report of the transcripts under `paths` (the places the agents keep theirs when
 /// `paths` is empty: [`default_roots`]): every `*.jsonl` file found ([`discover`]) read
@@ -39,9 +40,28 @@ pub fn usage(
 pub fn usage_of_files(
     request: &[PathBuf],
     files: &[PathBuf],
+    skipped: Vec<Skipped>,
+    options: &UsageOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> UsageReport {
+    usage_of_files_noting(
+        request,
+        files,
+        skipped,
+        options,
+        progress,
+        &mut StatsTaken::default(),
+    )
+}
+
+/// [`usage_of_files`], noting in `seen` the `stat` the snapshot's checks took of each file.
+pub(crate) fn usage_of_files_noting(
+    request: &[PathBuf],
+    files: &[PathBuf],
     mut skipped: Vec<Skipped>,
     options: &UsageOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
+    seen: &mut StatsTaken,
 ) -> UsageReport {
     let mut options = options.clone();
     options
@@ -54,7 +74,7 @@ pub fn usage_of_files(
     let (files, opencode) = opencode::split(files);
     let extra = opencode::for_usage_kept(&opencode, options.open.index_dir.as_deref());
     let mut report = if options.snapshot {
-        usage_with_snapshot(request, &files, &extra.sessions, options, progress)
+        usage_with_snapshot(request, &files, &extra.sessions, options, progress, seen)
     } else {
         read_files(&files, &extra.sessions, options, progress)
     };
