@@ -1,18 +1,19 @@
-//! Arbitrary bytes as the run-level usage snapshot in the cache directory, beside a small
-//! tree of transcripts (two Claude Code files sharing messages, one of its own, a Codex and a
-//! pi file).
+//! Arbitrary bytes as the run-level usage snapshot, or its keys file, in the cache directory,
+//! beside a small tree of transcripts (two Claude Code files sharing messages, one of its own, a
+//! Codex and a pi file).
 //!
-//! Input: the first byte picks a mode (mod 3) and whether a file grows first (bit 7); the
-//! rest is
+//! Input: the first byte picks a mode (its low six bits, mod 3), the keys file instead of the
+//! snapshot (bit 6) and whether a file grows first (bit 7); the rest is
 //! * mode 0: the whole snapshot file, raw;
 //! * mode 1: 4-byte patches applied to the real snapshot of the tree (a 24-bit little-endian
 //!   offset modulo the size and a byte to XOR in; a 0 byte truncates there instead);
 //! * mode 2: the same patches, then the header's length and checksum made right again, so
 //!   the fuzzer reaches the payload's decoding and shape checks.
 //!
-//! Checks: `usage` answered from the snapshot never panics. In modes 0 and 1 (a snapshot that
+//! Checks: `usage` answered from the snapshot never panics. In modes 0 and 1 (a file that
 //! is not exactly the one written) its answer equals the full path's (`usage` without the
-//! snapshot), and a damaged file is rebuilt. Mode 2 can forge a snapshot that decodes and holds together (a tally changed,
+//! snapshot), and a damaged snapshot is rebuilt, as are damaged keys when a file grew (the
+//! only time they are read). Mode 2 can forge a snapshot that decodes and holds together (a tally changed,
 //! say): like any cache file it is then believed, so only the absence of panics is checked.
 #![no_main]
 
@@ -36,6 +37,9 @@ struct Fixture {
     /// The snapshot file of the tree, and its bytes.
     snapshot: PathBuf,
     bytes: Vec<u8>,
+    /// The snapshot's keys file, and its bytes.
+    keys: PathBuf,
+    key_bytes: Vec<u8>,
 }
 
 fn options() -> UsageOptions {
@@ -82,11 +86,15 @@ fn fixture() -> &'static Fixture {
             .find(|p| p.to_string_lossy().ends_with(".snapshot"))
             .expect("the first run writes a snapshot");
         let bytes = std::fs::read(&snapshot).unwrap();
+        let keys = snapshot.with_extension("keys");
+        let key_bytes = std::fs::read(&keys).expect("the first run writes the keys");
         Fixture {
             root,
             files,
             snapshot,
             bytes,
+            keys,
+            key_bytes,
         }
     })
 }
@@ -96,12 +104,19 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    let mode = (selector & 0x7f) % 3;
+    let mode = (selector & 0x3f) % 3;
+    let keys = selector & 0x40 != 0;
+    let grows = selector & 0x80 != 0;
     let fixture = fixture();
+    let original = if keys {
+        &fixture.key_bytes
+    } else {
+        &fixture.bytes
+    };
     let file = if mode == 0 {
         rest.to_vec()
     } else {
-        let mut file = fixture.bytes.clone();
+        let mut file = original.clone();
         for patch in rest.chunks_exact(4) {
             if file.is_empty() {
                 break;
@@ -122,7 +137,7 @@ fuzz_target!(|data: &[u8]| {
     for (path, bytes) in &fixture.files {
         std::fs::write(path, bytes).unwrap();
     }
-    if selector & 0x80 != 0 {
+    if grows {
         // The file of its own grows with its next lines: the warm path catches it up.
         let (path, bytes) = &fixture.files[2];
         let more = generate::transcript(Format::ClaudeCode, 40, 5);
@@ -130,7 +145,13 @@ fuzz_target!(|data: &[u8]| {
         grown.extend_from_slice(&more[more.len() / 2..]);
         std::fs::write(path, grown).unwrap();
     }
-    std::fs::write(&fixture.snapshot, &file).unwrap();
+    let (snapshot, key_file) = if keys {
+        (&fixture.bytes, &file)
+    } else {
+        (&file, &fixture.key_bytes)
+    };
+    std::fs::write(&fixture.snapshot, snapshot).unwrap();
+    std::fs::write(&fixture.keys, key_file).unwrap();
     let roots = std::slice::from_ref(&fixture.root);
     let fast = usage(roots, &options(), &|_, _| {});
     let outcome = fast.snapshot.clone();
@@ -146,10 +167,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(fast.rows, full.rows, "after {outcome:?}");
     assert_eq!(fast.totals, full.totals);
     assert_eq!(fast.cross_file_duplicates, full.cross_file_duplicates);
-    if file != fixture.bytes {
+    if file != *original && (grows || !keys) {
         assert!(
             matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-            "a changed snapshot was believed: {outcome:?}"
+            "a changed snapshot or keys file was believed: {outcome:?}"
         );
     }
 });
