@@ -260,6 +260,40 @@ proptest! {
     }
 }
 
+/// A block that began yesterday evening holds a file last written then: the file adds to the
+/// block, not to today.
+#[test]
+fn a_block_across_midnight_holds_yesterdays_file_and_today_does_not() {
+    let now = "2026-06-01T02:00:00Z".parse::<Timestamp>().unwrap();
+    let at = |minutes_back: i64| now.as_millisecond() - minutes_back * 60_000;
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let (main, other) = (project.join("s.jsonl"), project.join("o.jsonl"));
+    std::fs::write(&main, claude_line(1, at(30), 300)).unwrap();
+    std::fs::write(&other, claude_line(2, at(180), 200)).unwrap();
+    let yesterday =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at(180).unsigned_abs());
+    let file = std::fs::File::options().write(true).open(&other).unwrap();
+    file.set_modified(yesterday).unwrap();
+    drop(file);
+    let input = StatusInput {
+        transcript_path: main,
+        ..StatusInput::default()
+    };
+    let options = StatusOptions {
+        index_dir: Some(dir.path().join("index")),
+        now: Some(now),
+        timezone: Some(TimeZone::UTC),
+        ..StatusOptions::default()
+    };
+    let line = statusline(&input, &options).unwrap();
+    assert_eq!(line.block_total_tokens, Some(500));
+    assert_eq!(line.block_end.as_deref(), Some("2026-06-01T04:00:00Z"));
+    assert_eq!(line.today_total_tokens, 300);
+    assert_eq!(line.today_transcripts, 1);
+}
+
 /// The times of the messages a plain reading finds: Claude Code's assistant lines with a usage
 /// object, the first line of each (`message.id`, `requestId`); Codex's `token_count` events
 /// whose cumulative totals moved (a total below the last restarts the counter).

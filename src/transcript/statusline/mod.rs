@@ -200,16 +200,20 @@ pub fn statusline(
     // the files beside it are its agent's too.
     let format = main.as_ref().map_or(Format::ClaudeCode, |t| t.format);
     open_options.format = Some(format);
-    // Today's other transcripts, opened before pricing: the embedded table is read for the
-    // models they and the session use, not whole.
-    let others: Vec<Transcript> = written_since(path, horizon)
+    // The other transcripts since the horizon, opened before pricing: the embedded table is
+    // read for the models they and the session use, not whole. With each, whether it was
+    // written today (then it is one of `today_transcripts`).
+    let others: Vec<(Transcript, bool)> = written_since(path, horizon)
         .iter()
-        .filter_map(|other| open(other, &open_options).ok())
+        .filter_map(|(other, written)| {
+            let t = open(other, &open_options).ok()?;
+            Some((t, *written >= day_start))
+        })
         .collect();
     let table = options.prices.clone().unwrap_or_else(|| {
         let names = main
             .iter()
-            .chain(&others)
+            .chain(others.iter().map(|(t, _)| t))
             .flat_map(|t| t.summary.models.iter().map(String::as_str))
             .chain([UNKNOWN_MODEL]);
         Arc::new(PriceTable::embedded_for(names))
@@ -254,9 +258,9 @@ pub fn statusline(
         .as_ref()
         .map_or(0, |t| today_of(t, Some(&mut session_cost)));
     let mut today_transcripts = u64::from(main.is_some());
-    for t in &others {
+    for (t, written_today) in &others {
         today = today.saturating_add(today_of(t, None));
-        today_transcripts += 1;
+        today_transcripts += u64::from(*written_today);
     }
     let block = active_block(&quarters, now);
     let block_cost = block.as_ref().map(|b| &b.cost);
@@ -357,28 +361,26 @@ fn day_start(now: jiff::Timestamp, zone: &TimeZone) -> i64 {
 }
 
 /// The other `*.jsonl` files beside `path` (its project's sessions) written since `start`
-/// (seconds since the epoch): a file last written before then holds no usage since.
-fn written_since(path: &Path, start: i64) -> Vec<PathBuf> {
+/// (seconds since the epoch), each with when it was last written: a file last written before
+/// then holds no usage since.
+fn written_since(path: &Path, start: i64) -> Vec<(PathBuf, i64)> {
     let Some(dir) = path.parent() else {
         return Vec::new();
     };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut out: Vec<PathBuf> = entries
+    let mut out: Vec<(PathBuf, i64)> = entries
         .flatten()
-        .filter(|e| {
+        .filter_map(|e| {
             let p = e.path();
-            p.extension().is_some_and(|x| x == "jsonl")
-                && p.file_name() != path.file_name()
-                && e.metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .is_some_and(|t| {
-                        jiff::Timestamp::try_from(t).is_ok_and(|t| t.as_second() >= start)
-                    })
+            if p.extension().is_none_or(|x| x != "jsonl") || p.file_name() == path.file_name() {
+                return None;
+            }
+            let written = e.metadata().ok()?.modified().ok()?;
+            let written = jiff::Timestamp::try_from(written).ok()?.as_second();
+            (written >= start).then_some((p, written))
         })
-        .map(|e| e.path())
         .collect();
     out.sort();
     out
