@@ -353,8 +353,8 @@ fn full(
     // The windows checked once more, to record each file's stat for the next run.
     if let Ok(standings) = check_all(&entries, options.threads) {
         for (entry, (standing, now)) in entries.iter_mut().zip(standings) {
-            if let Standing::Current(stat) = standing {
-                entry.stat = stat;
+            if let Standing::Current { record } = standing {
+                entry.stat = record.then_some(now);
             }
             seen.note(&entry.path, now);
         }
@@ -411,8 +411,11 @@ fn answer(snapshot: &Snapshot, extra: Extra<'_>, options: &UsageOptions, report:
 
 /// How a file stands against its snapshot entry.
 enum Standing {
-    /// As it was; with the stat to record if it differs from the recorded one.
-    Current(Option<Stat>),
+    /// As it was; `record`: its stat (taken with the check) differs from the recorded one and
+    /// is worth recording.
+    Current {
+        record: bool,
+    },
     Grew,
 }
 
@@ -431,14 +434,13 @@ fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<(Standing, Sta
             && stat.len == f.coverage.end
             && stat.same_file(&now)
         {
-            return Ok((Standing::Current(None), now));
+            return Ok((Standing::Current { record: false }, now));
         }
         let file = File::open(&path).map_err(unreadable)?;
         match f.coverage.check(&file).map_err(unreadable)? {
             CoverageCheck::Current { .. } => {
-                let record = (now.len == f.coverage.end && now.settled() && f.stat != Some(now))
-                    .then_some(now);
-                Ok((Standing::Current(record), now))
+                let record = now.len == f.coverage.end && now.settled() && f.stat != Some(now);
+                Ok((Standing::Current { record }, now))
             }
             CoverageCheck::Grew { .. } => Ok((Standing::Grew, now)),
             other => Err(format!(
@@ -507,8 +509,8 @@ fn warm(
     // Stats newly settled are recorded: the next run need not read those files' windows.
     let mut changed = false;
     for (entry, (standing, now)) in snapshot.files.iter_mut().zip(&standings) {
-        if let Standing::Current(Some(stat)) = standing {
-            entry.stat = Some(*stat);
+        if let Standing::Current { record: true } = standing {
+            entry.stat = Some(*now);
             changed = true;
         }
         seen.note(&entry.path, *now);

@@ -224,10 +224,6 @@ mod tests {
     use crate::transcript::tally::Money;
     use crate::transcript::tokens::Usage;
 
-    fn options(now: i64) -> Timestamp {
-        at(now)
-    }
-
     fn slot(tokens: u64, span: Option<Span>) -> Slot {
         let mut cost = RowCost::default();
         cost.add("m", Some(Money::from_picodollars(tokens)));
@@ -339,7 +335,7 @@ mod tests {
                 messages.push((t, tokens));
             }
             proptest::prop_assume!(!on_the_line(&messages));
-            let rows = blocks(&quarters_of(&messages), options(0));
+            let rows = blocks(&quarters_of(&messages), at(0));
             proptest::prop_assert_eq!(got(&rows), naive(&messages));
             let total: u64 = messages.iter().map(|m| m.1).sum();
             let cost: u64 = rows.iter().filter_map(|r| r.cost.cost).map(Money::picodollars).sum();
@@ -361,11 +357,11 @@ mod tests {
             vec![(h + 30 * min, 1), (h + 30 * min + BLOCK_MILLIS, 2)],
             vec![(h + 30 * min, 1), (h + 30 * min + BLOCK_MILLIS + 1, 2)],
         ] {
-            let rows = blocks(&quarters_of(&messages), options(0));
+            let rows = blocks(&quarters_of(&messages), at(0));
             assert_eq!(got(&rows), naive(&messages), "{messages:?}");
         }
         let two = [(h + 10 * min, 1), (h + 5 * 60 * min + 23 * min, 2)];
-        let rows = got(&blocks(&quarters_of(&two), options(0)));
+        let rows = got(&blocks(&quarters_of(&two), at(0)));
         assert_eq!(rows.len(), 3);
         assert_eq!(
             rows[1],
@@ -383,7 +379,7 @@ mod tests {
         let h = 1_800_000_000_000 / HOUR_MILLIS * HOUR_MILLIS;
         let messages = [(h, 1), (h + BLOCK_MILLIS, 2), (h + BLOCK_MILLIS + 1, 4)];
         assert!(on_the_line(&messages));
-        let rows = got(&blocks(&quarters_of(&messages), options(0)));
+        let rows = got(&blocks(&quarters_of(&messages), at(0)));
         // ccusage keeps the message on the line in the first block (1 + 2, then 4); the
         // quarter-hour moves whole.
         assert_eq!(
@@ -401,7 +397,7 @@ mod tests {
         let base: i64 = 1_900_000 * QUARTER_MILLIS; // on the hour
         let messages = [(base, 600), (base + 45 * 60_000, 600)];
         let quarters = quarters_of(&messages);
-        let rows = blocks(&quarters, options(base + HOUR_MILLIS));
+        let rows = blocks(&quarters, at(base + HOUR_MILLIS));
         let b = rows[0].block.as_ref().unwrap();
         assert!(b.is_active && !b.is_gap);
         assert_eq!(b.last_activity.as_millisecond(), base + 45 * 60_000);
@@ -412,7 +408,7 @@ mod tests {
         assert_eq!(p.remaining_minutes, 240);
         // 1200 + 1200 / 45 * 240 = 7600
         assert_eq!(p.total_tokens, 7600);
-        let later = blocks(&quarters, options(base + 6 * HOUR_MILLIS));
+        let later = blocks(&quarters, at(base + 6 * HOUR_MILLIS));
         assert!(!later[0].block.as_ref().unwrap().is_active);
         assert!(later[0].block.as_ref().unwrap().burn_rate.is_none());
     }

@@ -89,9 +89,9 @@ impl<'a> Grouper<'a> {
         }
     }
 
-    /// The day of `quarter` in the report's zone and that day's row key (by day, week or
-    /// month); `None` for [`UNKNOWN_QUARTER`].
-    fn day_of(&mut self, quarter: i64) -> Option<(Date, &str)> {
+    /// The day of `quarter` in the report's zone (`None` for [`UNKNOWN_QUARTER`]), kept in
+    /// `last_day` with its row key (by day, week or month).
+    fn cached_day(&mut self, quarter: i64) -> Option<Date> {
         let fresh = !self
             .last_day
             .as_ref()
@@ -108,7 +108,7 @@ impl<'a> Grouper<'a> {
             };
             self.last_day = Some(DaySpan { from, to, day, key });
         }
-        self.last_day.as_ref().map(|d| (d.day, d.key.as_str()))
+        self.last_day.as_ref().map(|d| d.day)
     }
 
     /// Adds a bucket's tally (of `model`, in a file of `format` of `session` in `project`;
@@ -124,7 +124,7 @@ impl<'a> Grouper<'a> {
         if tally.is_empty() || !(options.agents.is_empty() || options.agents.contains(&format)) {
             return;
         }
-        let day = self.day_of(quarter).map(|(d, _)| d);
+        let day = self.cached_day(quarter);
         let outside = match day {
             Some(d) => options.since.is_some_and(|s| d < s) || options.until.is_some_and(|u| d > u),
             None => options.since.is_some() || options.until.is_some(),
@@ -306,10 +306,11 @@ mod tests {
             let jumps: Vec<i64> = quarters.iter().rev().step_by(7).copied().collect();
             for q in quarters.into_iter().chain(jumps) {
                 let want = day_in(q, &options.timezone);
-                let got = grouper.day_of(q).map(|(d, key)| (d, key.to_owned()));
-                assert_eq!(got.map(|g| g.0), want, "{zone} {q}");
+                assert_eq!(grouper.cached_day(q), want, "{zone} {q}");
+                let key = grouper.last_day.as_ref().map(|d| d.key.clone());
+                assert_eq!(key, want.map(|d| d.to_string()), "{zone} {q}");
             }
-            assert_eq!(grouper.day_of(UNKNOWN_QUARTER), None);
+            assert_eq!(grouper.cached_day(UNKNOWN_QUARTER), None);
         }
     }
 }
