@@ -37,36 +37,25 @@ const TYPES: [&str; 10] = [
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     subtype: Text<'a>,
-    #[serde(rename = "isSidechain")]
     is_sidechain: Flag,
-    #[serde(rename = "isCompactSummary")]
     is_compact_summary: Flag,
-    #[serde(borrow, rename = "requestId")]
     request_id: Text<'a>,
-    #[serde(borrow)]
     uuid: Text<'a>,
-    #[serde(borrow)]
     timestamp: Text<'a>,
-    #[serde(borrow)]
     cwd: Text<'a>,
-    #[serde(borrow)]
     message: Obj<MessageField<'a>>,
-    #[serde(borrow, rename = "compactMetadata")]
     compact_metadata: Obj<CompactMetadata<'a>>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct MessageField<'a> {
-    #[serde(borrow)]
     id: Text<'a>,
-    #[serde(borrow)]
     model: Text<'a>,
     usage: Obj<UsageField>,
 }
@@ -91,9 +80,8 @@ struct CacheCreation {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct CompactMetadata<'a> {
-    #[serde(borrow)]
     trigger: Text<'a>,
     #[serde(rename = "preTokens")]
     pre_tokens: TokenValue,

@@ -35,27 +35,22 @@ const TYPES: [&str; 9] = [
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     timestamp: Text<'a>,
-    #[serde(borrow)]
     cwd: Text<'a>,
-    #[serde(borrow)]
     payload: Obj<Payload<'a>>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct Payload<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
     info: Obj<Info>,
-    #[serde(borrow)]
     model: Text<'a>,
-    #[serde(borrow)]
     cwd: Text<'a>,
     tokens_before: TokenValue,
 }

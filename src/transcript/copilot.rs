@@ -41,43 +41,32 @@ const NAMESPACES: [&str; 8] = [
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     id: Text<'a>,
-    #[serde(borrow)]
     timestamp: Text<'a>,
-    #[serde(borrow)]
     data: Obj<Data<'a>>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "'de: 'a"))]
 struct Data<'a> {
-    #[serde(rename = "outputTokens")]
     output_tokens: TokenValue,
-    #[serde(borrow, rename = "newModel")]
     new_model: Text<'a>,
-    #[serde(borrow, rename = "selectedModel")]
     selected_model: Text<'a>,
-    #[serde(borrow)]
     context: Obj<Context<'a>>,
-    #[serde(borrow, rename = "modelMetrics")]
     model_metrics: Obj<Metrics<'a>>,
-    #[serde(borrow, rename = "compactionTokensUsed")]
+    #[serde(rename = "compactionTokensUsed")]
     compaction: Obj<CompactionUsage<'a>>,
-    #[serde(rename = "preCompactionTokens")]
     pre_compaction_tokens: TokenValue,
-    #[serde(rename = "currentTokens")]
     current_tokens: TokenValue,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct Context<'a> {
-    #[serde(borrow)]
     cwd: Text<'a>,
 }
 
@@ -123,38 +112,27 @@ struct Requests {
 // The fields are the format's own key names.
 #[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct UsageField {
-    #[serde(rename = "inputTokens")]
     input_tokens: TokenValue,
-    #[serde(rename = "outputTokens")]
     output_tokens: TokenValue,
-    #[serde(rename = "cacheReadTokens")]
     cache_read_tokens: TokenValue,
-    #[serde(rename = "cacheWriteTokens")]
     cache_write_tokens: TokenValue,
-    #[serde(rename = "reasoningTokens")]
     reasoning_tokens: TokenValue,
 }
 
 /// `compactionTokensUsed`: `{input, output, cachedInput}`, or in later versions the usage
 /// names of `modelMetrics` and the model.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "'de: 'a"))]
 struct CompactionUsage<'a> {
     input: TokenValue,
     output: TokenValue,
-    #[serde(rename = "cachedInput")]
     cached_input: TokenValue,
-    #[serde(rename = "inputTokens")]
     input_tokens: TokenValue,
-    #[serde(rename = "outputTokens")]
     output_tokens: TokenValue,
-    #[serde(rename = "cacheReadTokens")]
     cache_read_tokens: TokenValue,
-    #[serde(rename = "cacheWriteTokens")]
     cache_write_tokens: TokenValue,
-    #[serde(borrow)]
     model: Text<'a>,
 }
 

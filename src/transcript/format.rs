@@ -95,9 +95,9 @@ impl FromStr for Format {
 /// The fields of a line that tell the formats apart: each reader's
 /// [`detect`](super::reader::Reader::detect) looks at them.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Probe<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     pub(crate) kind: Text<'a>,
     pub(crate) payload: Obj<IgnoredAny>,
     pub(crate) data: Obj<IgnoredAny>,

@@ -29,15 +29,12 @@ const TYPES: [&str; 5] = ["user", "gemini", "info", "error", "warning"];
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     id: Text<'a>,
-    #[serde(borrow)]
     timestamp: Text<'a>,
-    #[serde(borrow)]
     model: Text<'a>,
     tokens: Obj<Tokens>,
     #[serde(rename = "$set")]

@@ -315,9 +315,8 @@ mod tests {
     use super::*;
 
     #[derive(serde::Deserialize, Default)]
-    #[serde(default)]
+    #[serde(default, bound(deserialize = "'de: 'a"))]
     struct Probe<'a> {
-        #[serde(borrow)]
         s: Text<'a>,
         n: TokenValue,
         f: Flag,

@@ -22,32 +22,27 @@ const WIRE: &str = "wire.jsonl";
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     model: Text<'a>,
     usage: Obj<UsageField>,
-    #[serde(borrow, rename = "usageScope")]
+    #[serde(rename = "usageScope")]
     scope: Text<'a>,
     /// Epoch milliseconds.
     time: TokenValue,
-    #[serde(borrow)]
     cwd: Text<'a>,
 }
 
 // The fields are the format's own key names.
 #[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct UsageField {
-    #[serde(rename = "inputOther")]
     input_other: TokenValue,
     output: TokenValue,
-    #[serde(rename = "inputCacheRead")]
     input_cache_read: TokenValue,
-    #[serde(rename = "inputCacheCreation")]
     input_cache_creation: TokenValue,
 }
 

@@ -35,42 +35,33 @@ const TYPES: [&str; 10] = [
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     id: Text<'a>,
-    #[serde(borrow)]
     timestamp: Text<'a>,
-    #[serde(borrow)]
     cwd: Text<'a>,
-    #[serde(borrow)]
     message: Obj<MessageField<'a>>,
     #[serde(rename = "tokensBefore")]
     tokens_before: TokenValue,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct MessageField<'a> {
-    #[serde(borrow)]
     role: Text<'a>,
-    #[serde(borrow)]
     model: Text<'a>,
     usage: Obj<UsageField>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct UsageField {
     input: TokenValue,
     output: TokenValue,
-    #[serde(rename = "cacheRead")]
     cache_read: TokenValue,
-    #[serde(rename = "cacheWrite")]
     cache_write: TokenValue,
-    #[serde(rename = "totalTokens")]
     total_tokens: TokenValue,
     cost: Obj<Cost>,
 }

@@ -26,19 +26,14 @@ const TYPES: [&str; 4] = ["user", "assistant", "system", "tool_result"];
 
 /// The fields of a line the rules read.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub(crate) struct Line<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     subtype: Text<'a>,
-    #[serde(borrow)]
     uuid: Text<'a>,
-    #[serde(borrow)]
     timestamp: Text<'a>,
-    #[serde(borrow)]
     cwd: Text<'a>,
-    #[serde(borrow)]
     model: Text<'a>,
     #[serde(rename = "usageMetadata")]
     usage: Obj<UsageMetadata>,
@@ -51,17 +46,12 @@ pub(crate) struct Line<'a> {
 // The fields are the format's own key names.
 #[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct UsageMetadata {
-    #[serde(rename = "promptTokenCount")]
     prompt_token_count: TokenValue,
-    #[serde(rename = "candidatesTokenCount")]
     candidates_token_count: TokenValue,
-    #[serde(rename = "thoughtsTokenCount")]
     thoughts_token_count: TokenValue,
-    #[serde(rename = "cachedContentTokenCount")]
     cached_content_token_count: TokenValue,
-    #[serde(rename = "totalTokenCount")]
     total_token_count: TokenValue,
 }
 

@@ -59,9 +59,9 @@ fn agent_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 #[derive(serde::Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct SessionProbe<'a> {
-    #[serde(borrow, rename = "sessionId")]
+    #[serde(rename = "sessionId")]
     session_id: Text<'a>,
 }
 

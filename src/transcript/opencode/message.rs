@@ -10,17 +10,15 @@ use crate::transcript::tokens::Usage;
 
 /// The fields of a message the rules read (every one tolerant).
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct Data<'a> {
-    #[serde(borrow)]
     id: Text<'a>,
-    #[serde(borrow, rename = "sessionID")]
+    #[serde(rename = "sessionID")]
     session_id: Text<'a>,
-    #[serde(borrow)]
     role: Text<'a>,
-    #[serde(borrow, rename = "modelID")]
+    #[serde(rename = "modelID")]
     model_id: Text<'a>,
-    #[serde(borrow, rename = "providerID")]
+    #[serde(rename = "providerID")]
     provider_id: Text<'a>,
     time: Obj<Time>,
     tokens: Obj<Tokens>,

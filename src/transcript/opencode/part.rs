@@ -15,18 +15,16 @@ use crate::transcript::json::{Obj, Text, parse_line};
 
 /// The fields of a part the rules read (every one tolerant).
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct Data<'a> {
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     kind: Text<'a>,
-    #[serde(borrow)]
     text: Text<'a>,
-    #[serde(borrow)]
     tool: Text<'a>,
     state: Obj<State>,
-    #[serde(borrow, rename = "messageID")]
+    #[serde(rename = "messageID")]
     message: Text<'a>,
-    #[serde(borrow, rename = "sessionID")]
+    #[serde(rename = "sessionID")]
     session: Text<'a>,
 }
 

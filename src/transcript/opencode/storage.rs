@@ -101,15 +101,12 @@ pub(crate) fn read_storage(storage: &Path, want: Parts) -> Result<Store, Transcr
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 struct SessionFile<'a> {
-    #[serde(borrow)]
     id: Text<'a>,
-    #[serde(borrow, rename = "parentID")]
+    #[serde(rename = "parentID")]
     parent: Text<'a>,
-    #[serde(borrow)]
     title: Text<'a>,
-    #[serde(borrow)]
     directory: Text<'a>,
 }
 
