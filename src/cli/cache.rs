@@ -5,14 +5,18 @@ use std::path::{Path, PathBuf};
 
 use agentlog::archive::{ArchivedCopy, default_archive_dir, gone_copies};
 
-/// `--index-dir` and `--no-archive` of the commands that read transcripts for a reader (the
-/// viewer, the MCP server, `usage`).
+/// `--index-dir` and `--no-archive` of the commands that read transcripts (`transcript`,
+/// `usage`, `export`, the viewer, the MCP server).
 #[derive(clap::Args)]
 pub struct CacheArgs {
-    /// Keep index files in DIR instead of the cache directory.
+    /// Keep transcripts' index files in DIR instead of the cache directory
+    /// ($AGENTLOG_CACHE_DIR, else $XDG_CACHE_HOME/agentlog, else ~/.cache/agentlog; index
+    /// files go in its transcripts/).
+    // clap prints this comment as the option's help, where backticks would show.
+    #[allow(clippy::doc_markdown)]
     #[arg(long, value_name = "DIR")]
     pub index_dir: Option<PathBuf>,
-    /// Read the original transcripts alone, not the archived sessions they no longer hold.
+    /// Read the original transcripts alone, not the archived copies of those that are gone.
     #[arg(long)]
     pub no_archive: bool,
 }

@@ -11,12 +11,11 @@ use agentlog::export::{
     CompactReport, ExportError, ExportOptions, ExportReport, compact, default_host, export,
 };
 
-use super::cache::archived_copies;
+use super::cache::{CacheArgs, archived_copies};
 use super::table::thousands;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, print_json};
 
 #[derive(clap::Args)]
-#[expect(clippy::struct_excessive_bools, reason = "each is a command-line flag")]
 pub struct Args {
     /// Agent directories, session stores, transcript files or directories.
     #[arg(required = true)]
@@ -30,17 +29,8 @@ pub struct Args {
     /// Leave the events' JSON text out (the json column is null).
     #[arg(long)]
     no_json_text: bool,
-    /// Keep transcripts' index files in DIR instead of the cache directory
-    /// ($AGENTLOG_CACHE_DIR, else $XDG_CACHE_HOME/agentlog, else ~/.cache/agentlog; index
-    /// files go in its transcripts/), as `agentlog transcript` does.
-    // clap prints this comment as the option's help, where backticks would show.
-    #[allow(clippy::doc_markdown)]
-    #[arg(long, value_name = "DIR")]
-    index_dir: Option<PathBuf>,
-    /// Leave out the archived transcripts whose files are gone (by default they are
-    /// exported from the archive's copies in the cache directory).
-    #[arg(long)]
-    no_archive: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Then merge each source's small event parts of a date into one file.
     #[arg(long)]
     compact: bool,
@@ -95,7 +85,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         out: args.out.clone(),
         host: args.host.clone().unwrap_or_else(default_host),
         json_text: !args.no_json_text,
-        transcript_index_dir: args.index_dir.clone(),
+        transcript_index_dir: args.cache.index_dir.clone(),
         #[cfg(feature = "testing")]
         abort_at_step: args.abort_at_step,
         #[cfg(feature = "testing")]
@@ -176,14 +166,14 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
 /// (a source that is gone is replaced by them); the sources alone with --no-archive or when
 /// the archive cannot be read.
 fn with_archive(args: &Args) -> Vec<PathBuf> {
-    if args.no_archive {
+    if args.cache.no_archive {
         return args.sources.clone();
     }
     let mut out = Vec::new();
     for source in &args.sources {
         let copies = archived_copies(
             std::slice::from_ref(source),
-            args.index_dir.as_deref(),
+            args.cache.index_dir.as_deref(),
             "read",
         );
         if source.exists() || copies.is_empty() {

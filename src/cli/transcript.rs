@@ -13,7 +13,7 @@ use agentlog::transcript::{
     TranscriptDiagnostics, TranscriptError, TranscriptReport, UsageFigures, read_opencode,
 };
 
-use super::cache::archive_dir;
+use super::cache::{CacheArgs, archive_dir};
 use super::table::{header, render, thousands};
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NO_LOG, EXIT_OK, Failure, display, stream_json};
 
@@ -30,15 +30,8 @@ pub struct Args {
     /// Also count the session's subagent transcripts (Claude Code), each message once.
     #[arg(long)]
     subagents: bool,
-    /// Keep index files in DIR instead of the cache directory ($AGENTLOG_CACHE_DIR, else
-    /// $XDG_CACHE_HOME/agentlog, else ~/.cache/agentlog; index files go in its transcripts/).
-    // clap prints this comment as the option's help, where backticks would show.
-    #[allow(clippy::doc_markdown)]
-    #[arg(long, value_name = "DIR")]
-    index_dir: Option<PathBuf>,
-    /// Do not answer from the archive when the file is gone.
-    #[arg(long)]
-    no_archive: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -132,7 +125,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
                 "--subagents applies to Claude Code transcripts; an OpenCode database answers every session in it".to_owned(),
             ));
         }
-        let report = read_opencode(&args.file, args.index_dir.as_deref())?;
+        let report = read_opencode(&args.file, args.cache.index_dir.as_deref())?;
         if args.json {
             stream_json(|out| serde_json::to_writer(out, &report))?;
         } else {
@@ -143,12 +136,12 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
     let options = ReportOptions {
         open: OpenOptions {
             format: args.format.0,
-            index_dir: args.index_dir.clone(),
+            index_dir: args.cache.index_dir.clone(),
             ..OpenOptions::default()
         },
         subagents: args.subagents,
     };
-    let archive = archive_dir(args.no_archive);
+    let archive = archive_dir(args.cache.no_archive);
     let report = agentlog::archive::report(&args.file, &options, archive.as_deref())?;
     if args.json {
         // Straight out: the document grows with the number of boundaries.

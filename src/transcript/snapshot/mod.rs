@@ -96,23 +96,10 @@ pub(crate) fn usage_with_snapshot(
     progress: &(dyn Fn(usize, usize) + Sync),
     seen: &mut StatsTaken,
 ) -> UsageReport {
-    let (mut report, outcome) = answer_with_snapshot(roots, files, extra, options, progress, seen);
-    report.snapshot = outcome;
-    report
-}
-
-fn answer_with_snapshot(
-    roots: &[PathBuf],
-    files: &[PathBuf],
-    extra: Extra<'_>,
-    options: &UsageOptions,
-    progress: &(dyn Fn(usize, usize) + Sync),
-    seen: &mut StatsTaken,
-) -> (UsageReport, SnapshotOutcome) {
     let Some(dir) = options.open.index_dir.clone().or_else(default_index_dir) else {
         let report = read_files(files, extra, options, progress);
         let reason = "no cache directory".to_owned();
-        return (report, SnapshotOutcome::Unavailable { reason });
+        return answered(report, SnapshotOutcome::Unavailable { reason });
     };
     let request = request_of(roots, &options.open);
     let path = snapshot_file(&dir, &request);
@@ -123,7 +110,7 @@ fn answer_with_snapshot(
                     // The answer stands even if the snapshot cannot be kept.
                     let _ = write_snapshot(&dir, &path, &mut snapshot, keys.as_deref());
                 }
-                return (report, outcome);
+                return answered(report, outcome);
             }
             Err(reason) => reason,
         },
@@ -136,7 +123,13 @@ fn answer_with_snapshot(
             reason: format!("cannot write {}: {e}", path.display()),
         },
     };
-    (report, outcome)
+    answered(report, outcome)
+}
+
+/// `report`, saying how the snapshot answered it.
+fn answered(mut report: UsageReport, outcome: SnapshotOutcome) -> UsageReport {
+    report.snapshot = outcome;
+    report
 }
 
 /// The bytes naming a request: the roots (canonical, sorted) and what changes how files read.
