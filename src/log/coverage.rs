@@ -16,7 +16,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use super::lines::{Line, LineScanner, read_exact_at};
+use super::lines::{Line, LineScanner, Run, read_exact_at};
 use super::window::{WINDOW_BYTES, WindowSum, read_chunks};
 
 /// What a derived structure covers of a log: its first `end` bytes, which end with a `\n`.
@@ -317,13 +317,27 @@ pub fn scan_lines<E: From<io::Error>>(
 ) -> Result<(), E> {
     let start = builder.end();
     let mut scanner = LineScanner::new(file, start, limit, max_line, 0);
-    while let Some(line) = scanner.next_line()? {
-        match line {
-            Line::Complete { offset, bytes } => {
-                builder.push_line(bytes);
-                fold(Line::Complete { offset, bytes })?;
+    // A buffer's lines go to the builder as one run, so that it copies only the run's last
+    // window of bytes, not every line (the caller drops the builder if a fold fails).
+    while let Some(run) = scanner.next_run(usize::MAX)? {
+        match run {
+            Run::Lines {
+                offset,
+                bytes,
+                ends,
+            } => {
+                builder.feed(bytes);
+                let mut from = 0;
+                for &end in ends {
+                    let line = bytes.get(from..end - 1).unwrap_or_default();
+                    fold(Line::Complete {
+                        offset: offset + from as u64,
+                        bytes: line,
+                    })?;
+                    from = end;
+                }
             }
-            Line::TooLong { offset, len } => {
+            Run::TooLong { offset, len } => {
                 if !builder.push_from_file(file, len + 1)? {
                     // The line changed under us: stop before it, as at a torn tail.
                     return Ok(());
