@@ -25,7 +25,7 @@ use super::format::Format;
 use super::stat::{Stat, StatsTaken};
 use super::store::{OpenOptions, Transcript, open};
 use super::tally::{TALLY_COUNTS, Tally};
-use super::usage::merge::read_and_merge;
+use super::usage::merge::{FastMap, Merged, read_and_merge};
 use super::usage::{
     Extra, Grouper, Skipped, SnapshotOutcome, UsageOptions, UsageReport, read_files, session_of,
 };
@@ -299,7 +299,7 @@ fn full(
     let merged = read_and_merge(files, options, progress, true);
     let mut models = Models::default();
     let mut entries = Vec::with_capacity(merged.read.len());
-    let mut holders: HashMap<u64, u32> = HashMap::new();
+    let mut holders: FastMap<u64, u32> = FastMap::default();
     let empty = HashMap::new();
     for (i, t) in merged.read.iter().enumerate() {
         let own = by_quarter(
@@ -333,10 +333,18 @@ fn full(
             spans: spans_of(t),
         });
     }
+    // The files' merge state is many small allocations, slower to free than the rest of this
+    // answer takes: another thread frees it meanwhile.
+    let Merged {
+        mut report,
+        read,
+        own,
+        buckets,
+    } = merged;
+    drop_aside((read, own, buckets));
     let mut keys: Vec<(u64, u32)> = holders.into_iter().collect();
     keys.sort_unstable();
-    let mut skipped: Vec<Vec<u8>> = merged
-        .report
+    let mut skipped: Vec<Vec<u8>> = report
         .skipped
         .iter()
         .map(|s| s.path.as_os_str().as_bytes().to_vec())
@@ -357,12 +365,17 @@ fn full(
         files: entries,
         skipped,
         models: models.names,
-        duplicates: merged.report.cross_file_duplicates,
+        duplicates: report.cross_file_duplicates,
         keys: KeysSeal::default(),
     };
-    let mut report = merged.report;
     answer(&snapshot, extra, options, &mut report);
     (report, snapshot, keys)
+}
+
+/// Drops `value` on a thread of its own (here, if none can be started).
+fn drop_aside<T: Send + 'static>(value: T) {
+    // A failed spawn drops the closure, and `value` with it, here.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
 }
 
 /// Fills the report's rows, file counts and duplicates from the snapshot (and the usage read

@@ -3,6 +3,8 @@
 //! files share merged as docs/TRANSCRIPTS.md, "Usage over many transcripts", says.
 
 use std::collections::HashMap;
+
+use foldhash::fast::RandomState as Fast;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,18 +17,18 @@ use crate::transcript::format::Format;
 use crate::transcript::store::{OpenOptions, Transcript, open};
 use crate::transcript::tally::Tally;
 
-/// Reads every file (in `threads` threads), each through its index; `progress` is called
-/// with the number of files done after each one.
+/// A map of ids built and dropped within one answer: hashed fast, not with std's `SipHash`.
+pub(crate) type FastMap<K, V> = HashMap<K, V, Fast>;
+
+/// Reads every file (in `threads` threads, 0 for one a core), each through its index with
+/// `open_options`; `progress` is called with the number of files done after each one.
 fn read_all(
     files: &[PathBuf],
-    options: &UsageOptions,
+    open_options: &OpenOptions,
+    threads: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<Result<Transcript, TranscriptError>> {
-    let open_options = OpenOptions {
-        load_ids: true,
-        ..options.open.clone()
-    };
-    let threads = match options.threads {
+    let threads = match threads {
         0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         n => n,
     }
@@ -41,7 +43,7 @@ fn read_all(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    let read = open(path, &open_options);
+                    let read = open(path, open_options);
                     if let Ok(mut slots) = results.lock()
                         && let Some(slot) = slots.get_mut(i)
                     {
@@ -89,7 +91,14 @@ pub(crate) fn read_and_merge(
 ) -> Merged {
     let mut report = UsageReport::default();
     let mut read = Vec::new();
-    for (path, result) in files.iter().zip(read_all(files, options, progress)) {
+    let first = OpenOptions {
+        load_ids: true,
+        ..options.open.clone()
+    };
+    for (path, result) in files
+        .iter()
+        .zip(read_all(files, &first, options.threads, progress))
+    {
         match result {
             Ok(t) => {
                 *report.files.entry(t.format.name()).or_default() += 1;
@@ -112,9 +121,14 @@ pub(crate) fn read_and_merge(
         load_dedup: true,
         ..options.open.clone()
     };
-    for i in sharing_files(&read) {
+    let (sharing, paths): (Vec<usize>, Vec<PathBuf>) = sharing_files(&read)
+        .into_iter()
+        .filter_map(|i| read.get(i).map(|t| (i, t.path.clone())))
+        .unzip();
+    let fuller = read_all(&paths, &again, options.threads, &|_, _| {});
+    for (i, full) in sharing.into_iter().zip(fuller) {
         if let Some(slot) = read.get_mut(i)
-            && let Ok(full) = open(&slot.path, &again)
+            && let Ok(full) = full
         {
             *slot = full;
         }
@@ -165,7 +179,7 @@ fn sharing_files(read: &[Transcript]) -> Vec<usize> {
         .filter_map(|i| ids_of(read, i))
         .map(HashMap::len)
         .sum();
-    let mut first: HashMap<&str, usize> = HashMap::with_capacity(total);
+    let mut first: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(total, Fast::default());
     let mut sharing = vec![false; read.len()];
     for i in 0..read.len() {
         for id in ids_of(read, i).into_iter().flat_map(HashMap::keys) {
@@ -192,8 +206,8 @@ fn sharing_files(read: &[Transcript]) -> Vec<usize> {
 fn merge_shared(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>]) -> u64 {
     let messages = |i: usize| ids_of(read, i);
     let total: usize = (0..read.len()).filter_map(messages).map(HashMap::len).sum();
-    let mut first: HashMap<&str, usize> = HashMap::with_capacity(total);
-    let mut shared: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut first: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(total, Fast::default());
+    let mut shared: FastMap<&str, Vec<usize>> = FastMap::default();
     for i in 0..read.len() {
         for id in messages(i).into_iter().flat_map(HashMap::keys) {
             match first.entry(id.as_str()) {
@@ -251,7 +265,8 @@ fn merge_entries(read: &[Transcript], buckets: &mut [HashMap<BucketKey, Tally>])
         .filter_map(|i| entries_of(read, i))
         .map(HashMap::len)
         .sum();
-    let mut first: HashMap<Same<'_>, usize> = HashMap::with_capacity(total);
+    let mut first: FastMap<Same<'_>, usize> =
+        FastMap::with_capacity_and_hasher(total, Fast::default());
     let mut copies = 0;
     for (i, t) in read.iter().enumerate() {
         for (id, entry) in entries_of(read, i).into_iter().flatten() {
