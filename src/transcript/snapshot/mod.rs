@@ -87,7 +87,7 @@ struct Snapshot {
 /// A usage report over `files` (found under `roots`), answered from the run-level snapshot
 /// when it can be, by reading every index otherwise (then the snapshot is written again). The
 /// answer is the same either way; [`UsageReport::snapshot`] says which it was.
-/// The `stat` each file's check took is noted in `seen`.
+/// The `stat` taken of each file (as it was checked, or opened to be read) is noted in `seen`.
 pub(crate) fn usage_with_snapshot(
     roots: &[PathBuf],
     files: &[PathBuf],
@@ -323,11 +323,14 @@ fn full(
                 })
                 .or_insert(number);
         }
+        seen.note(t.path.as_os_str().as_bytes(), t.opened);
         entries.push(FileEntry {
             path: t.path.as_os_str().as_bytes().to_vec(),
             format: t.format,
             coverage: t.coverage,
-            stat: None,
+            // The stat taken as the file was opened, before it was read: the next run trusts
+            // it only while the file's stat is unchanged, which any change after it prevents.
+            stat: (t.opened.len == t.coverage.end && t.opened.settled()).then_some(t.opened),
             correction: correction(&own, &after),
             own: own.into_iter().collect(),
             spans: spans_of(t),
@@ -351,15 +354,6 @@ fn full(
         .collect();
     skipped.sort_by(|a, b| crate::transcript::path_order(a, b));
     skipped.dedup();
-    // The windows checked once more, to record each file's stat for the next run.
-    if let Ok(standings) = check_all(&entries, options.threads) {
-        for (entry, (standing, now)) in entries.iter_mut().zip(standings) {
-            if let Standing::Current { record } = standing {
-                entry.stat = record.then_some(now);
-            }
-            seen.note(&entry.path, now);
-        }
-    }
     let snapshot = Snapshot {
         request,
         files: entries,

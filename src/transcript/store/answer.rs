@@ -158,5 +158,6 @@ pub(super) fn answer(
         summary: covered.summary,
         outcome,
         dedup: covered.dedup,
+        opened: source.opened,
     }
 }

@@ -33,6 +33,7 @@ use crate::index::derived::unsynced::Syncs;
 use crate::log::{Coverage, DEFAULT_MAX_LINE};
 use crate::transcript::fold::{BucketKey, Dedup, Summary};
 use crate::transcript::format::Format;
+use crate::transcript::stat::Stat;
 use crate::transcript::tally::Tally;
 
 /// How to read a transcript and keep its index.
@@ -133,6 +134,8 @@ pub struct Transcript {
     /// What opening the index found and did.
     pub outcome: IndexOutcome,
     pub(crate) dedup: Option<Dedup>,
+    /// The file's `stat` when it was opened, before it was read.
+    pub(crate) opened: Stat,
 }
 
 impl Transcript {

@@ -9,6 +9,7 @@ use crate::log::{LogError, open_for_read, read_exact_at};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::format::Format;
 use crate::transcript::readers::detect_format;
+use crate::transcript::stat::Stat;
 
 /// How much of a transcript's start format detection reads first, and at most.
 const DETECT_FIRST: u64 = 64 << 10;
@@ -22,12 +23,15 @@ pub(crate) struct Source {
     /// The length when it was opened: a fold never reads past it.
     pub(crate) len: u64,
     pub(crate) format: Format,
+    /// Its `stat` when it was opened, before anything was read.
+    pub(crate) opened: Stat,
 }
 
 impl Source {
     /// Opens `path`, and detects its format unless one is given.
     pub(crate) fn open(path: &Path, format: Option<Format>) -> Result<Source, TranscriptError> {
-        let (canonical, file, len) = open_read_only(path)?;
+        let (canonical, file, opened) = open_read_only(path)?;
+        let len = opened.len;
         let mut format = format;
         let mut complete = false;
         for window in [DETECT_FIRST, DETECT_BYTES] {
@@ -56,17 +60,19 @@ impl Source {
             file,
             len,
             format,
+            opened,
         })
     }
 
     /// Opens `path` as a document of `format`: read whole, so nothing is detected from lines.
     pub(crate) fn document(path: &Path, format: Format) -> Result<Source, TranscriptError> {
-        let (path, file, len) = open_read_only(path)?;
+        let (path, file, opened) = open_read_only(path)?;
         Ok(Source {
             path,
             file,
-            len,
+            len: opened.len,
             format,
+            opened,
         })
     }
 
@@ -77,8 +83,8 @@ impl Source {
     }
 }
 
-/// The canonical path, the file opened read-only, and its length.
-fn open_read_only(path: &Path) -> Result<(PathBuf, File, u64), TranscriptError> {
+/// The canonical path, the file opened read-only, and its `stat` (its length with it).
+fn open_read_only(path: &Path) -> Result<(PathBuf, File, Stat), TranscriptError> {
     let canonical =
         std::fs::canonicalize(path).map_err(|e| TranscriptError::at("resolve", path, e))?;
     let file = open_for_read(&canonical).map_err(|e| match e {
@@ -87,11 +93,12 @@ fn open_read_only(path: &Path) -> Result<(PathBuf, File, u64), TranscriptError> 
         LogError::Io { op, path, source } => TranscriptError::Io { op, path, source },
         other => TranscriptError::io("open", path, io::Error::other(other.to_string())),
     })?;
-    let len = file
+    // Taken before the file is read: a change after it changes mtime or ctime.
+    let taken = std::time::SystemTime::now();
+    let meta = file
         .metadata()
-        .map_err(|e| TranscriptError::io("inspect", &canonical, e))?
-        .len();
-    Ok((canonical, file, len))
+        .map_err(|e| TranscriptError::io("inspect", &canonical, e))?;
+    Ok((canonical, file, Stat::of(&meta, taken)))
 }
 
 fn read_head(file: &File, len: u64) -> io::Result<Vec<u8>> {
