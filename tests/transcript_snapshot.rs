@@ -318,7 +318,8 @@ proptest! {
 }
 
 /// A tree of every stream written whole, read once (the snapshot written).
-fn warm_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<(PathBuf, Format)>) {
+/// The streams written under a new directory: it, the root, the cache, the files.
+fn written_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<(PathBuf, Format)>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
     let cache = dir.path().join("cache");
@@ -329,6 +330,32 @@ fn warm_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<(PathBuf, Format)>) 
         std::fs::write(&p, bytes).unwrap();
         files.push((std::fs::canonicalize(&p).unwrap(), format));
     }
+    (dir, root, cache, files)
+}
+
+/// One digit of a token count in `path` changed, its length and mtime kept (the ctime moves).
+fn rewrite_a_digit_keeping_mtime(path: &Path) {
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = bytes
+        .windows(16)
+        .position(|w| w == b"\"output_tokens\":")
+        .unwrap()
+        + 16;
+    let digit = bytes[at..].iter().position(u8::is_ascii_digit).unwrap() + at;
+    bytes[digit] = if bytes[digit] == b'9' {
+        b'8'
+    } else {
+        bytes[digit] + 1
+    };
+    std::fs::write(path, &bytes).unwrap();
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(mtime).unwrap();
+    drop(file);
+}
+
+fn warm_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<(PathBuf, Format)>) {
+    let (dir, root, cache, files) = written_tree();
     let outcome = check(&root, &cache, &files);
     assert!(
         matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
@@ -607,24 +634,27 @@ fn a_settled_file_rewritten_in_place_with_its_mtime_put_back_is_still_seen() {
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
     // One digit of a token count changed, the length and the mtime kept: the ctime moves.
-    let path = root.join("p3/own.jsonl");
-    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = bytes
-        .windows(16)
-        .position(|w| w == b"\"output_tokens\":")
-        .unwrap()
-        + 16;
-    let digit = bytes[at..].iter().position(u8::is_ascii_digit).unwrap() + at;
-    bytes[digit] = if bytes[digit] == b'9' {
-        b'8'
-    } else {
-        bytes[digit] + 1
-    };
-    std::fs::write(&path, &bytes).unwrap();
-    let file = std::fs::File::options().write(true).open(&path).unwrap();
-    file.set_modified(mtime).unwrap();
-    drop(file);
+    rewrite_a_digit_keeping_mtime(&root.join("p3/own.jsonl"));
+    let outcome = check(&root, &cache, &files);
+    assert!(
+        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_first_run_over_settled_files_answers_later_runs_and_still_sees_a_rewrite_in_place() {
+    let (_dir, root, cache, files) = written_tree();
+    // Settled before the first run: it records each stat as the file was opened.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    let outcome = check(&root, &cache, &files);
+    assert!(
+        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
+    // The recorded stat no longer vouches for the file.
+    rewrite_a_digit_keeping_mtime(&root.join("p3/own.jsonl"));
     let outcome = check(&root, &cache, &files);
     assert!(
         matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
