@@ -316,7 +316,8 @@ pub fn scan_lines<E: From<io::Error>>(
     mut fold: impl FnMut(Line<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     let start = builder.end();
-    let mut scanner = LineScanner::new(file, start, limit, max_line, 0);
+    // The builder hashes what it is fed: the scanner need not.
+    let mut scanner = LineScanner::new(file, start, limit, max_line, 0).unhashed();
     // A buffer's lines go to the builder as one run, so that it copies only the run's last
     // window of bytes, not every line (the caller drops the builder if a fold fails).
     while let Some(run) = scanner.next_run(usize::MAX)? {

@@ -92,7 +92,8 @@ pub struct ReadAhead {
 }
 
 /// Reads complete lines of a file from `start` up to `limit`, keeping a crc32 of the bytes of
-/// the complete lines it returned (including their `\n`).
+/// the complete lines it returned (including their `\n`), unless made
+/// [`unhashed`](LineScanner::unhashed).
 pub struct LineScanner<'f> {
     file: &'f File,
     buf: Vec<u8>,
@@ -106,6 +107,8 @@ pub struct LineScanner<'f> {
     limit: u64,
     max_line: usize,
     crc: crc32fast::Hasher,
+    /// False when the caller hashes the bytes itself ([`LineScanner::unhashed`]).
+    hashing: bool,
     /// After a too-long torn tail nothing more can be returned.
     exhausted: bool,
     /// Line ends of the last [`Run::Lines`].
@@ -152,9 +155,18 @@ impl<'f> LineScanner<'f> {
             limit,
             max_line: max_line.max(1),
             crc: crc32fast::Hasher::new_with_initial(crc_so_far),
+            hashing: true,
             exhausted: false,
             ends: Vec::new(),
         }
+    }
+
+    /// The scanner without its crc, for a caller that hashes every byte it is given anyway:
+    /// [`crc`](Self::crc) then stays at `crc_so_far`.
+    #[must_use]
+    pub fn unhashed(mut self) -> LineScanner<'f> {
+        self.hashing = false;
+        self
     }
 
     /// The offset just after the last complete line returned (the start if none).
@@ -287,7 +299,9 @@ impl<'f> LineScanner<'f> {
             return None;
         }
         let mut returned = crc32fast::Hasher::new();
-        returned.update(self.buf.get(self.hashed..self.cursor)?);
+        if self.hashing {
+            returned.update(self.buf.get(self.hashed..self.cursor)?);
+        }
         Some(ReadAhead {
             filled: pending.len() + read,
             buf: std::mem::take(spare),
@@ -314,7 +328,7 @@ impl<'f> LineScanner<'f> {
     }
 
     fn hash_consumed(&mut self) {
-        if self.hashed < self.cursor {
+        if self.hashing && self.hashed < self.cursor {
             self.crc.update(&self.buf[self.hashed..self.cursor]);
             self.hashed = self.cursor;
         }
@@ -361,14 +375,18 @@ impl<'f> LineScanner<'f> {
         loop {
             let pending = &self.buf[self.cursor..self.filled];
             if let Some(i) = memchr::memchr(b'\n', pending) {
-                line_crc.update(&pending[..=i]);
+                if self.hashing {
+                    line_crc.update(&pending[..=i]);
+                }
                 self.crc = line_crc;
                 self.cursor += i + 1;
                 self.hashed = self.cursor;
                 let len = self.buf_start + self.cursor as u64 - 1 - offset;
                 return Ok(Some((offset, len)));
             }
-            line_crc.update(pending);
+            if self.hashing {
+                line_crc.update(pending);
+            }
             // Drop the bytes but remember where they were.
             self.buf_start += self.filled as u64;
             self.filled = 0;
@@ -592,6 +610,33 @@ mod tests {
         }
         let end = scanner.end();
         (out, end, scanner.crc())
+    }
+
+    #[test]
+    fn an_unhashed_scanner_returns_the_same_lines_and_its_crc_stays_as_given() {
+        let mut bytes = Vec::new();
+        for i in 0..300 {
+            bytes.extend(vec![b'a' + u8::try_from(i % 26).unwrap(); (i * 53) % 700]);
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(b"torn");
+        let f = file_with(&bytes);
+        let lines = |scanner: &mut LineScanner<'_>| {
+            let mut out = Vec::new();
+            while let Some(line) = scanner.next_line().unwrap() {
+                out.push(match line {
+                    Line::Complete { offset, bytes } => (offset, Some(bytes.to_vec())),
+                    Line::TooLong { offset, len } => (offset, Some(len.to_le_bytes().to_vec())),
+                });
+            }
+            out
+        };
+        let mut hashed = LineScanner::with_buffer(&f, 0, u64::MAX, 500, 7, 4096);
+        let mut unhashed = LineScanner::with_buffer(&f, 0, u64::MAX, 500, 7, 4096).unhashed();
+        assert_eq!(lines(&mut unhashed), lines(&mut hashed));
+        assert_eq!(unhashed.end(), hashed.end());
+        assert_ne!(hashed.crc(), 7);
+        assert_eq!(unhashed.crc(), 7);
     }
 
     #[test]
