@@ -374,6 +374,9 @@ pub(crate) struct Dedup {
     /// The span of the usage lines' times in each quarter-hour: for a catch-up, of the new
     /// lines only (widened with the index's when written or answered).
     pub(crate) spans: HashMap<i64, Span>,
+    /// Whether `messages` holds some Claude Code ids without their messages (loaded from an
+    /// index with the ids alone): a merge then reads the file again for those it shares.
+    pub(crate) ids_only: bool,
 }
 
 /// Where a line is.

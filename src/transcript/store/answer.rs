@@ -118,11 +118,10 @@ pub(super) fn from_scratch(
         tail_bytes: coverage.end,
         tail_events: fold.summary.lines,
     };
-    let dedup = options.wants_rows().then(|| fold.dedup.clone());
     Ok(answer(
         source,
         index,
-        covered(fold, coverage, dedup),
+        folded(fold, coverage, options),
         outcome,
     ))
 }
@@ -132,6 +131,16 @@ pub(super) struct Covered {
     pub(super) coverage: Coverage,
     pub(super) summary: Summary,
     pub(super) dedup: Option<Dedup>,
+}
+
+/// What a fold of the whole transcript answers for `coverage`: its own rows, if asked for
+/// (moved, not copied: they can be most of a large transcript's memory).
+pub(super) fn folded(fold: Fold, coverage: Coverage, options: &OpenOptions) -> Covered {
+    Covered {
+        coverage,
+        summary: fold.summary,
+        dedup: options.wants_rows().then_some(fold.dedup),
+    }
 }
 
 /// What `fold` answers for `coverage`, with `dedup` as the rows asked for.

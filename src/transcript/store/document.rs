@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::answer::{answer, covered, not_writable};
+use super::answer::{answer, folded, not_writable};
 use super::source::Source;
 use super::{OpenOptions, Transcript};
 use crate::index::IndexOutcome;
@@ -54,11 +54,10 @@ pub(super) fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Tra
         tail_bytes: source.len,
         tail_events: fold.summary.lines,
     };
-    let dedup = options.wants_rows().then(|| fold.dedup.clone());
     Ok(answer(
         &source,
         None,
-        covered(fold, coverage, dedup),
+        folded(fold, coverage, options),
         outcome,
     ))
 }

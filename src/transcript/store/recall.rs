@@ -179,6 +179,7 @@ pub(crate) fn load_rows(
             } else if claude {
                 // The id alone (a merge looks up the few ids other files hold too).
                 dedup.messages.insert(id.clone(), Vec::new());
+                dedup.ids_only = true;
             } else {
                 // A pi entry is small: loaded whole either way.
                 let entry = decode::<Entry>(value.value()).ok_or_else(|| damaged("entry"))?;

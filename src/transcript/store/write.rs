@@ -7,7 +7,7 @@ use std::path::Path;
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 
-use super::answer::{after_commit, answer, covered, fresh, memory_tail, not_writable};
+use super::answer::{after_commit, answer, folded, fresh, memory_tail, not_writable};
 use super::recall::Tables;
 use super::scan::{FoldFailure, fold_rest, fold_whole, read_error};
 use super::schema::{
@@ -93,11 +93,10 @@ pub(super) fn build(
             tail_events: events,
         },
     };
-    let dedup = options.wants_rows().then(|| fold.dedup.clone());
     Ok(answer(
         source,
         Some(index),
-        covered(fold, coverage, dedup),
+        folded(fold, coverage, options),
         outcome,
     ))
 }

@@ -121,9 +121,12 @@ pub(crate) fn read_and_merge(
         load_dedup: true,
         ..options.open.clone()
     };
+    // A file folded whole in this run has its messages already (every file, on a first run).
     let (sharing, paths): (Vec<usize>, Vec<PathBuf>) = sharing_files(&read)
         .into_iter()
-        .filter_map(|i| read.get(i).map(|t| (i, t.path.clone())))
+        .filter_map(|i| read.get(i).map(|t| (i, t)))
+        .filter(|(_, t)| t.dedup.as_ref().is_some_and(|d| d.ids_only))
+        .map(|(i, t)| (i, t.path.clone()))
         .unzip();
     let fuller = read_all(&paths, &again, options.threads, &|_, _| {});
     for (i, full) in sharing.into_iter().zip(fuller) {
