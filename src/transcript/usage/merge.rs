@@ -3,11 +3,11 @@
 //! files share merged as docs/TRANSCRIPTS.md, "Usage over many transcripts", says.
 
 use std::collections::HashMap;
-
-use foldhash::fast::RandomState as Fast;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use foldhash::fast::RandomState as Fast;
 
 use super::{Skipped, UsageOptions, UsageReport};
 use crate::transcript::claude::{merge_message, tally_of};
