@@ -7,6 +7,7 @@ beside each figure.
   cold        `usage --by day --json` with an empty cache directory, vs `daily --json --offline`
   warm        the same with the cache kept, nothing changed
   grown       the same after one Claude Code file grew by a turn before each run
+  added       the same after a new Claude Code session (one turn) was written before each run
   statusline  `statusline` (Claude Code's status-line JSON on stdin, the largest session), warm,
               vs `statusline --offline` with its cache (both warmed first)
   floors      a stat of every file, and a read of every file (cat), as whole processes
@@ -148,6 +149,36 @@ def grow_one(home):
     return lambda: t.grow(path)
 
 
+def add_one(home):
+    """Writes a new Claude Code session of one turn (new ids) beside a middle file, as a
+    session that just started would, each time it is called."""
+    files = []
+    for d, _, names in os.walk(os.path.join(home, ".claude/projects")):
+        files += [os.path.join(d, n) for n in names if n.endswith(".jsonl")]
+    template = sorted(files)[len(files) // 2]
+    with open(template, "rb") as f:
+        f.seek(max(0, os.path.getsize(template) - 65536))
+        last = [l for l in f.read().split(b"\n") if b'"type":"assistant"' in l][-1]
+    n = [0]
+
+    def add():
+        n[0] += 1
+        asst = json.loads(last)
+        tag = f"added-{os.getpid()}-{n[0]}"
+        user = {k: asst[k] for k in ["isSidechain", "userType", "cwd", "version", "gitBranch"]
+                if k in asst}
+        user.update({"parentUuid": None, "type": "user", "sessionId": tag,
+                     "uuid": f"{tag}-u", "timestamp": asst["timestamp"],
+                     "message": {"role": "user", "content": "hello"}})
+        asst.update({"sessionId": tag, "uuid": f"{tag}-a", "parentUuid": f"{tag}-u",
+                     "requestId": f"req_{tag}"})
+        asst["message"]["id"] = f"msg_{tag}"
+        with open(os.path.join(os.path.dirname(template), f"{tag}.jsonl"), "w") as f:
+            f.write(json.dumps(user, separators=(",", ":")) + "\n"
+                    + json.dumps(asst, separators=(",", ":")) + "\n")
+    return add
+
+
 def statusline_input(bench):
     files = []
     for d, _, names in os.walk(os.path.join(bench.home, ".claude/projects")):
@@ -176,7 +207,7 @@ def main():
         cache = os.path.join(b.data, "cache-cold")
         b.pair("usage cold vs daily", usage, daily, b.env("cache-cold"), ">= 3x",
                before_a=lambda: shutil.rmtree(cache, ignore_errors=True))
-    if {"warm", "grown", "statusline"} & set(figures):
+    if {"warm", "grown", "added", "statusline"} & set(figures):
         spawn(usage, b.env("cache-warm"))
         spawn(usage, b.env("cache-warm"))
         checks["all"] = b.totals(["--by", "day"], ["daily"], "cache-warm")
@@ -186,6 +217,9 @@ def main():
     if "grown" in figures:
         b.pair("usage warm, one file grew, vs daily", usage, daily, b.env("cache-warm"),
                ">= 100x", before_a=grow_one(b.home))
+    if "added" in figures:
+        b.pair("usage warm, a session added, vs daily", usage, daily, b.env("cache-warm"),
+               "", before_a=add_one(b.home))
     if "statusline" in figures:
         stdin = statusline_input(b)
         status = [b.agentlog, "statusline"]

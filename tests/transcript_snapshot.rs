@@ -21,8 +21,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentlog::transcript::{
-    Format, GroupBy, OpenOptions, SnapshotOutcome, Transcript, UsageOptions, UsageReport, day_of,
-    discover, usage,
+    Format, GroupBy, OpenOptions, SnapshotOutcome, Transcript, UNINDEXED_FILE, UsageOptions,
+    UsageReport, day_of, discover, usage,
 };
 use oracle::Sum;
 use proptest::prelude::*;
@@ -558,18 +558,90 @@ fn a_pi_file_grown_with_new_entries_is_caught_up() {
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
 }
 
+/// A Claude Code session file of its opening user line and an assistant line for each id
+/// (the generated transcripts reuse ids from one seed to another).
+fn session_of_own(ids: &[&str]) -> String {
+    let mut out = String::from(concat!(
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","sessionId":"s-own","#,
+        r#""uuid":"u-own","timestamp":"2026-02-20T09:59:00.000Z","#,
+        r#""message":{"role":"user","content":"hi"}}"#,
+        "\n"
+    ));
+    for (n, id) in ids.iter().enumerate() {
+        out.push_str(&assistant(id, &format!("req_{id}"), 100 * (n as u64 + 1)));
+    }
+    out
+}
+
 #[test]
-fn a_new_a_removed_or_a_rewritten_file_and_a_foreign_snapshot_take_the_full_path() {
+fn a_file_added_is_read_alone_and_numbered_in_with_the_keys_of_the_files_after_it() {
+    let (_dir, root, cache, mut files) = warm_tree();
+    let own = root.join("p3/own.jsonl");
+    append(&own, assistant("msg_stream", "req_stream", 300).as_bytes());
+    assert_eq!(
+        check(&root, &cache, &files),
+        SnapshotOutcome::CaughtUp { files: 1 }
+    );
+    // Added first in path order: every file after it is numbered again.
+    let first = root.join("a0/new.jsonl");
+    std::fs::create_dir_all(first.parent().unwrap()).unwrap();
+    std::fs::write(&first, session_of_own(&["msg_added_1", "msg_added_2"])).unwrap();
+    files.push((std::fs::canonicalize(&first).unwrap(), Format::ClaudeCode));
+    assert_eq!(
+        check(&root, &cache, &files),
+        SnapshotOutcome::CaughtUp { files: 1 }
+    );
+    assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
+    // A file after it grows with more of a message it holds (a streaming update): the keys,
+    // numbered again, must still say that file holds it, and no other.
+    append(&own, assistant("msg_stream", "req_stream", 350).as_bytes());
+    assert_eq!(
+        check(&root, &cache, &files),
+        SnapshotOutcome::CaughtUp { files: 1 }
+    );
+    // A Codex file (no merge keys) added last, and a grown file in the same run.
+    let codex = root.join("zz/rollout.jsonl");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(&codex, generate::transcript(Format::Codex, 22, 10)).unwrap();
+    files.push((std::fs::canonicalize(&codex).unwrap(), Format::Codex));
+    append(
+        &first,
+        assistant("msg_added_grew", "req_added_grew", 400).as_bytes(),
+    );
+    assert_eq!(
+        check(&root, &cache, &files),
+        SnapshotOutcome::CaughtUp { files: 2 }
+    );
+    assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
+}
+
+#[test]
+fn a_file_added_with_a_message_another_file_holds_takes_the_full_path() {
+    let (_dir, root, cache, mut files) = warm_tree();
+    append(
+        &root.join("p3/own.jsonl"),
+        assistant("msg_resumed", "req_resumed", 800).as_bytes(),
+    );
+    check(&root, &cache, &files);
+    // A resumed session's new file starts with the messages of the one it resumes.
+    let resumed = root.join("p5/resumed.jsonl");
+    std::fs::create_dir_all(resumed.parent().unwrap()).unwrap();
+    std::fs::write(&resumed, session_of_own(&["msg_resumed"])).unwrap();
+    files.push((std::fs::canonicalize(&resumed).unwrap(), Format::ClaudeCode));
+    let outcome = check(&root, &cache, &files);
+    assert!(
+        matches!(&outcome, SnapshotOutcome::Rebuilt { reason } if reason.contains("another file holds")),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_removed_or_a_rewritten_file_and_a_foreign_snapshot_take_the_full_path() {
     let (_dir, root, cache, mut files) = warm_tree();
     let rebuilt =
         |o: SnapshotOutcome| assert!(matches!(o, SnapshotOutcome::Rebuilt { .. }), "{o:?}");
-    let extra = root.join("p4/new.jsonl");
-    std::fs::create_dir_all(extra.parent().unwrap()).unwrap();
-    std::fs::write(&extra, generate::transcript(Format::ClaudeCode, 21, 10)).unwrap();
-    files.push((std::fs::canonicalize(&extra).unwrap(), Format::ClaudeCode));
-    rebuilt(check(&root, &cache, &files));
-    std::fs::remove_file(&extra).unwrap();
-    files.pop();
+    let gone = files.pop().unwrap();
+    std::fs::remove_file(&gone.0).unwrap();
     rebuilt(check(&root, &cache, &files));
     std::fs::write(root.join("p3/own.jsonl"), other()).unwrap();
     rebuilt(check(&root, &cache, &files));
@@ -660,4 +732,55 @@ fn a_first_run_over_settled_files_answers_later_runs_and_still_sees_a_rewrite_in
         matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
         "{outcome:?}"
     );
+}
+
+#[test]
+fn a_large_file_gets_no_index_until_it_grows_and_then_one_that_catches_it_up() {
+    let (_dir, root, cache, mut files) = written_tree();
+    let big = root.join("big/large.jsonl");
+    std::fs::create_dir_all(big.parent().unwrap()).unwrap();
+    let ids: Vec<String> = (0..5000).map(|i| format!("msg_large_{i:05}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    std::fs::write(&big, session_of_own(&ids)).unwrap();
+    assert!(std::fs::metadata(&big).unwrap().len() > UNINDEXED_FILE);
+    files.push((std::fs::canonicalize(&big).unwrap(), Format::ClaudeCode));
+    let roots = [root.clone()];
+    let opts = options(&cache, GroupBy::Day);
+    let run = |what: &str| {
+        let (report, outcome) = with_snapshot(&roots, &opts);
+        same(&rows(&report), &oracle_by_day(&files), what);
+        (report, outcome)
+    };
+    // The first run reads every file whole and gives none an index.
+    let (_, outcome) = run("first");
+    assert!(
+        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(files_ending(&cache, ".redb").len(), 0);
+    // The large file grows: it gets its index, built from its lines.
+    append(
+        &big,
+        assistant("msg_large_more_1", "req_more_1", 10).as_bytes(),
+    );
+    let (report, outcome) = run("grown once");
+    assert_eq!(outcome, SnapshotOutcome::CaughtUp { files: 1 });
+    assert_eq!(report.index_outcomes.get("created"), Some(&1));
+    assert_eq!(files_ending(&cache, ".redb").len(), 1);
+    // It grows again: the index catches up with the new line alone.
+    append(
+        &big,
+        assistant("msg_large_more_2", "req_more_2", 20).as_bytes(),
+    );
+    let (report, outcome) = run("grown twice");
+    assert_eq!(outcome, SnapshotOutcome::CaughtUp { files: 1 });
+    assert_eq!(report.index_outcomes.get("caught_up"), Some(&1));
+    // A small file that grows stays without one.
+    append(
+        &root.join("p3/own.jsonl"),
+        assistant("msg_small_more", "req_small_more", 30).as_bytes(),
+    );
+    let (_, outcome) = run("a small file grown");
+    assert_eq!(outcome, SnapshotOutcome::CaughtUp { files: 1 });
+    assert_eq!(files_ending(&cache, ".redb").len(), 1);
 }

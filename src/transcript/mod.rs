@@ -111,14 +111,14 @@ pub use statusline::{
 };
 #[cfg(any(feature = "search", feature = "export"))]
 pub(crate) use store::open;
-pub use store::{OpenOptions, Transcript, Verification};
+pub use store::{OpenOptions, Transcript, UNINDEXED_FILE, Verification};
 pub use subagents::{Subagent, WithSubagents, subagent_files, with_subagents};
 pub use tally::{LONG_PROMPT, Money, Tally};
 pub use tokens::Usage;
 pub use usage::{
     BLOCK_SECONDS, Block, BurnRate, GroupBy, LiveView, Projection, Skipped, SnapshotOutcome,
-    UNINDEXED_FILE, UnknownGroupBy, UsageArgError, UsageOptions, UsageReport, UsageRow, day_in,
-    day_of, default_roots, discover, discover_lines, live, live_with, parse_agent, parse_cost_mode,
+    UnknownGroupBy, UsageArgError, UsageOptions, UsageReport, UsageRow, day_in, day_of,
+    default_roots, discover, discover_lines, live, live_with, parse_agent, parse_cost_mode,
     parse_day, parse_group_by, parse_timezone, read_by_lines, roots_or_default, session_of,
     system_zone, usage, usage_of_files, zone_named,
 };

@@ -101,6 +101,10 @@ pub enum ReadOnlyReason {
     /// A transcript with no index and no longer than `max_unindexed_file` (a transcript
     /// option): folded whole in memory, cheaper than creating, syncing and reading an index.
     SmallFile,
+    /// A transcript longer than that with no index, read by a usage run that reads every file
+    /// (the usage snapshot's full path): folded whole and given none, because the snapshot
+    /// answers for it until it grows, and only a file that grows needs an index to catch up.
+    NotGrown,
 }
 
 impl fmt::Display for ReadOnlyReason {
@@ -113,6 +117,7 @@ impl fmt::Display for ReadOnlyReason {
             ReadOnlyReason::Requested => f.write_str("read-only access requested"),
             ReadOnlyReason::SmallTail => f.write_str("too few new lines to be worth a commit"),
             ReadOnlyReason::SmallFile => f.write_str("too small a file to be worth an index"),
+            ReadOnlyReason::NotGrown => f.write_str("no index until the file grows"),
         }
     }
 }

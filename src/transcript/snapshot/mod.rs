@@ -1,16 +1,17 @@
 //! The run-level usage snapshot: what a `usage` run over a set of roots added up, per file,
 //! after the cross-file merge, kept in the cache directory so that the next run checks each
-//! file in O(1) and reads only what grew. The rules: docs/TRANSCRIPTS.md, "The usage
-//! snapshot".
+//! file in O(1) and reads only what grew or was added. The rules: docs/TRANSCRIPTS.md, "The
+//! usage snapshot".
 //!
 //! Per file it holds the coverage (end, head and tail windows, running crc) the answer was
 //! made of, the file's own tally by (quarter-hour, model), and what the merge moved in or out of
 //! it (a signed correction). Beside them, a sorted map from a hash of every merge key (Claude
 //! Code message ids, pi entry ids: any id a format dedups by) to the one file holding it, or
 //! to "several". A grown file whose new lines carry only keys no other file holds changes no
-//! merge: its new own tally is its answer, its correction stays. Anything else (a file added,
-//! removed, rewritten or truncated, a new line carrying a key another file holds, a damaged or
-//! foreign snapshot) takes the full path, which writes the snapshot again.
+//! merge: its new own tally is its answer, its correction stays; an added file is one grown
+//! from nothing. Anything else (a file removed, rewritten or truncated, a new line carrying a
+//! key another file holds, a damaged or foreign snapshot) takes the full path, which writes the
+//! snapshot again and gives no file a new index (a file gets one when it grows).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -23,13 +24,15 @@ use super::cache::{default_index_dir, fnv};
 use super::fold::{BucketKey, Fold, Span, UNKNOWN_MODEL, UNKNOWN_QUARTER};
 use super::format::Format;
 use super::stat::{Stat, StatsTaken};
-use super::store::{OpenOptions, Transcript, open};
+use super::store::{OpenOptions, Transcript, UNINDEXED_FILE, open};
 use super::tally::{TALLY_COUNTS, Tally};
 use super::usage::merge::{FastMap, Merged, read_and_merge};
 use super::usage::{
-    Extra, Grouper, Skipped, SnapshotOutcome, UsageOptions, UsageReport, read_files, session_of,
+    Extra, Grouper, Skipped, SnapshotOutcome, UsageOptions, UsageReport, read_by_lines, read_files,
+    session_of,
 };
 use crate::log::{Coverage, CoverageCheck};
+use crate::transcript::path_order;
 
 mod file;
 
@@ -295,7 +298,13 @@ fn full(
     request: Vec<u8>,
     seen: &mut StatsTaken,
 ) -> (UsageReport, Snapshot, Vec<(u64, u32)>) {
-    // Every file is read with its merge keys (ids) already.
+    // Every file is read with its merge keys (ids) already. A file with no index yet is
+    // folded whole and given none (unless the caller set a limit): the snapshot answers for
+    // it until it grows, and only a file that grows (an active session) gets the index that
+    // catches it up, in `warm`.
+    let mut options = options.clone();
+    options.open.max_unindexed_file.get_or_insert(u64::MAX);
+    let options = &options;
     let merged = read_and_merge(files, options, progress, true);
     let mut models = Models::default();
     let mut entries = Vec::with_capacity(merged.read.len());
@@ -479,8 +488,8 @@ fn check_all(entries: &[FileEntry], threads: usize) -> Result<Vec<(Standing, Sta
 type Changed = Option<(Snapshot, Option<Vec<(u64, u32)>>)>;
 
 /// The warm path: the answer from the snapshot in `path`, after catching up the files that
-/// grew (only then are the keys read). `Err` says why the full path must answer instead. With
-/// the answer, what to write if the snapshot changed.
+/// grew and reading those added since (only then are the keys read). `Err` says why the full
+/// path must answer instead. With the answer, what to write if the snapshot changed.
 fn warm(
     mut snapshot: Snapshot,
     path: &Path,
@@ -489,22 +498,7 @@ fn warm(
     options: &UsageOptions,
     seen: &mut StatsTaken,
 ) -> Result<(UsageReport, SnapshotOutcome, Changed), String> {
-    // The same files: those read and those that could not be, in path order.
-    if files.len() != snapshot.files.len() + snapshot.skipped.len() {
-        return Err("files were added or removed".to_owned());
-    }
-    let mut known = snapshot.files.iter().map(|f| f.path.as_slice()).peekable();
-    let mut skipped_known = snapshot.skipped.iter().map(Vec::as_slice).peekable();
-    for file in files {
-        let bytes = file.as_os_str().as_bytes();
-        if known.peek() == Some(&bytes) {
-            known.next();
-        } else if skipped_known.peek() == Some(&bytes) {
-            skipped_known.next();
-        } else {
-            return Err("files were added or removed".to_owned());
-        }
-    }
+    let added = added_since(&snapshot, files)?;
     let standings = check_all(&snapshot.files, options.threads)?;
     // Stats newly settled are recorded: the next run need not read those files' windows.
     let mut changed = false;
@@ -523,13 +517,13 @@ fn warm(
             Err(error) => report.skipped.push(Skipped { path, error }),
         }
     }
-    let grown: Vec<usize> = standings
+    let mut grown: Vec<usize> = standings
         .iter()
         .enumerate()
         .filter(|(_, (s, _))| matches!(s, Standing::Grew))
         .map(|(i, _)| i)
         .collect();
-    if grown.is_empty() {
+    if grown.is_empty() && added.is_empty() {
         answer(&snapshot, extra, options, &mut report);
         return Ok((
             report,
@@ -538,8 +532,15 @@ fn warm(
         ));
     }
     let mut keys = read_keys(&keys_file(path), snapshot.keys, snapshot.files.len())?;
+    // An added file is one grown from nothing: it takes its place in path order, and the
+    // files after it (and the keys they hold) are numbered again.
+    let fresh = insert_added(&mut snapshot.files, &added, &mut grown, &mut keys)?;
+    grown.extend(&fresh);
+    grown.sort_unstable();
     let open_options = OpenOptions {
         buckets_from: Some(UNKNOWN_QUARTER),
+        // A grown file past this size gets an index, to catch up in O(new bytes) next time.
+        max_unindexed_file: Some(options.open.max_unindexed_file.unwrap_or(UNINDEXED_FILE)),
         ..options.open.clone()
     };
     let mut models = Models {
@@ -564,11 +565,14 @@ fn warm(
             .index_outcomes
             .entry(t.outcome.code().to_owned())
             .or_default() += 1;
-        let fresh = new_bytes(&path, &entry.coverage, &t)?;
-        if t.format != entry.format {
+        let new = new_bytes(&path, &entry.coverage, &t)?;
+        if fresh.contains(&i) {
+            entry.format = t.format;
+            seen.note(&entry.path, t.opened);
+        } else if t.format != entry.format {
             return Err(format!("{} reads as another format now", path.display()));
         }
-        for hash in keys_in(t.format, &fresh) {
+        for hash in keys_in(t.format, &new) {
             match keys.binary_search_by_key(&hash, |&(h, _)| h) {
                 Ok(at) if keys.get(at).is_some_and(|&(_, h)| h == number) => {}
                 Ok(_) => {
@@ -598,15 +602,98 @@ fn warm(
         entry.stat = None;
     }
     snapshot.models = models.names;
-    let keys = (!new_keys.is_empty()).then(|| {
+    let keys = (!fresh.is_empty() || !new_keys.is_empty()).then(|| {
         keys.extend(new_keys);
         keys.sort_unstable();
         keys
     });
     answer(&snapshot, extra, options, &mut report);
     let outcome = SnapshotOutcome::CaughtUp { files: grown.len() };
+    changed |= !fresh.is_empty();
     changed |= keys.is_some();
     Ok((report, outcome, changed.then_some((snapshot, keys))))
+}
+
+/// The files in `files` (sorted as discovery sorts them) that the snapshot has not seen,
+/// in order; `Err` if one it has seen (read or skipped) is gone.
+fn added_since(snapshot: &Snapshot, files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut known = snapshot.files.iter().map(|f| f.path.as_slice()).peekable();
+    let mut skipped_known = snapshot.skipped.iter().map(Vec::as_slice).peekable();
+    let mut added = Vec::new();
+    for file in files {
+        let bytes = file.as_os_str().as_bytes();
+        if known.peek() == Some(&bytes) {
+            known.next();
+        } else if skipped_known.peek() == Some(&bytes) {
+            skipped_known.next();
+        } else if !read_by_lines(file) {
+            // A whole document (or database) is read by its own rules, not caught up.
+            return Err(format!("{} was added", file.display()));
+        } else {
+            added.push(file.clone());
+        }
+    }
+    if known.peek().is_some() || skipped_known.peek().is_some() {
+        return Err("files were removed".to_owned());
+    }
+    Ok(added)
+}
+
+/// Puts an empty entry for each of `added` in its place among `entries` (path order), and
+/// numbers again what names entries by number: the `grown` ones and the `keys`' holders.
+/// Returns the new entries' numbers.
+fn insert_added(
+    entries: &mut Vec<FileEntry>,
+    added: &[PathBuf],
+    grown: &mut [usize],
+    keys: &mut [(u64, u32)],
+) -> Result<Vec<usize>, String> {
+    if added.is_empty() {
+        return Ok(Vec::new());
+    }
+    let old = std::mem::take(entries);
+    let mut renumber = Vec::with_capacity(old.len());
+    let mut fresh = Vec::with_capacity(added.len());
+    let mut added = added.iter().peekable();
+    for entry in old {
+        while let Some(path) =
+            added.next_if(|p| path_order(p.as_os_str().as_bytes(), &entry.path).is_lt())
+        {
+            fresh.push(entries.len());
+            entries.push(empty_entry(path));
+        }
+        renumber.push(u32::try_from(entries.len()).map_err(|_| "too many files".to_owned())?);
+        entries.push(entry);
+    }
+    for path in added {
+        fresh.push(entries.len());
+        entries.push(empty_entry(path));
+    }
+    let moved = |n: usize| renumber.get(n).map(|&m| m as usize);
+    for g in grown.iter_mut() {
+        *g = moved(*g).ok_or("a snapshot entry went missing")?;
+    }
+    for (_, holder) in keys.iter_mut() {
+        if *holder != SEVERAL {
+            *holder = *renumber
+                .get(*holder as usize)
+                .ok_or("the snapshot's keys name a file it does not hold")?;
+        }
+    }
+    Ok(fresh)
+}
+
+/// The entry of a file not read yet: it covers nothing (its format is set once it is read).
+fn empty_entry(path: &Path) -> FileEntry {
+    FileEntry {
+        path: path.as_os_str().as_bytes().to_vec(),
+        format: Format::ClaudeCode,
+        coverage: Coverage::default(),
+        stat: None,
+        own: Vec::new(),
+        correction: Vec::new(),
+        spans: Vec::new(),
+    }
 }
 
 /// The bytes an answer covers beyond the snapshot's coverage of the file, checked to be the

@@ -54,8 +54,9 @@ pub struct OpenOptions {
     /// given none. For a file of a few kilobytes the fold costs less than creating and syncing
     /// an index of at least 72 KiB, and a run-level answer (the usage snapshot) keeps it from
     /// being read again while it does not change. `None` (the default): the caller's default,
-    /// [`UNINDEXED_FILE`](crate::transcript::UNINDEXED_FILE) for a usage report's files and 0
-    /// (every transcript gets an index) for one transcript opened alone.
+    /// [`UNINDEXED_FILE`](crate::transcript::UNINDEXED_FILE) for a usage report's files, no
+    /// limit when the usage snapshot reads every file (a file gets its index when it grows),
+    /// and 0 (every transcript gets an index) for one transcript opened alone.
     pub max_unindexed_file: Option<u64>,
     /// How long redb may repair an index after a crash before it is rebuilt instead.
     pub repair_budget: Duration,
@@ -90,6 +91,14 @@ impl Default for OpenOptions {
         }
     }
 }
+
+/// The largest transcript a usage report reads without giving it an index, unless
+/// [`OpenOptions::max_unindexed_file`] says otherwise: folding 1 MiB costs a few
+/// milliseconds, about what creating an index costs, and a file grown since the last run is
+/// re-read no slower than an index catches up (measured: docs/PERFORMANCE.md). Most
+/// transcripts of the agents that write one file per session (Qwen Code, pi, Gemini CLI,
+/// Codex) are smaller.
+pub const UNINDEXED_FILE: u64 = 1 << 20;
 
 /// redb's page cache for a transcript index: a transcript index is small, and an open reads
 /// a handful of pages.

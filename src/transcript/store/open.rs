@@ -10,7 +10,7 @@ use super::document;
 use super::source::Source;
 use super::validate::SourceChecks;
 use super::write::writable;
-use super::{OpenOptions, Transcript, settings};
+use super::{OpenOptions, Transcript, UNINDEXED_FILE, settings};
 use crate::index::ReadOnlyReason;
 use crate::index::derived::cause::Cause;
 use crate::index::derived::sequence::{self, Derived, Found, NoCommit, Target, Unwritable};
@@ -30,7 +30,12 @@ pub(crate) fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Tra
     };
     let index = index_file(&dir, &source.path);
     if source.len <= options.max_unindexed_file.unwrap_or(0) && !index.exists() {
-        return from_scratch(&source, None, options, ReadOnlyReason::SmallFile);
+        let why = if source.len <= UNINDEXED_FILE {
+            ReadOnlyReason::SmallFile
+        } else {
+            ReadOnlyReason::NotGrown
+        };
+        return from_scratch(&source, None, options, why);
     }
     let answer = sequence::open(&mut Opening {
         checks: SourceChecks {

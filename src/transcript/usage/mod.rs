@@ -125,14 +125,6 @@ impl Serialize for GroupBy {
     }
 }
 
-/// The largest transcript a usage report reads without giving it an index, unless
-/// [`OpenOptions::max_unindexed_file`] says otherwise: folding 1 MiB costs a few
-/// milliseconds, about what creating an index costs, and a file grown since the last run is
-/// re-read no slower than an index catches up (measured: docs/PERFORMANCE.md). Most
-/// transcripts of the agents that write one file per session (Qwen Code, pi, Gemini CLI,
-/// Codex) are smaller.
-pub const UNINDEXED_FILE: u64 = 1 << 20;
-
 /// What a usage report reads and how it groups it.
 #[derive(Clone, Debug)]
 pub struct UsageOptions {
@@ -336,9 +328,10 @@ pub enum SnapshotOutcome {
     Off,
     /// Every file was as the snapshot saw it: the answer came from it alone.
     Current,
-    /// Some files grew with keys no other file holds: only their new bytes were read.
+    /// Some files grew, or were added, with keys no other file holds: only their new bytes
+    /// were read.
     CaughtUp {
-        /// How many files grew.
+        /// How many files grew or were added.
         files: usize,
     },
     /// There was no usable snapshot, or it could not answer: every file was read and merged,

@@ -4,14 +4,12 @@
 
 use std::path::PathBuf;
 
-use super::{
-    Skipped, UNINDEXED_FILE, UsageOptions, UsageReport, default_roots, discover, read_files,
-    zone_name,
-};
+use super::{Skipped, UsageOptions, UsageReport, default_roots, discover, read_files, zone_name};
 use crate::transcript::format::Format;
 use crate::transcript::opencode;
 use crate::transcript::snapshot::usage_with_snapshot;
 use crate::transcript::stat::StatsTaken;
+use crate::transcript::store::UNINDEXED_FILE;
 
 /// The usage report of the transcripts under `paths` (the places the agents keep theirs when
 /// `paths` is empty: [`default_roots`]): every `*.jsonl` file found ([`discover`]) read
@@ -64,10 +62,13 @@ pub(crate) fn usage_of_files_noting(
     seen: &mut StatsTaken,
 ) -> UsageReport {
     let mut options = options.clone();
-    options
-        .open
-        .max_unindexed_file
-        .get_or_insert(UNINDEXED_FILE);
+    if !options.snapshot {
+        // The snapshot sets its own (a file gets its index when it grows).
+        options
+            .open
+            .max_unindexed_file
+            .get_or_insert(UNINDEXED_FILE);
+    }
     let options = &options;
     // OpenCode keeps databases, not lines: read beside the line transcripts (the snapshot
     // covers line files), from the memo of the last run when no database changed.
