@@ -137,11 +137,13 @@ def grow(path, n=[0]):
     ts = asst["timestamp"]
     user = {k: asst[k] for k in ["parentUuid", "isSidechain", "userType", "cwd", "sessionId",
                                   "version", "gitBranch"]}
-    user.update({"type": "user", "uuid": f"grow-u-{n[0]}", "timestamp": ts,
+    # Ids new to every file, in this run and any earlier one on the same home.
+    tag = f"{os.getpid()}-{n[0]}"
+    user.update({"type": "user", "uuid": f"grow-u-{tag}", "timestamp": ts,
                  "message": {"role": "user", "content": "more"}})
-    asst.update({"uuid": f"grow-a-{n[0]}", "parentUuid": f"grow-u-{n[0]}",
-                 "requestId": f"req_grow_{n[0]}"})
-    asst["message"]["id"] = f"msg_grow_{n[0]}"
+    asst.update({"uuid": f"grow-a-{tag}", "parentUuid": f"grow-u-{tag}",
+                 "requestId": f"req_grow_{tag}"})
+    asst["message"]["id"] = f"msg_grow_{tag}"
     with open(path, "a") as f:
         f.write(json.dumps(user, separators=(",", ":")) + "\n"
                 + json.dumps(asst, separators=(",", ":")) + "\n")

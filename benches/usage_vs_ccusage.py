@@ -144,7 +144,8 @@ def grow_one(home):
     sys.argv = argv
     files = []
     for d, _, names in os.walk(os.path.join(home, ".claude/projects")):
-        files += [os.path.join(d, n) for n in names if n.endswith(".jsonl")]
+        files += [os.path.join(d, n) for n in names
+                  if n.endswith(".jsonl") and not n.startswith("added-")]
     path = sorted(files)[len(files) // 2]
     return lambda: t.grow(path)
 
@@ -154,7 +155,8 @@ def add_one(home):
     session that just started would, each time it is called."""
     files = []
     for d, _, names in os.walk(os.path.join(home, ".claude/projects")):
-        files += [os.path.join(d, n) for n in names if n.endswith(".jsonl")]
+        files += [os.path.join(d, n) for n in names
+                  if n.endswith(".jsonl") and not n.startswith("added-")]
     template = sorted(files)[len(files) // 2]
     with open(template, "rb") as f:
         f.seek(max(0, os.path.getsize(template) - 65536))
