@@ -239,22 +239,21 @@ pub(crate) fn is_session_document(path: &Path) -> bool {
             .is_some_and(|n| n == "chats")
 }
 
-/// A single-JSON session: the messages are what counts.
+/// A single-JSON session: the messages are what counts, each borrowed as its own text.
 #[derive(Deserialize)]
-struct Document {
-    #[serde(default)]
-    messages: Vec<serde_json::Value>,
+struct Document<'a> {
+    #[serde(default, borrow)]
+    messages: Vec<&'a serde_json::value::RawValue>,
 }
 
-/// The messages of a single-JSON session, each as the bytes of one line of the JSONL format
-/// (the rules then read them as they read lines); an error if it is not such a document.
-pub(crate) fn document_lines(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    let doc: Document = serde_json::from_slice(bytes)
+/// The messages of a single-JSON session, each the bytes of one JSON object as the document
+/// holds it (the rules then read them as they read lines: JSON's whitespace, the document's
+/// newlines and indents among it, is no matter to them); an error if it is not such a
+/// document. Borrowed, not built as values and written out again.
+pub(crate) fn document_lines(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let doc: Document<'_> = serde_json::from_slice(bytes)
         .map_err(|e| format!("not a Gemini CLI session document: {e}"))?;
-    doc.messages
-        .iter()
-        .map(|m| serde_json::to_vec(m).map_err(|e| e.to_string()))
-        .collect()
+    Ok(doc.messages.iter().map(|m| m.get().as_bytes()).collect())
 }
 
 #[cfg(test)]
@@ -278,7 +277,14 @@ mod tests {
     fn a_document_is_its_messages() {
         let doc = br#"{"sessionId":"s","messages":[{"id":"a","type":"user"},{"id":"b"}]}"#;
         let lines = document_lines(doc).unwrap();
-        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines,
+            [&br#"{"id":"a","type":"user"}"#[..], br#"{"id":"b"}"#]
+        );
+        // Pretty-printed, as Gemini CLI writes it: each message's text as it stands.
+        let pretty = b"{\n  \"messages\": [\n    {\n      \"id\": \"a\"\n    }\n  ]\n}\n";
+        let lines = document_lines(pretty).unwrap();
+        assert_eq!(lines, [&b"{\n      \"id\": \"a\"\n    }"[..]]);
         assert!(document_lines(b"{\"messages\":").is_err());
         assert!(document_lines(b"[1]").is_err());
     }

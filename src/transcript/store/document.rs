@@ -41,7 +41,7 @@ pub(super) fn open(path: &Path, options: &OpenOptions) -> Result<Transcript, Tra
     }
     let lines = document_lines(&bytes).map_err(refuse)?;
     let mut fold = Fold::new(Format::Gemini);
-    for line in &lines {
+    for line in lines {
         // Offsets are the document's start: a message has no place of its own in the file.
         fold.line(0, line);
     }
