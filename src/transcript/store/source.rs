@@ -85,20 +85,34 @@ impl Source {
 
 /// The canonical path, the file opened read-only, and its `stat` (its length with it).
 fn open_read_only(path: &Path) -> Result<(PathBuf, File, Stat), TranscriptError> {
-    let canonical =
-        std::fs::canonicalize(path).map_err(|e| TranscriptError::at("resolve", path, e))?;
-    let file = open_for_read(&canonical).map_err(|e| match e {
+    let file = open_for_read(path).map_err(|e| match e {
         LogError::NotFound { path } => TranscriptError::NotFound { path },
         LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },
         LogError::Io { op, path, source } => TranscriptError::Io { op, path, source },
         other => TranscriptError::io("open", path, io::Error::other(other.to_string())),
     })?;
+    let canonical = match opened_path(&file) {
+        Some(canonical) => canonical,
+        None => std::fs::canonicalize(path).map_err(|e| TranscriptError::at("resolve", path, e))?,
+    };
     // Taken before the file is read: a change after it changes mtime or ctime.
     let taken = std::time::SystemTime::now();
     let meta = file
         .metadata()
         .map_err(|e| TranscriptError::io("inspect", &canonical, e))?;
     Ok((canonical, file, Stat::of(&meta, taken)))
+}
+
+/// The canonical path of an open file, as the kernel names it (`/proc/self/fd/N` on Linux):
+/// one `readlink` where resolving the path walks it again with one per component (a large
+/// part of reading thousands of small transcripts). `None` where there is no such link, or
+/// the file was unlinked since (its link then ends in " (deleted)").
+fn opened_path(file: &File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    let named = link.is_absolute() && !link.as_os_str().as_bytes().ends_with(b" (deleted)");
+    named.then_some(link)
 }
 
 fn read_head(file: &File, len: u64) -> io::Result<Vec<u8>> {
@@ -108,4 +122,34 @@ fn read_head(file: &File, len: u64) -> io::Result<Vec<u8>> {
         head.clear();
     }
     Ok(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_opened_path_is_the_canonical_one_through_links_and_dots() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("s.jsonl"), b"{}\n").unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        let through = dir.path().join("link/../link/./s.jsonl");
+        let (path, _, stat) = open_read_only(&through).unwrap();
+        assert_eq!(path, std::fs::canonicalize(&through).unwrap());
+        assert_eq!(stat.len, 3);
+        // An unlinked file is not named by its link: the caller resolves the path instead.
+        let file = File::open(real.join("s.jsonl")).unwrap();
+        assert_eq!(
+            opened_path(&file),
+            Some(std::fs::canonicalize(real.join("s.jsonl")).unwrap())
+        );
+        std::fs::remove_file(real.join("s.jsonl")).unwrap();
+        assert_eq!(opened_path(&file), None);
+        assert!(matches!(
+            open_read_only(&through),
+            Err(TranscriptError::NotFound { .. })
+        ));
+    }
 }
