@@ -73,7 +73,7 @@ pub fn install_panic_filter() {
 
 /// Whether any object in the JSON text repeats a key (where `serde_json`'s `Value` keeps the
 /// last and a struct refuses the line, so the oracle and the readers may differ by design).
-fn repeats_a_key(line: &[u8]) -> bool {
+pub fn repeats_a_key(line: &[u8]) -> bool {
     struct Dup;
     impl<'de> Visitor<'de> for Dup {
         type Value = bool;

@@ -34,6 +34,13 @@ fuzz_target!(|data: &[u8]| {
             let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
                 return;
             };
+            // The reader reads each message as the document spells it; the oracle reads it
+            // written out again from a `Value`. They may differ by design where a message
+            // repeats a key or holds an escape (which could spell a key), as on lines
+            // (`common::normalized`): such a document is left unchecked.
+            if !messages_read_alike(data) {
+                return;
+            }
             let mut lines = Vec::new();
             if let Some(messages) = doc.get("messages").and_then(|m| m.as_array()) {
                 for m in messages {
@@ -52,3 +59,22 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => panic!("a document in a scratch directory: {e}"),
     }
 });
+
+/// Whether every message of the document is one the reader and the oracle read alike: no
+/// repeated key, no backslash.
+fn messages_read_alike(data: &[u8]) -> bool {
+    use serde_json::value::RawValue;
+    let Ok(top) = serde_json::from_slice::<std::collections::HashMap<String, &RawValue>>(data)
+    else {
+        return false;
+    };
+    let Some(messages) = top.get("messages") else {
+        return true;
+    };
+    let Ok(messages) = serde_json::from_str::<Vec<&RawValue>>(messages.get()) else {
+        return false;
+    };
+    messages
+        .iter()
+        .all(|m| !m.get().contains('\\') && !common::repeats_a_key(m.get().as_bytes()))
+}
