@@ -175,6 +175,15 @@ fn check(root: &Path, cache: &Path, files: &[(PathBuf, Format)]) -> SnapshotOutc
     first.unwrap()
 }
 
+/// Fails unless the run took the full path.
+#[track_caller]
+fn assert_rebuilt(outcome: &SnapshotOutcome) {
+    assert!(
+        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
+        "{outcome:?}"
+    );
+}
+
 fn snapshot_files(cache: &Path) -> Vec<PathBuf> {
     files_ending(cache, ".snapshot")
 }
@@ -356,11 +365,7 @@ fn rewrite_a_digit_keeping_mtime(path: &Path) {
 
 fn warm_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<(PathBuf, Format)>) {
     let (dir, root, cache, files) = written_tree();
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
     (dir, root, cache, files)
 }
 
@@ -461,11 +466,7 @@ fn damaged_or_missing_keys_are_read_only_when_a_file_grew_and_then_refused() {
         &root.join("p1/a.jsonl"),
         assistant("msg_k_2", "req_k_2", 400).as_bytes(),
     );
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
     append(
         &root.join("p1/a.jsonl"),
         assistant("msg_k_3", "req_k_3", 500).as_bytes(),
@@ -492,11 +493,7 @@ fn a_file_grown_with_a_message_another_file_holds_takes_the_full_path() {
         &root.join("p0/resumed.jsonl"),
         assistant("msg_x", "req_x", 9).as_bytes(),
     );
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
     // Two files growing with one new message between them.
     append(
         &root.join("p3/own.jsonl"),
@@ -506,20 +503,12 @@ fn a_file_grown_with_a_message_another_file_holds_takes_the_full_path() {
         &root.join("p1/a.jsonl"),
         assistant("msg_y", "req_y", 6).as_bytes(),
     );
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
     // The copy grows with the next lines of the file it copies: every message is shared.
     let more = generate::transcript(Format::ClaudeCode, 99, 10);
     append(&root.join("p2/copy.jsonl"), &more);
     append(&root.join("p1/a.jsonl"), &more);
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
 }
 
 #[test]
@@ -638,13 +627,11 @@ fn a_file_added_with_a_message_another_file_holds_takes_the_full_path() {
 #[test]
 fn a_removed_or_a_rewritten_file_and_a_foreign_snapshot_take_the_full_path() {
     let (_dir, root, cache, mut files) = warm_tree();
-    let rebuilt =
-        |o: SnapshotOutcome| assert!(matches!(o, SnapshotOutcome::Rebuilt { .. }), "{o:?}");
     let gone = files.pop().unwrap();
     std::fs::remove_file(&gone.0).unwrap();
-    rebuilt(check(&root, &cache, &files));
+    assert_rebuilt(&check(&root, &cache, &files));
     std::fs::write(root.join("p3/own.jsonl"), other()).unwrap();
-    rebuilt(check(&root, &cache, &files));
+    assert_rebuilt(&check(&root, &cache, &files));
     // Another request's snapshot put in this one's place is refused.
     let mine = snapshot_files(&cache).pop().unwrap();
     let sub = root.join("p1");
@@ -664,7 +651,7 @@ fn a_removed_or_a_rewritten_file_and_a_foreign_snapshot_take_the_full_path() {
     }
     // Garbage in its place is refused too.
     std::fs::write(&mine, b"not a snapshot at all").unwrap();
-    rebuilt(check(&root, &cache, &files));
+    assert_rebuilt(&check(&root, &cache, &files));
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
 }
 
@@ -690,11 +677,7 @@ fn a_file_that_cannot_be_read_stays_skipped_until_it_can() {
     )
     .unwrap();
     files.push((std::fs::canonicalize(&bad).unwrap(), Format::ClaudeCode));
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
 }
 
 #[test]
@@ -707,11 +690,7 @@ fn a_settled_file_rewritten_in_place_with_its_mtime_put_back_is_still_seen() {
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
     // One digit of a token count changed, the length and the mtime kept: the ctime moves.
     rewrite_a_digit_keeping_mtime(&root.join("p3/own.jsonl"));
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
 }
 
 #[test]
@@ -719,19 +698,11 @@ fn a_first_run_over_settled_files_answers_later_runs_and_still_sees_a_rewrite_in
     let (_dir, root, cache, files) = written_tree();
     // Settled before the first run: it records each stat as the file was opened.
     std::thread::sleep(std::time::Duration::from_millis(3100));
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
     assert_eq!(check(&root, &cache, &files), SnapshotOutcome::Current);
     // The recorded stat no longer vouches for the file.
     rewrite_a_digit_keeping_mtime(&root.join("p3/own.jsonl"));
-    let outcome = check(&root, &cache, &files);
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&check(&root, &cache, &files));
 }
 
 #[test]
@@ -752,11 +723,7 @@ fn a_large_file_gets_no_index_until_it_grows_and_then_one_that_catches_it_up() {
         (report, outcome)
     };
     // The first run reads every file whole and gives none an index.
-    let (_, outcome) = run("first");
-    assert!(
-        matches!(outcome, SnapshotOutcome::Rebuilt { .. }),
-        "{outcome:?}"
-    );
+    assert_rebuilt(&run("first").1);
     assert_eq!(files_ending(&cache, ".redb").len(), 0);
     // The large file grows: it gets its index, built from its lines.
     append(
