@@ -1,6 +1,6 @@
 //! Opening a log file safely: only regular files, never a FIFO we would block on.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -38,6 +38,11 @@ pub fn check_regular(path: &Path) -> Result<std::fs::Metadata, LogError> {
 
 /// Opens an existing log for reading.
 pub fn open_for_read(path: &Path) -> Result<File, LogError> {
+    open_for_read_inspected(path).map(|(file, _)| file)
+}
+
+/// [`open_for_read`], with the open file's metadata (taken once it was open).
+pub(crate) fn open_for_read_inspected(path: &Path) -> Result<(File, Metadata), LogError> {
     check_regular(path)?;
     let file = File::open(path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => LogError::NotFound {
@@ -49,7 +54,7 @@ pub fn open_for_read(path: &Path) -> Result<File, LogError> {
 }
 
 /// The path could have been swapped between the check and the open: check the open file.
-fn still_regular(file: File, path: &Path) -> Result<File, LogError> {
+fn still_regular(file: File, path: &Path) -> Result<(File, Metadata), LogError> {
     let meta = file
         .metadata()
         .map_err(|e| LogError::io("inspect", path, e))?;
@@ -59,7 +64,7 @@ fn still_regular(file: File, path: &Path) -> Result<File, LogError> {
             kind: "special file",
         });
     }
-    Ok(file)
+    Ok((file, meta))
 }
 
 /// Opens (creating if needed) a log for appending.
@@ -77,5 +82,5 @@ pub fn open_for_append(path: &Path) -> Result<File, LogError> {
         .create(true)
         .open(path)
         .map_err(|e| LogError::io("open", path, e))?;
-    still_regular(file, path)
+    still_regular(file, path).map(|(file, _)| file)
 }

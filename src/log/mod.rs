@@ -22,6 +22,7 @@ pub use error::LogError;
 pub(crate) use faults::Faults;
 #[cfg(feature = "testing")]
 pub use faults::{FaultKind, FaultPlan, Faults};
+pub(crate) use file::open_for_read_inspected;
 pub use file::{check_regular, open_for_append, open_for_read};
 pub(crate) use lines::bytes_unchanged;
 pub use lines::{

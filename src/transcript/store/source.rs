@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::log::{LogError, open_for_read, read_exact_at};
+use crate::log::{LogError, open_for_read_inspected, read_exact_at};
 use crate::transcript::error::TranscriptError;
 use crate::transcript::format::Format;
 use crate::transcript::readers::detect_format;
@@ -85,7 +85,10 @@ impl Source {
 
 /// The canonical path, the file opened read-only, and its `stat` (its length with it).
 fn open_read_only(path: &Path) -> Result<(PathBuf, File, Stat), TranscriptError> {
-    let file = open_for_read(path).map_err(|e| match e {
+    // Taken before the file's stat, and so before it is read: a change after it changes mtime
+    // or ctime.
+    let taken = std::time::SystemTime::now();
+    let (file, meta) = open_for_read_inspected(path).map_err(|e| match e {
         LogError::NotFound { path } => TranscriptError::NotFound { path },
         LogError::NotAFile { path, kind } => TranscriptError::NotAFile { path, kind },
         LogError::Io { op, path, source } => TranscriptError::Io { op, path, source },
@@ -95,11 +98,6 @@ fn open_read_only(path: &Path) -> Result<(PathBuf, File, Stat), TranscriptError>
         Some(canonical) => canonical,
         None => std::fs::canonicalize(path).map_err(|e| TranscriptError::at("resolve", path, e))?,
     };
-    // Taken before the file is read: a change after it changes mtime or ctime.
-    let taken = std::time::SystemTime::now();
-    let meta = file
-        .metadata()
-        .map_err(|e| TranscriptError::io("inspect", &canonical, e))?;
     Ok((canonical, file, Stat::of(&meta, taken)))
 }
 
