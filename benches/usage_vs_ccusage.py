@@ -136,28 +136,34 @@ def fmt_row(r):
             f"{f(r['ccusage_s'])} (CPU {f(r['ccusage_cpu_s'])}) | {ratio} | {r['target']} | {r['load'][0]}-{r['load'][1]} |")
 
 
+def claude_files(home):
+    """The home's Claude Code session files, sorted, without the sessions `added` wrote."""
+    files = []
+    for d, _, names in os.walk(os.path.join(home, ".claude/projects")):
+        files += [os.path.join(d, n) for n in names
+                  if n.endswith(".jsonl") and not n.startswith("added-")]
+    return sorted(files)
+
+
+def middle_claude_file(home):
+    files = claude_files(home)
+    return files[len(files) // 2]
+
+
 def grow_one(home):
     """Appends a turn to one Claude Code file (transcripts_vs_ccusage.py's grow)."""
     sys.path.insert(0, os.path.join(ROOT, "benches"))
     argv, sys.argv = sys.argv, [sys.argv[0]]
     import transcripts_vs_ccusage as t  # noqa: E402 (its argument parsing reads sys.argv)
     sys.argv = argv
-    files = []
-    for d, _, names in os.walk(os.path.join(home, ".claude/projects")):
-        files += [os.path.join(d, n) for n in names
-                  if n.endswith(".jsonl") and not n.startswith("added-")]
-    path = sorted(files)[len(files) // 2]
+    path = middle_claude_file(home)
     return lambda: t.grow(path)
 
 
 def add_one(home):
     """Writes a new Claude Code session of one turn (new ids) beside a middle file, as a
     session that just started would, each time it is called."""
-    files = []
-    for d, _, names in os.walk(os.path.join(home, ".claude/projects")):
-        files += [os.path.join(d, n) for n in names
-                  if n.endswith(".jsonl") and not n.startswith("added-")]
-    template = sorted(files)[len(files) // 2]
+    template = middle_claude_file(home)
     with open(template, "rb") as f:
         f.seek(max(0, os.path.getsize(template) - 65536))
         last = [l for l in f.read().split(b"\n") if b'"type":"assistant"' in l][-1]
@@ -182,10 +188,7 @@ def add_one(home):
 
 
 def statusline_input(bench):
-    files = []
-    for d, _, names in os.walk(os.path.join(bench.home, ".claude/projects")):
-        files += [os.path.join(d, n) for n in names if n.endswith(".jsonl")]
-    session = max(files, key=os.path.getsize)
+    session = max(claude_files(bench.home), key=os.path.getsize)
     path = os.path.join(bench.data, "statusline-input.json")
     with open(path, "w") as f:
         json.dump({"session_id": os.path.basename(session)[:-6], "transcript_path": session,
