@@ -20,6 +20,8 @@ use crate::transcript::{detect_format, discover, roots_or_default, session_of};
 
 /// Raw bytes per frame (a longer line gets a frame of its own).
 pub(crate) const FRAME_BYTES: usize = 4 << 20;
+/// The least a read asks for beyond a file's size at its stat: the part appended since.
+const READ_AHEAD: usize = 64 << 10;
 /// How close to its archiving a file's modification time makes its stat untrusted.
 const RACY_MS: i64 = 2000;
 /// The head and tail windows' size.
@@ -114,10 +116,12 @@ pub fn archive(
             .collect(),
         ..ArchiveReport::default()
     };
+    // One read buffer for the run: a fresh one a file would be faulted in again each time.
+    let mut buf = Vec::new();
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
         report.files += 1;
-        match archive_file(&mut writer, path, &mut report) {
+        match archive_file(&mut writer, path, &mut buf, &mut report) {
             Ok(()) => {}
             Err(Failed::Archive(e)) => return Err(e),
             Err(Failed::Source(e)) => report.skipped.push(ArchiveSkipped {
@@ -151,6 +155,7 @@ struct Plan {
 fn archive_file(
     writer: &mut Writer,
     path: &Path,
+    buf: &mut Vec<u8>,
     report: &mut ArchiveReport,
 ) -> Result<(), Failed> {
     let source = |op, e| Failed::Source(ArchiveError::io(op, path, e));
@@ -196,7 +201,7 @@ fn archive_file(
     };
     let new_version = plan.start == 0;
     let lines_before = report.lines;
-    append_lines(writer, &file, path, plan, seen, report)?;
+    append_lines(writer, &file, path, plan, seen, buf, report)?;
     if report.lines == lines_before {
         report.unchanged += 1;
     } else if latest.is_none() {
@@ -222,25 +227,40 @@ fn continues(file: &File, last: &Record) -> std::io::Result<bool> {
         && window(last.end - u64::from(last.tail.len), last.tail)?)
 }
 
-/// Reads the file from `plan.start` and appends its complete lines, a frame at a time.
+/// Reads the file from `plan.start` into `buf` and appends its complete lines, a frame at a
+/// time.
 fn append_lines(
     writer: &mut Writer,
     file: &File,
     path: &Path,
     mut plan: Plan,
     seen: Seen,
+    buf: &mut Vec<u8>,
     report: &mut ArchiveReport,
 ) -> Result<(), Failed> {
-    let mut buf: Vec<u8> = Vec::with_capacity(FRAME_BYTES);
     let mut at = plan.start;
+    // The buffer is zeroed before each read, so a read asks for what the stat says is left and a
+    // little more (the file may still grow), not a whole frame: most transcripts are smaller.
+    // Past the stat's size it asks for a frame's worth, as with no stat.
+    let cap = |at: u64, filled: usize| {
+        let unread = seen.size.saturating_sub(at + filled as u64);
+        usize::try_from(unread)
+            .ok()
+            .filter(|&n| n > 0)
+            .map_or(usize::MAX, |n| {
+                filled.saturating_add(n).saturating_add(READ_AHEAD)
+            })
+    };
+    buf.clear();
     let mut eof = false;
     loop {
         // A frame's worth, or more while a line longer than that has no end yet.
-        let target = if buf.len() >= FRAME_BYTES && memchr::memchr(b'\n', &buf).is_none() {
+        let target = if buf.len() >= FRAME_BYTES && memchr::memchr(b'\n', buf).is_none() {
             buf.len() + FRAME_BYTES
         } else {
             FRAME_BYTES
         };
+        let target = target.min(cap(at, buf.len()));
         while !eof && buf.len() < target {
             let old = buf.len();
             buf.resize(target, 0);
@@ -249,7 +269,7 @@ fn append_lines(
             buf.truncate(old + n);
             eof = n == 0;
         }
-        let Some(last_nl) = memchr::memrchr(b'\n', &buf) else {
+        let Some(last_nl) = memchr::memrchr(b'\n', buf) else {
             if eof {
                 return Ok(());
             }
@@ -354,4 +374,40 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read sized by the stat still reaches the file's end when the file grew after the stat,
+    /// and never archives the torn line at its end.
+    #[test]
+    fn a_file_grown_since_its_stat_is_archived_to_its_last_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let whole = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(1000)).repeat(5000);
+        std::fs::write(&path, format!("{whole}{{\"torn\"")).unwrap();
+        let file = File::open(&path).unwrap();
+        let size = whole.len() as u64;
+        for stat_size in [0, 1, 100_000, size - 1, size, size + 7] {
+            let mut writer = Writer::open(&dir.path().join(format!("a{stat_size}")), None).unwrap();
+            let mut report = ArchiveReport::default();
+            let plan = Plan {
+                version: 1,
+                start: 0,
+                head: None,
+                names: None,
+            };
+            let seen = Seen {
+                size: stat_size,
+                ..Seen::default()
+            };
+            let mut buf = b"left by another file".to_vec();
+            let done = append_lines(&mut writer, &file, &path, plan, seen, &mut buf, &mut report);
+            assert!(done.is_ok(), "stat size {stat_size}");
+            assert_eq!(report.lines, 5000, "stat size {stat_size}");
+            assert_eq!(report.bytes, size, "stat size {stat_size}");
+        }
+    }
 }
