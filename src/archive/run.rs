@@ -252,6 +252,8 @@ fn append_lines(
             })
     };
     buf.clear();
+    // What a line longer than a frame grew it to is not kept for the files after it.
+    buf.shrink_to(2 * FRAME_BYTES);
     let mut eof = false;
     loop {
         // A frame's worth, or more while a line longer than that has no end yet.
