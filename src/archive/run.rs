@@ -20,7 +20,8 @@ use crate::transcript::{detect_format, discover, roots_or_default, session_of};
 
 /// Raw bytes per frame (a longer line gets a frame of its own).
 pub(crate) const FRAME_BYTES: usize = 4 << 20;
-/// The least a read asks for beyond a file's size at its stat: the part appended since.
+/// What a read asks for beyond the bytes the file's stat says are left: room for what was
+/// appended since.
 const READ_AHEAD: usize = 64 << 10;
 /// How close to its archiving a file's modification time makes its stat untrusted.
 const RACY_MS: i64 = 2000;
