@@ -47,6 +47,15 @@ pub enum ArchiveError {
         /// What is missing or damaged.
         why: String,
     },
+    /// A path given to archive is not a regular file (a FIFO, socket or device): it is not
+    /// opened, so nothing blocks on it.
+    #[error("{path} is a {kind}, not a transcript file; it cannot be archived")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
     /// A transcript line is too long for one frame (4 GiB).
     #[error("{path} has a line of more than 4 GiB at offset {offset}; it cannot be archived")]
     LineTooLong {

@@ -179,7 +179,8 @@ fn archive_file(
         report.unchanged += 1;
         return Ok(());
     }
-    let file = File::open(path).map_err(|e| source("open", e))?;
+    // The log layer's open: a FIFO, socket or device given as a path is refused, not opened.
+    let file = crate::log::open_for_read(path).map_err(|e| Failed::Source(open_error(path, e)))?;
     let plan = match &latest {
         None => Plan {
             version: 1,
@@ -213,6 +214,19 @@ fn archive_file(
         report.appended += 1;
     }
     Ok(())
+}
+
+/// The archive's error for a transcript the log layer would not open.
+fn open_error(path: &Path, e: crate::log::LogError) -> ArchiveError {
+    use crate::log::LogError;
+    match e {
+        LogError::NotAFile { path, kind } => ArchiveError::NotAFile { path, kind },
+        LogError::Io { op, path, source } => ArchiveError::Io { op, path, source },
+        LogError::NotFound { path } => {
+            ArchiveError::io("open", path, std::io::ErrorKind::NotFound.into())
+        }
+        other => ArchiveError::io("open", path, std::io::Error::other(other.to_string())),
+    }
 }
 
 /// Whether the file still holds what `last` archived: long enough, the same head and the same

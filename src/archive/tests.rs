@@ -392,6 +392,29 @@ fn nothing_is_written_beside_the_transcripts() {
 }
 
 #[test]
+fn a_fifo_given_as_a_path_is_skipped_not_waited_on() {
+    let s = setup();
+    let a = s.src.join("a.jsonl");
+    std::fs::write(&a, lines(0..2)).unwrap();
+    let fifo = s.src.join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opened like a file, the FIFO would block this run until a writer came.
+    let report = archive(&[fifo.clone(), a.clone()], &s.options(), &|_, _| {}).unwrap();
+    assert_eq!(report.skipped.len(), 1);
+    assert_eq!(report.skipped[0].path, fifo);
+    assert!(
+        report.skipped[0].error.contains("is a FIFO"),
+        "{:?}",
+        report.skipped
+    );
+    assert_eq!(s.read(&a, None), lines(0..2).as_bytes());
+}
+
+#[test]
 fn a_session_is_restored_with_its_subagents_under_to() {
     let s = setup();
     let main = s.src.join("sess.jsonl");
