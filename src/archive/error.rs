@@ -56,8 +56,8 @@ pub enum ArchiveError {
         /// What it is instead.
         kind: &'static str,
     },
-    /// A transcript line is too long for one frame (4 GiB).
-    #[error("{path} has a line of more than 4 GiB at offset {offset}; it cannot be archived")]
+    /// A transcript line is too long for one frame (1 GiB).
+    #[error("{path} has a line of more than 1 GiB at offset {offset}; it cannot be archived")]
     LineTooLong {
         /// The transcript.
         path: PathBuf,
