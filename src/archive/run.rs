@@ -180,7 +180,8 @@ fn archive_file(
         return Ok(());
     }
     // The log layer's open: a FIFO, socket or device given as a path is refused, not opened.
-    let file = crate::log::open_for_read(path).map_err(|e| Failed::Source(open_error(path, e)))?;
+    let (file, opened) = crate::log::open_for_read_inspected(path)
+        .map_err(|e| Failed::Source(open_error(path, e)))?;
     let plan = match &latest {
         None => Plan {
             version: 1,
@@ -188,7 +189,7 @@ fn archive_file(
             head: None,
             names: None,
         },
-        Some(r) if continues(&file, r).map_err(|e| source("read", e))? => Plan {
+        Some(r) if continues(&file, opened.len(), r).map_err(|e| source("read", e))? => Plan {
             version: r.version,
             start: r.end,
             head: Some(r.head),
@@ -229,14 +230,13 @@ fn open_error(path: &Path, e: crate::log::LogError) -> ArchiveError {
     }
 }
 
-/// Whether the file still holds what `last` archived: long enough, the same head and the same
-/// bytes before the archived end.
-fn continues(file: &File, last: &Record) -> std::io::Result<bool> {
+/// Whether the file (`size` bytes when opened) still holds what `last` archived: long enough,
+/// the same head and the same bytes before the archived end.
+fn continues(file: &File, size: u64, last: &Record) -> std::io::Result<bool> {
     let window = |offset: u64, w: Window| -> std::io::Result<bool> {
         let mut buf = vec![0u8; w.len as usize];
         Ok(read_exact_at(file, &mut buf, offset)? && crc32fast::hash(&buf) == w.crc)
     };
-    let size = file.metadata()?.len();
     Ok(size >= last.end
         && window(0, last.head)?
         && window(last.end - u64::from(last.tail.len), last.tail)?)
